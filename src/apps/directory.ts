@@ -1,0 +1,134 @@
+// Cached resolution of apps and keys (spec §Auth 6): entries live 60 s; a change anywhere is published on Redis and
+// every instance drops the app's entries within milliseconds. Concurrent misses for one id share one query.
+import type { Logger } from 'pino'
+import type { Db } from '../db/pool'
+import type { RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
+import { type AppRecord, findApp, findKey, type KeyRecord } from './store'
+
+interface Entry<T> {
+  value: T | null
+  at: number
+}
+
+/** Past this many entries a cache is cleared rather than grown: a flood of random ids cannot exhaust memory. */
+const MAX_ENTRIES = 200_000
+
+class TtlCache<T> {
+  private readonly map = new Map<string, Entry<T>>()
+  readonly #loading = new Map<string, Promise<T | null>>()
+  /** Bumped by every invalidation: a load that began before one must not store what it read. */
+  #generation = 0
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  async get(id: string, load: (id: string) => Promise<T | null>): Promise<T | null> {
+    const e = this.map.get(id)
+    if (e && this.now() - e.at < this.ttlMs) return e.value
+    let p = this.#loading.get(id)
+    if (!p) {
+      const startedAt = this.now()
+      const generation = this.#generation
+      p = load(id).then(
+        (value) => {
+          this.#loading.delete(id)
+          if (generation !== this.#generation) return value
+          if (this.map.size >= MAX_ENTRIES) this.map.clear()
+          this.map.set(id, { value, at: startedAt })
+          return value
+        },
+        (err) => {
+          this.#loading.delete(id)
+          throw err
+        },
+      )
+      this.#loading.set(id, p)
+    }
+    return p
+  }
+
+  delete(id: string): void {
+    this.#generation++
+    this.#loading.delete(id)
+    this.map.delete(id)
+  }
+
+  deleteWhere(pred: (v: T) => boolean): void {
+    this.#generation++
+    for (const [id, e] of this.map) if (e.value && pred(e.value)) this.map.delete(id)
+  }
+
+  clear(): void {
+    this.#generation++
+    this.map.clear()
+  }
+}
+
+export class AppDirectory {
+  readonly #apps: TtlCache<AppRecord>
+  readonly #keys: TtlCache<KeyRecord>
+  #sub: RedisClient | null = null
+
+  constructor(
+    private readonly db: Db,
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly log: Logger,
+    ttlMs: number,
+    now: () => number,
+  ) {
+    this.#apps = new TtlCache(ttlMs, now)
+    this.#keys = new TtlCache(ttlMs, now)
+  }
+
+  /** Subscribes to invalidations on a dedicated connection; on reconnect everything is dropped (messages may be lost). */
+  async start(): Promise<void> {
+    const sub = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
+    sub.on('error', () => {})
+    let first = true
+    sub.on('ready', () => {
+      if (!first) {
+        this.log.info('invalidation channel reconnected; caches cleared')
+        this.clear()
+      }
+      first = false
+    })
+    sub.on('message', (_ch: string, appId: string) => this.#drop(appId))
+    await sub.subscribe(this.keys.invalidations())
+    this.#sub = sub
+  }
+
+  async stop(): Promise<void> {
+    if (this.#sub) {
+      this.#sub.disconnect()
+      this.#sub = null
+    }
+  }
+
+  app(id: string): Promise<AppRecord | null> {
+    return this.#apps.get(id, (x) => findApp(this.db, x))
+  }
+
+  key(kid: string): Promise<KeyRecord | null> {
+    return this.#keys.get(kid, (x) => findKey(this.db, x))
+  }
+
+  /** Tells every instance (this one included) that an app's keys or state changed. */
+  async invalidate(appId: string): Promise<void> {
+    this.#drop(appId)
+    await this.redis.publish(this.keys.invalidations(), appId)
+  }
+
+  clear(): void {
+    this.#apps.clear()
+    this.#keys.clear()
+  }
+
+  #drop(appId: string): void {
+    this.#apps.delete(appId)
+    this.#keys.deleteWhere((k) => k.appId === appId)
+  }
+}

@@ -1,0 +1,144 @@
+// Apps and keys: creation (org + app + key + sealed receipt key in one transaction), rotation with a 24 h overlap,
+// pause/resume, plans, revocation. Every change is published so every instance's cache follows within a second.
+import { randomUUID } from 'node:crypto'
+import type { Config } from '../config'
+import { type Db, tx } from '../db/pool'
+import { ApiError } from '../errors'
+import { type Clock, isoWithOffset } from '../time'
+import type { Vault } from '../vault'
+import type { AppDirectory } from './directory'
+import { type NewKey, newApiKey, newReceiptKey } from './key-format'
+import * as store from './store'
+
+export interface CreateAppInput {
+  nome: string
+  ratePorMin?: number
+  sandbox?: boolean
+}
+
+export interface CreatedApp {
+  id: string
+  nome: string
+  api_key: string
+  kid: string
+  receipt_key: string
+  rate_por_min: number
+  criado_em: string
+}
+
+export interface RotatedKey {
+  id: string
+  api_key: string
+  kid: string
+  anterior_expira_em: string | null
+}
+
+export const DEFAULT_RATE_POR_MIN = 60_000
+
+/** The AAD that binds a sealed receipt key to its app. */
+export const receiptKeyAad = (appId: string): string => `receipt_key:${appId}`
+
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string }).code === '23505'
+}
+
+export class AppService {
+  constructor(
+    private readonly db: Db,
+    private readonly dir: AppDirectory,
+    private readonly vault: Vault,
+    private readonly cfg: Pick<Config, 'defaultPlan' | 'limits'>,
+    private readonly now: Clock,
+  ) {}
+
+  async create(input: CreateAppInput): Promise<CreatedApp> {
+    this.vault.require()
+    const id = randomUUID()
+    const receiptKey = newReceiptKey()
+    const criadoEm = new Date(this.now())
+    const ratePorMin = input.ratePorMin ?? DEFAULT_RATE_POR_MIN
+    const sandbox = input.sandbox ?? false
+    const key = await this.#retryOnKidCollision(async () => {
+      const k = newApiKey(sandbox)
+      await tx(this.db, async (c) => {
+        await store.insertAppWithOrg(c, {
+          id,
+          orgId: randomUUID(),
+          plan: this.cfg.defaultPlan,
+          nome: input.nome,
+          ratePorMin,
+          sandbox,
+          receiptKeyEnc: this.vault.seal(receiptKey, receiptKeyAad(id)),
+          criadoEm,
+        })
+        await store.insertKey(c, id, k, criadoEm)
+      })
+      return k
+    })
+    return {
+      id,
+      nome: input.nome,
+      api_key: key.apiKey,
+      kid: key.kid,
+      receipt_key: receiptKey,
+      rate_por_min: ratePorMin,
+      criado_em: isoWithOffset(criadoEm),
+    }
+  }
+
+  /** spec §Auth 7: the previous key stays valid for the overlap, then answers 401; rotation itself never 401s. */
+  async rotate(appId: string, sandbox?: boolean): Promise<RotatedKey> {
+    const at = new Date(this.now())
+    const deadline = new Date(at.getTime() + this.cfg.limits.rotationOverlapMs)
+    let out: { key: NewKey; previous: Date | null }
+    try {
+      out = await this.#retryOnKidCollision(() =>
+        tx(this.db, async (c) => {
+          const app = await store.findApp(c, appId, true)
+          if (!app) throw new ApiError('APP_NOT_FOUND')
+          // Without an explicit choice the new key keeps the app's environment.
+          const key = newApiKey(sandbox ?? app.sandbox)
+          const previous = await store.expireCurrentKey(c, appId, deadline)
+          await store.insertKey(c, appId, key, at)
+          if (key.sandbox !== app.sandbox) await store.setAppSandbox(c, appId, key.sandbox)
+          return { key, previous }
+        }),
+      )
+    } catch (err) {
+      if (err instanceof ApiError || (err as { dependency?: string }).dependency) throw err
+      throw new ApiError('KEY_WRITE_FAILED')
+    }
+    await this.dir.invalidate(appId)
+    const { key, previous } = out
+    return { id: appId, api_key: key.apiKey, kid: key.kid, anterior_expira_em: previous ? isoWithOffset(previous) : null }
+  }
+
+  async setPaused(appId: string, paused: boolean): Promise<void> {
+    if (!(await store.setPaused(this.db, appId, paused))) throw new ApiError('APP_NOT_FOUND')
+    await this.dir.invalidate(appId)
+  }
+
+  async setPlan(appId: string, plan: store.Plan): Promise<void> {
+    if (!(await store.setPlan(this.db, appId, plan))) throw new ApiError('APP_NOT_FOUND')
+    await this.dir.invalidate(appId)
+  }
+
+  /** Revoked keys stop working at once on every instance (spec §API key). */
+  async revokeKeys(appId: string, kid?: string): Promise<number> {
+    const n = await store.revokeKeys(this.db, appId, new Date(this.now()), kid)
+    await this.dir.invalidate(appId)
+    return n
+  }
+
+  /** A random kid can collide with an existing one (36^8 space): the whole transaction is retried with a new key. */
+  async #retryOnKidCollision<T>(write: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write()
+      } catch (err) {
+        if (attempt < 3 && isUniqueViolation(err)) continue
+        throw err
+      }
+    }
+  }
+}

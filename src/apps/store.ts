@@ -1,0 +1,151 @@
+// SQL of apps, organisations and keys, behind intent names.
+import { type Db, query, type Tx } from '../db/pool'
+
+export type Plan = 'free' | 'pro'
+
+export interface AppRecord {
+  id: string
+  orgId: string
+  nome: string
+  ratePorMin: number
+  sandbox: boolean
+  paused: boolean
+  plan: Plan
+  inappAtivo: boolean
+  inappCapHoras: number
+  firebaseParams: Record<string, unknown> | null
+  criadoEm: Date
+}
+
+export interface KeyRecord {
+  kid: string
+  appId: string
+  hash: Buffer
+  expiresAtMs: number | null
+  revoked: boolean
+}
+
+interface AppRow {
+  id: string
+  org_id: string
+  nome: string
+  rate_por_min: number
+  sandbox: boolean
+  paused: boolean
+  plan: Plan
+  inapp_ativo: boolean
+  inapp_cap_horas: number
+  firebase_params: Record<string, unknown> | null
+  criado_em: Date
+}
+
+const APP_COLUMNS = `a.id, a.org_id, a.nome, a.rate_por_min, a.sandbox, a.paused, o.plan, a.inapp_ativo, a.inapp_cap_horas,
+  a.firebase_params, a.criado_em`
+
+function toApp(r: AppRow): AppRecord {
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    nome: r.nome,
+    ratePorMin: r.rate_por_min,
+    sandbox: r.sandbox,
+    paused: r.paused,
+    plan: r.plan,
+    inappAtivo: r.inapp_ativo,
+    inappCapHoras: r.inapp_cap_horas,
+    firebaseParams: r.firebase_params,
+    criadoEm: r.criado_em,
+  }
+}
+
+export async function findApp(db: Db | Tx, id: string, forUpdate = false): Promise<AppRecord | null> {
+  const r = await query<AppRow>(
+    db,
+    `SELECT ${APP_COLUMNS} FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = $1 ${forUpdate ? 'FOR UPDATE OF a' : ''}`,
+    [id],
+  )
+  return r.rows[0] ? toApp(r.rows[0]) : null
+}
+
+export async function findKey(db: Db, kid: string): Promise<KeyRecord | null> {
+  const r = await query<{ kid: string; app_id: string; key_hash: Buffer; expires_at: Date | null; revoked_at: Date | null }>(
+    db,
+    'SELECT kid, app_id, key_hash, expires_at, revoked_at FROM app_keys WHERE kid = $1',
+    [kid],
+  )
+  const row = r.rows[0]
+  if (!row) return null
+  return {
+    kid: row.kid,
+    appId: row.app_id,
+    hash: row.key_hash,
+    expiresAtMs: row.expires_at ? row.expires_at.getTime() : null,
+    revoked: row.revoked_at !== null,
+  }
+}
+
+export interface NewAppRow {
+  id: string
+  orgId: string
+  plan: Plan
+  nome: string
+  ratePorMin: number
+  sandbox: boolean
+  receiptKeyEnc: Buffer
+  criadoEm: Date
+}
+
+export async function insertAppWithOrg(c: Tx, a: NewAppRow): Promise<void> {
+  await query(c, 'INSERT INTO orgs (id, plan, created_at) VALUES ($1, $2, $3)', [a.orgId, a.plan, a.criadoEm])
+  await query(
+    c,
+    `INSERT INTO apps (id, org_id, nome, rate_por_min, sandbox, receipt_key_enc, criado_em)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [a.id, a.orgId, a.nome, a.ratePorMin, a.sandbox, a.receiptKeyEnc, a.criadoEm],
+  )
+}
+
+export async function insertKey(c: Tx, appId: string, k: { kid: string; hash: Buffer; sandbox: boolean }, at: Date): Promise<void> {
+  await query(c, 'INSERT INTO app_keys (kid, app_id, key_hash, sandbox, created_at) VALUES ($1, $2, $3, $4, $5)', [
+    k.kid,
+    appId,
+    k.hash,
+    k.sandbox,
+    at,
+  ])
+}
+
+/** Puts the app's current (non-expiring) key on the rotation clock; returns its new deadline, or null if none. */
+export async function expireCurrentKey(c: Tx, appId: string, deadline: Date): Promise<Date | null> {
+  const r = await query<{ expires_at: Date }>(
+    c,
+    `UPDATE app_keys SET expires_at = $2
+      WHERE app_id = $1 AND expires_at IS NULL AND revoked_at IS NULL RETURNING expires_at`,
+    [appId, deadline],
+  )
+  return r.rows[0]?.expires_at ?? null
+}
+
+export async function setAppSandbox(c: Tx, appId: string, sandbox: boolean): Promise<void> {
+  await query(c, 'UPDATE apps SET sandbox = $2 WHERE id = $1', [appId, sandbox])
+}
+
+export async function setPaused(db: Db, appId: string, paused: boolean): Promise<boolean> {
+  const r = await query(db, 'UPDATE apps SET paused = $2 WHERE id = $1', [appId, paused])
+  return r.rowCount === 1
+}
+
+export async function setPlan(db: Db, appId: string, plan: Plan): Promise<boolean> {
+  const r = await query(db, 'UPDATE orgs SET plan = $2 WHERE id = (SELECT org_id FROM apps WHERE id = $1)', [appId, plan])
+  return r.rowCount === 1
+}
+
+/** Revokes one key (by kid) or every key of the app; returns how many keys stopped working. */
+export async function revokeKeys(db: Db, appId: string, at: Date, kid?: string): Promise<number> {
+  const r = await query(
+    db,
+    `UPDATE app_keys SET revoked_at = $2 WHERE app_id = $1 AND revoked_at IS NULL ${kid ? 'AND kid = $3' : ''}`,
+    kid ? [appId, at, kid] : [appId, at],
+  )
+  return r.rowCount ?? 0
+}

@@ -1,0 +1,24 @@
+// Request bodies of the operator's app routes (spec §Apps).
+import { fieldError } from '../errors'
+import { type Body, optBool, optInt } from '../validation'
+import type { CreateAppInput } from './service'
+
+const INT4_MAX = 2_147_483_647
+
+export function parseCreateApp(body: Body): CreateAppInput {
+  const nome = body.nome
+  if (typeof nome !== 'string' || nome.trim() === '') throw fieldError('nome', 'é obrigatório e não pode ser vazio')
+  const rate = body.rate_por_min
+  if (rate !== undefined && rate !== null && (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0)) {
+    throw fieldError('rate_por_min', 'deve ser um inteiro maior que 0')
+  }
+  return {
+    nome: nome.trim(),
+    ratePorMin: optInt(body, 'rate_por_min', 1, INT4_MAX),
+    sandbox: optBool(body, 'sandbox'),
+  }
+}
+
+export function parseRotate(body: Body): { sandbox?: boolean } {
+  return { sandbox: optBool(body, 'sandbox') }
+}

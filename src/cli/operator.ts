@@ -1,0 +1,29 @@
+// What an operator's one-shot command needs (pool, Redis for cache invalidation, the app service), opened and closed
+// around the command, so `pombo app …` behaves exactly like the routes and every running instance sees the change.
+import { AppDirectory } from '../apps/directory'
+import { AppService } from '../apps/service'
+import type { Config } from '../config'
+import { migrate } from '../db/migrate'
+import { createPool } from '../db/pool'
+import { createLogger } from '../log'
+import { connectRedis } from '../redis/client'
+import { Keys } from '../redis/keys'
+import { systemClock } from '../time'
+import { Vault } from '../vault'
+
+export interface OperatorTools {
+  apps: AppService
+}
+
+export async function withOperatorTools<T>(cfg: Config, fn: (t: OperatorTools) => Promise<T>): Promise<T> {
+  await migrate(cfg.databaseUrl, cfg.dbSchema)
+  const db = createPool(cfg.databaseUrl, cfg.dbSchema, 2)
+  const redis = await connectRedis(cfg.redisUrl, 'pombo-cli')
+  try {
+    const dir = new AppDirectory(db, redis, new Keys(cfg.redisPrefix), createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock)
+    return await fn({ apps: new AppService(db, dir, new Vault(cfg.vaultKey), cfg, systemClock) })
+  } finally {
+    redis.disconnect()
+    await db.end()
+  }
+}

@@ -1,0 +1,141 @@
+// Configuration: one table of defaults (the spec's Limits table and CONTRACT.md's environment), read once, frozen.
+import { isIP } from 'node:net'
+
+export interface Config {
+  readonly port: number
+  readonly dashboardPort: number
+  readonly host: string
+  readonly databaseUrl: string
+  readonly redisUrl: string
+  /** Namespace for every Redis key and channel; tests give each service its own. */
+  readonly redisPrefix: string
+  /** Postgres schema holding Pombo's tables; tests give each service its own. */
+  readonly dbSchema: string
+  readonly platformKey: string | null
+  readonly vaultKey: Buffer | null
+  readonly publicBaseUrl: string
+  readonly fcmBaseUrl: string
+  readonly apnsBaseUrl: string | null
+  readonly webhookAllowPrivate: boolean
+  readonly exportDir: string
+  readonly trustProxy: readonly string[]
+  readonly limits: Limits
+  readonly defaultPlan: 'free' | 'pro'
+  readonly gitCommit: string
+  readonly logLevel: string
+}
+
+export interface Limits {
+  /** spec §Limits: requests per minute per source IP on public routes (0 disables). */
+  readonly ipPerMin: number
+  readonly registrationsPerHour: number
+  readonly sendsPerSec: number
+  readonly freeMau: number
+  /** spec §Limits: body caps. */
+  readonly deviceBodyBytes: number
+  readonly sendBodyBytes: number
+  readonly appBodyBytes: number
+  /** spec §Auth 6: key resolution cache. */
+  readonly keyCacheTtlMs: number
+  /** spec §Auth 7: the previous key stays valid this long after a rotation. */
+  readonly rotationOverlapMs: number
+  readonly exportsPerSec: number
+  readonly exportValidityH: number
+}
+
+export const DEFAULT_LIMITS: Limits = Object.freeze({
+  ipPerMin: 120,
+  registrationsPerHour: 50_000,
+  sendsPerSec: 6_000,
+  freeMau: 1_000,
+  deviceBodyBytes: 16 * 1024,
+  sendBodyBytes: 256 * 1024,
+  appBodyBytes: 16 * 1024,
+  keyCacheTtlMs: 60_000,
+  rotationOverlapMs: 24 * 3600_000,
+  exportsPerSec: 1,
+  exportValidityH: 72,
+})
+
+export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>
+
+function int(env: Env, name: string, def: number, min = 0): number {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return def
+  if (!/^-?\d+$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name}: expected an integer >= ${min}, got "${raw}"`)
+  return Number(raw)
+}
+
+function vaultKey(raw: string | undefined): Buffer | null {
+  if (raw === undefined || raw === '') return null
+  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError('PM_VAULT_KEY: expected 64 hex characters')
+  return Buffer.from(raw, 'hex')
+}
+
+function trustProxy(raw: string | undefined): string[] {
+  if (!raw) return []
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean)
+  for (const item of items) {
+    const [addr, bits] = item.split('/')
+    if (!addr || !isIP(addr) || (bits !== undefined && !/^\d+$/.test(bits))) {
+      throw new ConfigError(`PM_TRUST_PROXY: "${item}" is not an address or CIDR`)
+    }
+  }
+  return items
+}
+
+/** Reads the environment once; throws ConfigError with a one-line reason. Only main.ts passes process.env. */
+export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
+  const port = int(env, 'PORT', 8080)
+  const host = env.PM_HOST || '127.0.0.1'
+  const limits: Limits = Object.freeze({
+    ...DEFAULT_LIMITS,
+    ipPerMin: int(env, 'PM_LIMIT_IP_PER_MIN', DEFAULT_LIMITS.ipPerMin),
+    registrationsPerHour: int(env, 'PM_LIMIT_REGISTRATIONS_PER_HOUR', DEFAULT_LIMITS.registrationsPerHour),
+    sendsPerSec: int(env, 'PM_LIMIT_SENDS_PER_SEC', DEFAULT_LIMITS.sendsPerSec),
+    freeMau: int(env, 'PM_FREE_MAU', DEFAULT_LIMITS.freeMau),
+    ...overrides.limits,
+  })
+  const plan = env.PM_DEFAULT_PLAN || 'free'
+  if (plan !== 'free' && plan !== 'pro') throw new ConfigError(`PM_DEFAULT_PLAN: expected free or pro, got "${plan}"`)
+  const cfg: Config = {
+    port,
+    dashboardPort: int(env, 'PM_DASHBOARD_PORT', 8081),
+    host,
+    databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
+    redisPrefix: env.PM_REDIS_PREFIX || 'pm',
+    dbSchema: env.PM_DB_SCHEMA || 'public',
+    platformKey: env.PM_PLATFORM_KEY || null,
+    vaultKey: vaultKey(env.PM_VAULT_KEY),
+    publicBaseUrl: (env.PM_PUBLIC_BASE_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
+    fcmBaseUrl: env.PM_FCM_BASE_URL || 'https://fcm.googleapis.com',
+    apnsBaseUrl: env.PM_APNS_BASE_URL || null,
+    webhookAllowPrivate: env.PM_WEBHOOK_ALLOW_PRIVATE === '1',
+    exportDir: env.PM_EXPORT_DIR || './.data/exports',
+    trustProxy: trustProxy(env.PM_TRUST_PROXY),
+    defaultPlan: plan,
+    gitCommit: env.PM_GIT_COMMIT || '',
+    logLevel: env.PM_LOG_LEVEL || 'info',
+    ...overrides,
+    limits,
+  }
+  if (!/^[a-z_][a-z0-9_]*$/.test(cfg.dbSchema)) throw new ConfigError(`PM_DB_SCHEMA: "${cfg.dbSchema}" is not a plain identifier`)
+  return Object.freeze(cfg)
+}
+
+/** The config as it may appear in a start-up log line: no secrets, no passwords. */
+export function redacted(cfg: Config): Record<string, unknown> {
+  return {
+    ...cfg,
+    databaseUrl: cfg.databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
+    redisUrl: cfg.redisUrl.replace(/\/\/([^@/]*)@/, '//***@'),
+    platformKey: cfg.platformKey ? 'set' : 'unset',
+    vaultKey: cfg.vaultKey ? 'set' : 'unset',
+  }
+}

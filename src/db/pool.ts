@@ -1,0 +1,69 @@
+// The Postgres pool: one per process, search_path fixed to Pombo's schema, connection failures tagged as a
+// dependency outage so routes answer a named 503.
+import pg from 'pg'
+
+export type Db = pg.Pool
+export type Tx = pg.PoolClient
+
+const CONN_STATES = /^(08|57P|53300)/
+
+/** Marks errors that mean "Postgres is unreachable" (not "the statement was wrong"). */
+export function tagPgError(err: unknown): never {
+  if (err instanceof Error) {
+    const e = err as Error & { code?: string; dependency?: string }
+    const connLevel =
+      (typeof e.code === 'string' && (CONN_STATES.test(e.code) || e.code.startsWith('E'))) ||
+      /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+        e.message,
+      )
+    if (connLevel) e.dependency = 'postgres'
+  }
+  throw err
+}
+
+export function createPool(url: string, schema: string, max = 16): Db {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    // Session settings go in the startup packet, so every pooled connection has them before its first query.
+    options: `-c search_path=${schema} -c statement_timeout=30000`,
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  })
+  // An idle client losing its connection must not crash the process; the next checkout reconnects.
+  pool.on('error', () => {})
+  return pool
+}
+
+export async function query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Db | Tx,
+  text: string,
+  params?: unknown[],
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await db.query<R>(text, params)
+  } catch (err) {
+    return tagPgError(err)
+  }
+}
+
+/** Runs `fn` in one transaction: committed when it returns, rolled back when it throws. */
+export async function tx<T>(db: Db, fn: (c: Tx) => Promise<T>): Promise<T> {
+  let client: Tx
+  try {
+    client = await db.connect()
+  } catch (err) {
+    return tagPgError(err)
+  }
+  try {
+    await client.query('BEGIN')
+    const out = await fn(client)
+    await client.query('COMMIT')
+    return out
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    return tagPgError(err)
+  } finally {
+    client.release()
+  }
+}

@@ -1,0 +1,177 @@
+// Every error the API can answer, defined once: status, the Portuguese texts of the spec's envelope, extra explain fields.
+// Keys are stable codes for logs and tests; callers branch on status and explain fields, never on text (spec §Errors).
+
+export interface ErrorTexts {
+  erro: string
+  causa: string
+  como_corrigir: string
+  /** Extra fields merged into `explain` (spec §Errors "Special explain fields"). */
+  extra?: Record<string, unknown>
+}
+
+interface ErrorDef<P> {
+  readonly status: number
+  readonly texts: (p: P) => ErrorTexts
+  /** Headers every answer of this error carries (e.g. Retry-After). */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+function def<P = void>(status: number, texts: (p: P) => ErrorTexts, headers?: Record<string, string>): ErrorDef<P> {
+  return { status, texts, headers }
+}
+
+/** A field that failed validation: `campo` is the wire name (dotted for nested), `motivo` says why. */
+export interface FieldProblem {
+  campo: string
+  motivo: string
+}
+
+export const E = {
+  // ---- request shape (any route) ----
+  INVALID_JSON: def(400, () => ({
+    erro: 'JSON inválido.',
+    causa: 'O corpo da requisição não é um JSON válido.',
+    como_corrigir: 'Envie um objeto JSON bem formado com Content-Type: application/json.',
+  })),
+  BODY_NOT_OBJECT: def(400, () => ({
+    erro: 'O corpo deve ser um objeto JSON.',
+    causa: 'O JSON recebido não é um objeto.',
+    como_corrigir: 'Envie um objeto JSON ({...}).',
+  })),
+  INVALID_FIELD: def(400, (p: FieldProblem) => ({
+    erro: `Campo inválido: ${p.campo}: ${p.motivo}`,
+    causa: `O campo ${p.campo} ${p.motivo}.`,
+    como_corrigir: `Corrija o campo ${p.campo} conforme a especificação.`,
+    extra: { campo: p.campo },
+  })),
+  BODY_TOO_LARGE: def(413, (p: { limite: number }) => ({
+    erro: `Corpo da requisição acima de ${p.limite} bytes.`,
+    causa: `O corpo excede o limite de ${p.limite} bytes desta rota.`,
+    como_corrigir: 'Reduza o corpo da requisição.',
+    extra: { limite: p.limite },
+  })),
+  ROUTE_NOT_FOUND: def(404, (p: { metodo: string; caminho: string }) => ({
+    erro: 'Rota não encontrada.',
+    causa: `Não existe rota ${p.metodo} ${p.caminho}.`,
+    como_corrigir: 'Confira o método e o caminho na especificação (prefixo /api/v1).',
+  })),
+  IP_RATE_LIMITED: def(
+    429,
+    (p: { limite: number }) => ({
+      erro: `Limite de ${p.limite} requisições por minuto por IP excedido.`,
+      causa: 'Este endereço de origem fez requisições demais no último minuto.',
+      como_corrigir: 'Aguarde 60 segundos antes de tentar de novo.',
+      extra: { limite: p.limite },
+    }),
+    { 'Retry-After': '60' },
+  ),
+  INTERNAL: def(500, () => ({
+    erro: 'Erro interno.',
+    causa: 'Uma falha inesperada impediu o atendimento; nada foi confirmado.',
+    como_corrigir: 'Tente de novo; se persistir, informe o request_id ao suporte.',
+  })),
+  DEPENDENCY_UNAVAILABLE: def(503, (p: { dependencia: 'postgres' | 'redis' | 'armazenamento' }) => ({
+    erro: `Dependência indisponível: ${p.dependencia}.`,
+    causa: `O serviço não conseguiu falar com ${p.dependencia}; nada foi gravado.`,
+    como_corrigir: 'Tente de novo em instantes (com a mesma Idempotency-Key, se houver).',
+    extra: { dependencia: p.dependencia },
+  })),
+
+  // ---- platform key (operator routes) ----
+  PLATFORM_KEY_UNSET: def(503, () => ({
+    erro: 'Chave da plataforma não configurada.',
+    causa: 'Esta instância não tem PM_PLATFORM_KEY definida.',
+    como_corrigir: 'Defina PM_PLATFORM_KEY no ambiente do serviço e reinicie.',
+    extra: { dependencia: 'PM_PLATFORM_KEY' },
+  })),
+  PLATFORM_AUTH_FAILED: def(401, () => ({
+    erro: 'Credencial da plataforma ausente ou inválida.',
+    causa: 'Esta rota exige Authorization: Bearer <chave da plataforma>.',
+    como_corrigir: 'Envie a chave da plataforma no cabeçalho Authorization.',
+  })),
+  VAULT_UNSET: def(503, () => ({
+    erro: 'Cofre de segredos não configurado.',
+    causa: 'Esta instância não tem PM_VAULT_KEY definida; segredos não podem ser cifrados.',
+    como_corrigir: 'Defina PM_VAULT_KEY (64 caracteres hexadecimais) e reinicie.',
+    extra: { dependencia: 'PM_VAULT_KEY' },
+  })),
+
+  // ---- app key (server routes) ----
+  AUTH_MISSING: def(401, () => ({
+    erro: 'Chave de API ausente.',
+    causa: 'O cabeçalho Authorization não foi enviado.',
+    como_corrigir: 'Envie Authorization: Basic <API_KEY> (ou Bearer <API_KEY>).',
+  })),
+  AUTH_MALFORMED: def(401, () => ({
+    erro: 'Chave de API em formato desconhecido.',
+    causa: 'O cabeçalho Authorization não traz uma chave pm_live_<kid>_<segredo> ou pm_test_<kid>_<segredo>.',
+    como_corrigir: 'Use Basic <API_KEY>, Bearer <API_KEY> ou Basic base64("qualquer:<API_KEY>").',
+  })),
+  AUTH_REJECTED: def(401, () => ({
+    erro: 'Chave de API desconhecida, revogada ou expirada.',
+    causa: 'A chave apresentada não autoriza nenhum app.',
+    como_corrigir: 'Confira a chave; se foi perdida ou expirou, gere outra com rotate_key.',
+  })),
+  AUTH_FOREIGN_APP: def(401, () => ({
+    erro: 'Chave de API não pertence a este app_id.',
+    causa: 'O app_id informado não é o app da chave apresentada.',
+    como_corrigir: 'Use a chave do app indicado em app_id.',
+  })),
+  APP_ID_REQUIRED: def(400, (p: { onde: 'query' | 'corpo' }) => ({
+    erro: `app_id ausente ou inválido no ${p.onde === 'query' ? 'parâmetro de consulta' : 'corpo'}.`,
+    causa: 'Toda rota com chave de API exige o app_id (UUID) do app.',
+    como_corrigir: p.onde === 'query' ? 'Acrescente ?app_id=<uuid> ao endereço.' : 'Inclua "app_id": "<uuid>" no corpo.',
+    extra: { campo: 'app_id' },
+  })),
+
+  // ---- apps ----
+  APP_PAUSED: def(403, () => ({
+    erro: 'App pausado.',
+    causa: 'O app está pausado e não atende a esta rota.',
+    como_corrigir: 'Peça ao operador que retome o app (pombo app resume).',
+  })),
+  APP_NOT_FOUND: def(404, () => ({
+    erro: 'App não encontrado.',
+    causa: 'Não existe app com este id.',
+    como_corrigir: 'Confira o id do app.',
+  })),
+  APP_ID_UNKNOWN: def(400, () => ({
+    erro: 'app_id desconhecido.',
+    causa: 'Não existe app com este app_id.',
+    como_corrigir: 'Confira o app_id configurado no SDK.',
+    extra: { campo: 'app_id' },
+  })),
+  KEY_WRITE_FAILED: def(500, () => ({
+    erro: 'Falha ao gravar a nova chave.',
+    causa: 'A nova chave não pôde ser gravada; a chave anterior continua valendo.',
+    como_corrigir: 'Tente a rotação de novo.',
+  })),
+} as const
+
+export type ErrorKey = keyof typeof E
+type ParamsOf<K extends ErrorKey> = (typeof E)[K] extends ErrorDef<infer P> ? P : never
+
+/** Thrown anywhere below a route; rendered by http/reply.ts alone. */
+export class ApiError<K extends ErrorKey = ErrorKey> extends Error {
+  readonly key: K
+  readonly params: ParamsOf<K>
+  constructor(key: K, ...params: ParamsOf<K> extends void ? [] : [ParamsOf<K>]) {
+    super(key)
+    this.key = key
+    this.params = params[0] as ParamsOf<K>
+  }
+  get status(): number {
+    return E[this.key].status
+  }
+  texts(): ErrorTexts {
+    return (E[this.key].texts as (p: unknown) => ErrorTexts)(this.params)
+  }
+  headers(): Readonly<Record<string, string>> | undefined {
+    return (E[this.key] as ErrorDef<unknown>).headers
+  }
+}
+
+/** Shorthand for the commonest refusal: a named field that breaks a rule. */
+export function fieldError(campo: string, motivo: string): ApiError<'INVALID_FIELD'> {
+  return new ApiError('INVALID_FIELD', { campo, motivo })
+}

@@ -1,0 +1,73 @@
+// The only place that writes answers: JSON bodies, the error envelope (spec §Errors), X-Pm-Request-Id on every answer.
+import type { HttpResponse } from 'uWebSockets.js'
+import type { ApiError } from '../errors'
+import type { Request } from './request'
+
+export interface Reply {
+  status: number
+  /** An object is sent as JSON; a Buffer or string as it is. */
+  body?: unknown
+  headers?: Readonly<Record<string, string>>
+  contentType?: string
+}
+
+export function ok(body: unknown, headers?: Record<string, string>): Reply {
+  return { status: 200, body, headers }
+}
+
+export function created(body: unknown): Reply {
+  return { status: 201, body }
+}
+
+const STATUS_LINES: Record<number, string> = {
+  200: '200 OK',
+  201: '201 Created',
+  204: '204 No Content',
+  304: '304 Not Modified',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  409: '409 Conflict',
+  413: '413 Payload Too Large',
+  422: '422 Unprocessable Entity',
+  429: '429 Too Many Requests',
+  500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
+}
+
+/** The envelope every error answers with: `{errors: [erro], explain: {causa, como_corrigir, request_id, ...}}`. */
+export function errorReply(err: ApiError, requestId: string): Reply {
+  const t = err.texts()
+  return {
+    status: err.status,
+    body: { errors: [t.erro], explain: { causa: t.causa, como_corrigir: t.como_corrigir, request_id: requestId, ...t.extra } },
+    headers: err.headers(),
+  }
+}
+
+/** spec §Apps: a malformed `{id}` is refused before the handler, outside the envelope. */
+export function malformedIdReply(): Reply {
+  return { status: 400, body: { erro: 'id inválido: esperado um UUID.' } }
+}
+
+export function write(res: HttpResponse, req: Request, reply: Reply): void {
+  if (req.aborted) return
+  let payload: string | Buffer = ''
+  let type = reply.contentType
+  if (reply.body === undefined) {
+    payload = ''
+  } else if (typeof reply.body === 'string' || Buffer.isBuffer(reply.body)) {
+    payload = reply.body
+  } else {
+    payload = JSON.stringify(reply.body)
+    type ??= 'application/json; charset=utf-8'
+  }
+  res.cork(() => {
+    res.writeStatus(STATUS_LINES[reply.status] ?? String(reply.status))
+    res.writeHeader('X-Pm-Request-Id', req.id)
+    if (type) res.writeHeader('Content-Type', type)
+    if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k] as string)
+    res.end(payload)
+  })
+}

@@ -1,0 +1,144 @@
+// One request as the handlers see it: everything copied out of uWS before the first await (uWS frees its request
+// object when the handler returns), the body read with a cap that is enforced while it streams in.
+import { randomUUID } from 'node:crypto'
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
+import { ApiError } from '../errors'
+
+export type BodyState = { kind: 'pending' } | { kind: 'ok'; body: Buffer } | { kind: 'too-large' } | { kind: 'aborted' }
+
+/** Reads a request body into memory, refusing (and dropping) anything past `limit` bytes. */
+class BodyReader {
+  #chunks: Buffer[] = []
+  #size = 0
+  #state: BodyState = { kind: 'pending' }
+  #waiters: Array<(s: BodyState) => void> = []
+
+  constructor(res: HttpResponse, limit: number, contentLength: string) {
+    // A declared length over the cap is refused before a byte is buffered.
+    if (contentLength !== '' && Number(contentLength) > limit) {
+      this.#state = { kind: 'too-large' }
+      return
+    }
+    res.onData((chunk, isLast) => {
+      if (this.#state.kind !== 'pending') return
+      this.#size += chunk.byteLength
+      if (this.#size > limit) {
+        this.#chunks = []
+        this.#settle({ kind: 'too-large' })
+        return
+      }
+      // uWS reuses the chunk's memory after this callback: copy it.
+      if (chunk.byteLength > 0) this.#chunks.push(Buffer.from(chunk.slice(0)))
+      if (isLast) {
+        const body = this.#chunks.length === 1 ? (this.#chunks[0] as Buffer) : Buffer.concat(this.#chunks, this.#size)
+        this.#chunks = []
+        this.#settle({ kind: 'ok', body })
+      }
+    })
+  }
+
+  abort(): void {
+    if (this.#state.kind === 'pending') this.#settle({ kind: 'aborted' })
+  }
+
+  /** Resolves as soon as the body is complete, or as soon as it is known to be too large. */
+  wait(): Promise<BodyState> {
+    if (this.#state.kind !== 'pending') return Promise.resolve(this.#state)
+    return new Promise((resolve) => this.#waiters.push(resolve))
+  }
+
+  #settle(s: BodyState): void {
+    this.#state = s
+    for (const w of this.#waiters) w(s)
+    this.#waiters = []
+  }
+}
+
+function decodeAddress(buf: ArrayBuffer): string {
+  const text = Buffer.from(buf).toString('latin1')
+  // uWS prints IPv4 peers of a dual-stack socket in their IPv4-mapped IPv6 form.
+  const m = /^(?:0{4}:){5}ffff:([0-9a-f]{4}):([0-9a-f]{4})$/i.exec(text)
+  if (m) {
+    const hi = Number.parseInt(m[1] as string, 16)
+    const lo = Number.parseInt(m[2] as string, 16)
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+  }
+  return text
+}
+
+export class Request {
+  readonly id = randomUUID()
+  readonly method: string
+  readonly path: string
+  readonly rawQuery: string
+  readonly params: string[]
+  readonly headers: Record<string, string> = {}
+  /** The socket's peer address; `ip` is the client after trusted proxies are peeled off. */
+  readonly peer: string
+  ip: string
+  aborted = false
+  readonly startedAt = performance.now()
+  #query?: URLSearchParams
+  #body?: BodyReader
+  #json?: unknown
+
+  constructor(
+    res: HttpResponse,
+    req: HttpRequest,
+    paramCount: number,
+    readonly bodyLimit: number | null,
+  ) {
+    this.method = req.getMethod().toUpperCase()
+    this.path = req.getUrl()
+    this.rawQuery = req.getQuery() ?? ''
+    this.params = []
+    for (let i = 0; i < paramCount; i++) this.params.push(decodeURIComponent(req.getParameter(i)))
+    req.forEach((k, v) => {
+      this.headers[k] = v
+    })
+    this.peer = decodeAddress(res.getRemoteAddressAsText())
+    this.ip = this.peer
+    if (bodyLimit !== null) this.#body = new BodyReader(res, bodyLimit, this.headers['content-length'] ?? '')
+  }
+
+  header(name: string): string | undefined {
+    return this.headers[name]
+  }
+
+  get query(): URLSearchParams {
+    this.#query ??= new URLSearchParams(this.rawQuery)
+    return this.#query
+  }
+
+  markAborted(): void {
+    this.aborted = true
+    this.#body?.abort()
+  }
+
+  /** The raw body; throws 413 when over the route's cap. Routes declared without a body get an empty buffer. */
+  async body(): Promise<Buffer> {
+    if (!this.#body) return Buffer.alloc(0)
+    const s = await this.#body.wait()
+    if (s.kind === 'ok') return s.body
+    if (s.kind === 'too-large') throw new ApiError('BODY_TOO_LARGE', { limite: this.bodyLimit ?? 0 })
+    throw new RequestAborted()
+  }
+
+  /** The body parsed as a JSON object; 400 for broken JSON or a non-object. */
+  async json(): Promise<Record<string, unknown>> {
+    if (this.#json !== undefined) return this.#json as Record<string, unknown>
+    const raw = await this.body()
+    let v: unknown
+    try {
+      v = JSON.parse(raw.toString('utf8'))
+    } catch {
+      throw new ApiError('INVALID_JSON')
+    }
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ApiError('BODY_NOT_OBJECT')
+    this.#json = v
+    return v as Record<string, unknown>
+  }
+}
+
+/** The client went away; nothing is written back. */
+export class RequestAborted extends Error {}

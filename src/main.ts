@@ -1,0 +1,145 @@
+// Entry: the `pombo` CLI (CONTRACT.md). The only module that reads process.env. Bad input exits non-zero with a
+// one-line reason and writes nothing.
+import { parseArgs } from 'node:util'
+import { ConfigError, type Config, loadConfig, redacted } from './config'
+import { migrate } from './db/migrate'
+import { ApiError } from './errors'
+import { createLogger } from './log'
+import { ALL_ROLES, type Role, Service } from './service'
+import { withOperatorTools } from './cli/operator'
+
+const USAGE = `usage:
+  pombo serve [--roles api,worker,dashboard]
+  pombo migrate
+  pombo app create --nome NAME [--sandbox] [--rate-por-min N]
+  pombo app pause APP_ID | pombo app resume APP_ID
+  pombo app plan APP_ID free|pro
+  pombo app rotate-key APP_ID [--sandbox]
+  pombo key revoke APP_ID [--kid KID]`
+
+class UsageError extends Error {}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+function appId(v: string | undefined): string {
+  if (!v || !UUID.test(v)) throw new UsageError(`APP_ID: expected a UUID, got "${v ?? ''}"`)
+  return v.toLowerCase()
+}
+
+function parseRoles(v: string | undefined): Role[] {
+  if (!v) return [...ALL_ROLES]
+  const roles = v.split(',').map((s) => s.trim())
+  for (const r of roles) if (!ALL_ROLES.includes(r as Role)) throw new UsageError(`--roles: unknown role "${r}" (api, worker, dashboard)`)
+  return roles as Role[]
+}
+
+async function serve(cfg: Config, argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { roles: { type: 'string' } } })
+  const roles = parseRoles(values.roles)
+  const log = createLogger(cfg.logLevel)
+  log.info({ config: redacted(cfg), roles }, 'starting')
+  const svc = await Service.start(cfg, { roles, log })
+  if (svc.api) log.info({ url: `http://${cfg.host}:${svc.api.port}` }, 'API listening')
+  if (svc.dashboard) log.info({ url: `http://${cfg.host}:${svc.dashboard.port}` }, 'dashboard listening')
+  if (!cfg.platformKey) log.warn('PM_PLATFORM_KEY is not set: app routes answer 503')
+  if (!cfg.vaultKey) log.warn('PM_VAULT_KEY is not set: writes that need the vault answer 503')
+  let stopping = false
+  const stop = (sig: string) => {
+    if (stopping) return
+    stopping = true
+    log.info({ sig }, 'stopping: finishing in-flight requests')
+    svc.stop().then(
+      () => process.exit(0),
+      (err) => {
+        log.error({ err }, 'stop failed')
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [cmd, ...rest] = argv
+  const cfg = loadConfig(process.env)
+  switch (cmd) {
+    case 'serve':
+      return serve(cfg, rest)
+    case 'migrate': {
+      const r = await migrate(cfg.databaseUrl, cfg.dbSchema)
+      console.log(JSON.stringify({ aplicadas: r.applied, total: r.total }))
+      return
+    }
+    case 'app':
+      return appCommand(cfg, rest)
+    case 'key':
+      return keyCommand(cfg, rest)
+    default:
+      throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
+  }
+}
+
+async function appCommand(cfg: Config, argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { nome: { type: 'string' }, sandbox: { type: 'boolean' }, 'rate-por-min': { type: 'string' } },
+  })
+  switch (sub) {
+    case 'create': {
+      const nome = values.nome?.trim()
+      if (!nome) throw new UsageError('--nome: required and non-empty')
+      const rateRaw = values['rate-por-min']
+      if (rateRaw !== undefined && !/^[1-9]\d{0,9}$/.test(rateRaw)) throw new UsageError('--rate-por-min: expected an integer > 0')
+      const created = await withOperatorTools(cfg, (t) =>
+        t.apps.create({ nome, sandbox: values.sandbox ?? false, ratePorMin: rateRaw ? Number(rateRaw) : undefined }),
+      )
+      console.log(JSON.stringify(created, null, 2))
+      return
+    }
+    case 'pause':
+    case 'resume': {
+      const id = appId(positionals[0])
+      await withOperatorTools(cfg, (t) => t.apps.setPaused(id, sub === 'pause'))
+      console.log(JSON.stringify({ id, pausado: sub === 'pause' }))
+      return
+    }
+    case 'plan': {
+      const id = appId(positionals[0])
+      const plan = positionals[1]
+      if (plan !== 'free' && plan !== 'pro') throw new UsageError('plan: expected free or pro')
+      await withOperatorTools(cfg, (t) => t.apps.setPlan(id, plan))
+      console.log(JSON.stringify({ id, plano: plan }))
+      return
+    }
+    case 'rotate-key': {
+      const id = appId(positionals[0])
+      console.log(JSON.stringify(await withOperatorTools(cfg, (t) => t.apps.rotate(id, values.sandbox)), null, 2))
+      return
+    }
+    default:
+      throw new UsageError(`unknown app command "${sub ?? ''}"`)
+  }
+}
+
+async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
+  const [sub, ...rest] = argv
+  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { kid: { type: 'string' } } })
+  if (sub !== 'revoke') throw new UsageError(`unknown key command "${sub ?? ''}"`)
+  const id = appId(positionals[0])
+  if (values.kid !== undefined && !/^[a-z0-9]{8}$/.test(values.kid)) throw new UsageError('--kid: expected 8 characters [a-z0-9]')
+  const n = await withOperatorTools(cfg, (t) => t.apps.revokeKeys(id, values.kid))
+  console.log(JSON.stringify({ id, revogadas: n }))
+}
+
+function fail(err: unknown): never {
+  if (err instanceof UsageError) console.error(`pombo: ${err.message}\n${USAGE}`)
+  else if (err instanceof ConfigError) console.error(`pombo: ${err.message}`)
+  else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
+  else console.error(`pombo: ${(err as Error).message ?? err}`)
+  process.exit(2)
+}
+
+main(process.argv.slice(2)).catch(fail)

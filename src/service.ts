@@ -1,0 +1,120 @@
+// Wires one process: connections, caches, services, and the servers of the roles it runs. `pombo serve` and the
+// tests build the service the same way; tests pass their own config (schema, Redis prefix, port 0) and clock.
+import type { Logger } from 'pino'
+import { Auth } from './apps/auth'
+import { AppDirectory } from './apps/directory'
+import { appRoutes } from './apps/routes'
+import { AppService } from './apps/service'
+import type { Config } from './config'
+import { dashboardRoutes } from './dashboard/server'
+import { migrate } from './db/migrate'
+import { createPool, type Db } from './db/pool'
+import { ProxyTrust } from './http/client-ip'
+import { IpLimiter } from './http/ip-limit'
+import { ok } from './http/reply'
+import { HttpServer } from './http/server'
+import { connectRedis, type RedisClient } from './redis/client'
+import { Keys } from './redis/keys'
+import { type Clock, systemClock } from './time'
+import { Vault } from './vault'
+import { gitCommit, VERSION } from './version'
+
+export type Role = 'api' | 'worker' | 'dashboard'
+export const ALL_ROLES: readonly Role[] = ['api', 'worker', 'dashboard']
+
+export interface ServiceOptions {
+  roles?: readonly Role[]
+  clock?: Clock
+  log: Logger
+  /** Apply migrations at start (default true, as `pombo serve` does). */
+  migrate?: boolean
+}
+
+/** Everything a feature may need; built once per process. */
+export interface Deps {
+  cfg: Config
+  log: Logger
+  db: Db
+  redis: RedisClient
+  keys: Keys
+  vault: Vault
+  clock: Clock
+  dir: AppDirectory
+  auth: Auth
+  apps: AppService
+  /** Shared per-IP limiter of the public device, receipt and in-app routes (sliding minute). */
+  publicLimiter: IpLimiter
+}
+
+export class Service {
+  api: HttpServer | null = null
+  dashboard: HttpServer | null = null
+  #stopped = false
+
+  private constructor(readonly deps: Deps) {}
+
+  static async start(cfg: Config, opts: ServiceOptions): Promise<Service> {
+    const roles = new Set(opts.roles ?? ALL_ROLES)
+    const log = opts.log
+    const clock = opts.clock ?? systemClock
+    if (opts.migrate !== false) await migrate(cfg.databaseUrl, cfg.dbSchema)
+    const db = createPool(cfg.databaseUrl, cfg.dbSchema)
+    const redis = await connectRedis(cfg.redisUrl, 'pombo')
+    const keys = new Keys(cfg.redisPrefix)
+    const vault = new Vault(cfg.vaultKey)
+    const dir = new AppDirectory(db, redis, keys, log, cfg.limits.keyCacheTtlMs, clock)
+    await dir.start()
+    const deps: Deps = {
+      cfg,
+      log,
+      db,
+      redis,
+      keys,
+      vault,
+      clock,
+      dir,
+      auth: new Auth(dir, cfg.platformKey, log.child({ audit: true }), clock),
+      apps: new AppService(db, dir, vault, cfg, clock),
+      publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
+    }
+    const svc = new Service(deps)
+    try {
+      const proxies = new ProxyTrust(cfg.trustProxy)
+      if (roles.has('api')) {
+        svc.api = new HttpServer('api', log, proxies)
+        svc.#apiRoutes(svc.api)
+        await svc.api.listen(cfg.host, cfg.port)
+      }
+      if (roles.has('dashboard')) {
+        svc.dashboard = new HttpServer('dashboard', log, proxies)
+        const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
+        dashboardRoutes(svc.dashboard.router, { db, redis, version: VERSION, apiUrl })
+        svc.dashboard.router.fallback()
+        await svc.dashboard.listen(cfg.host, cfg.dashboardPort)
+      }
+    } catch (err) {
+      await svc.stop()
+      throw err
+    }
+    return svc
+  }
+
+  #apiRoutes(server: HttpServer): void {
+    const d = this.deps
+    const r = server.router
+    const root = { servico: 'pombo', versao: VERSION, git: gitCommit(d.cfg.gitCommit) }
+    r.get('/', {}, () => ok(root))
+    appRoutes(r, { ...d, firebaseLimiter: new IpLimiter(d.cfg.limits.ipPerMin, 'fixed', d.clock) })
+    r.fallback()
+  }
+
+  /** Graceful: servers stop accepting and finish in-flight requests, then connections close. Safe to call twice. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return
+    this.#stopped = true
+    await Promise.all([this.api?.close(), this.dashboard?.close()])
+    await this.deps.dir.stop()
+    this.deps.redis.disconnect()
+    await this.deps.db.end()
+  }
+}

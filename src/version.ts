@@ -1,0 +1,18 @@
+// What GET / reports: the package version and the deployed commit (spec §Versioning).
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+export const VERSION: string = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')).version
+
+/** PM_GIT_COMMIT when the deploy sets it (the Dockerfile has no .git); otherwise the work tree's HEAD. */
+export function gitCommit(fromEnv: string): string {
+  if (fromEnv) return fromEnv
+  try {
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim()
+  } catch {
+    return 'desconhecido'
+  }
+}
