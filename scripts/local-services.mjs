@@ -95,6 +95,11 @@ process.on('exit', () => {
 // ---------------------------------------------------------------------------
 // Small helpers
 
+/** A path for messages: relative when inside the repo. */
+function show(p) {
+  return p.startsWith(REPO_ROOT + path.sep) ? path.relative(REPO_ROOT, p) : p;
+}
+
 function resolveData(dir) {
   return path.isAbsolute(dir) ? dir : path.join(REPO_ROOT, dir);
 }
@@ -249,7 +254,7 @@ export async function ensureRedis({ dataDir = '.data/redis', port = 63790, log =
     await stop();
     throw new Error(`redis-server did not start on port ${port}; last lines of ${logFile}:\n${tail(logFile)}`);
   }
-  log(`Redis: started redis-server on 127.0.0.1:${port} (pid ${child.pid}, log ${path.relative(REPO_ROOT, logFile) || logFile})`);
+  log(`Redis: started redis-server on 127.0.0.1:${port} (pid ${child.pid}, log ${show(logFile)})`);
   return { url, stop, owned: true };
 }
 
@@ -350,7 +355,7 @@ async function checkPathsForPostgresUser(dataDir, binDir, ids) {
       }
       throw new Error(
         `embedded Postgres runs as the '${PG_USER}' user, which cannot enter ${dir} (mode ${(st.mode & 0o777).toString(8)}); ` +
-          'move the checkout somewhere else (e.g. /srv or /opt), or set DATABASE_URL to a running Postgres',
+          'keep the checkout and data where that user can reach them (e.g. under /srv or /opt, not /root), or set DATABASE_URL to a running Postgres',
       );
     }
   }
@@ -469,7 +474,7 @@ export async function ensurePostgres({ dataDir = '.data/pg', port = 54329, log =
   if (!initialised) {
     // No cluster here yet; clear leftovers of an interrupted initdb (initdb needs an empty directory).
     if (existsSync(dir) && (await readdir(dir)).length > 0) await rm(dir, { recursive: true, force: true });
-    log(`Postgres: first run, creating a cluster in ${path.relative(REPO_ROOT, dir) || dir} ...`);
+    log(`Postgres: first run, creating a cluster in ${show(dir)} ...`);
     const started = Date.now();
     let output = '';
     const embedded = new EmbeddedPostgres({
@@ -506,7 +511,7 @@ export async function ensurePostgres({ dataDir = '.data/pg', port = 54329, log =
     if (result === 'ok') {
       if (await createDatabaseIfMissing(config, PG_DATABASE)) log(`Postgres: created database ${PG_DATABASE}`);
       log(
-        `Postgres: started on 127.0.0.1:${port} (pid ${child.pid}, data ${path.relative(REPO_ROOT, dir) || dir}, log ${path.relative(REPO_ROOT, logFile) || logFile})`,
+        `Postgres: started on 127.0.0.1:${port} (pid ${child.pid}, data ${show(dir)}, log ${show(logFile)})`,
       );
       return { url, stop, owned: true };
     }
@@ -519,7 +524,7 @@ export async function ensurePostgres({ dataDir = '.data/pg', port = 54329, log =
           `a Postgres (pid ${pidState.pid}) is already running on ${dir} but not answering on port ${port}; stop it (kill -INT ${pidState.pid}) and retry`,
         );
       }
-      log(`Postgres: removing stale ${path.relative(REPO_ROOT, pidState.pidFile) || pidState.pidFile} (pid ${pidState.pid} is not this cluster) and retrying`);
+      log(`Postgres: removing stale ${show(pidState.pidFile)} (pid ${pidState.pid} is not this cluster) and retrying`);
       await unlink(pidState.pidFile).catch(() => {});
       continue;
     }
