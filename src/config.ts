@@ -60,7 +60,9 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379'
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
 
 type Env = Record<string, string | undefined>
 

@@ -1,0 +1,44 @@
+import t from 'tap'
+import { ConfigError, DEFAULT_LIMITS, loadConfig, redacted } from '../../src/config'
+
+t.test('defaults are the contract values', async (t) => {
+  const c = loadConfig({})
+  t.equal(c.port, 8080)
+  t.equal(c.dashboardPort, 8081)
+  t.equal(c.host, '127.0.0.1')
+  t.equal(c.redisUrl, 'redis://127.0.0.1:6379')
+  t.equal(c.publicBaseUrl, 'http://127.0.0.1:8080')
+  t.equal(c.fcmBaseUrl, 'https://fcm.googleapis.com')
+  t.equal(c.apnsBaseUrl, null)
+  t.equal(c.exportDir, './.data/exports')
+  t.equal(c.platformKey, null)
+  t.equal(c.vaultKey, null)
+  t.equal(c.limits.ipPerMin, 120)
+  t.equal(c.limits.registrationsPerHour, 50_000)
+  t.equal(c.limits.sendsPerSec, 6_000)
+  t.equal(c.limits.freeMau, 1_000)
+  t.equal(c.limits.keyCacheTtlMs, 60_000)
+  t.equal(c.limits.rotationOverlapMs, 24 * 3600_000)
+  t.same(c.limits, DEFAULT_LIMITS)
+  t.ok(Object.isFrozen(c) && Object.isFrozen(c.limits))
+})
+
+t.test('environment overrides, with one-line reasons for bad values', async (t) => {
+  const c = loadConfig({ PORT: '9000', PM_LIMIT_IP_PER_MIN: '0', PM_PUBLIC_BASE_URL: 'https://push.example.com/', PM_WEBHOOK_ALLOW_PRIVATE: '1' })
+  t.equal(c.port, 9000)
+  t.equal(c.limits.ipPerMin, 0)
+  t.equal(c.publicBaseUrl, 'https://push.example.com')
+  t.equal(c.webhookAllowPrivate, true)
+  t.throws(() => loadConfig({ PM_VAULT_KEY: 'abc' }), new ConfigError('PM_VAULT_KEY: expected 64 hex characters'))
+  t.throws(() => loadConfig({ PORT: 'x' }), { name: 'ConfigError' })
+  t.throws(() => loadConfig({ PM_TRUST_PROXY: '10.0.0.0/8,nope' }), { name: 'ConfigError' })
+  t.throws(() => loadConfig({ PM_DB_SCHEMA: 'x; drop' }), { name: 'ConfigError' })
+  t.equal(loadConfig({ PM_VAULT_KEY: 'A'.repeat(64) }).vaultKey?.length, 32)
+})
+
+t.test('redacted() hides secrets and passwords', async (t) => {
+  const c = loadConfig({ PM_PLATFORM_KEY: 'sekret', PM_VAULT_KEY: 'a'.repeat(64), DATABASE_URL: 'postgres://u:pw@h/db', REDIS_URL: 'redis://:rpw@h:1' })
+  const s = JSON.stringify(redacted(c))
+  for (const secret of ['sekret', 'a'.repeat(64), ':pw@', 'rpw']) t.notOk(s.includes(secret), secret)
+  t.match(s, /postgres:\/\/u:\*\*\*@h\/db/)
+})
