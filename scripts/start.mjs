@@ -4,79 +4,82 @@
 //
 // Extra arguments go to `pombo serve`: npm start -- --roles api
 
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import { REPO_ROOT, ensurePostgres, ensureRedis, portOpen, stopAllServices } from './local-services.mjs';
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import { ensurePostgres, ensureRedis, ownedServiceNames, portOpen, REPO_ROOT, stopAllServices } from './local-services.mjs'
 
-const DATA_DIR = path.join(REPO_ROOT, '.data');
-const SECRETS_FILE = path.join(DATA_DIR, 'secrets.json');
+const DATA_DIR = path.join(REPO_ROOT, '.data')
+const SECRETS_FILE = path.join(DATA_DIR, 'secrets.json')
 
-const log = (msg) => console.log(`[pombo] ${msg}`);
+const log = (msg) => console.log(`[pombo] ${msg}`)
 const fail = (msg) => {
-  console.error(`[pombo] ${msg}`);
-};
+  console.error(`[pombo] ${msg}`)
+}
 
-let child = null;
-let shuttingDown = false;
-let firstSignalAt = 0;
-let killTimer = null;
+let child = null
+let shuttingDown = false
+let firstSignalAt = 0
+let killTimer = null
 
 async function loadSecrets() {
-  let secrets = null;
+  let secrets = null
   try {
-    secrets = JSON.parse(await readFile(SECRETS_FILE, 'utf8'));
+    secrets = JSON.parse(await readFile(SECRETS_FILE, 'utf8'))
   } catch (err) {
     if (err.code !== 'ENOENT') {
-      throw new Error(`${path.relative(REPO_ROOT, SECRETS_FILE)} is unreadable (${err.message}); fix or delete it (deleting it makes new keys)`);
+      throw new Error(
+        `${path.relative(REPO_ROOT, SECRETS_FILE)} is unreadable (${err.message}); fix or delete it (deleting it makes new keys)`,
+      )
     }
   }
   if (secrets) {
-    if ((await stat(SECRETS_FILE)).mode & 0o077) await chmod(SECRETS_FILE, 0o600);
+    if ((await stat(SECRETS_FILE)).mode & 0o077) await chmod(SECRETS_FILE, 0o600)
     if (typeof secrets.PM_PLATFORM_KEY !== 'string' || typeof secrets.PM_VAULT_KEY !== 'string') {
-      throw new Error(`${path.relative(REPO_ROOT, SECRETS_FILE)} lacks PM_PLATFORM_KEY or PM_VAULT_KEY; fix or delete it`);
+      throw new Error(`${path.relative(REPO_ROOT, SECRETS_FILE)} lacks PM_PLATFORM_KEY or PM_VAULT_KEY; fix or delete it`)
     }
-    return { ...secrets, created: false };
+    return { ...secrets, created: false }
   }
   secrets = {
     PM_PLATFORM_KEY: `pm_platform_${randomBytes(24).toString('hex')}`,
     PM_VAULT_KEY: randomBytes(32).toString('hex'),
-  };
-  try {
-    await writeFile(SECRETS_FILE, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if (err.code === 'EEXIST') return loadSecrets(); // another start won the race
-    throw err;
   }
-  return { ...secrets, created: true };
+  try {
+    await writeFile(SECRETS_FILE, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600, flag: 'wx' })
+  } catch (err) {
+    if (err.code === 'EEXIST') return loadSecrets() // another start won the race
+    throw err
+  }
+  return { ...secrets, created: true }
 }
 
 function reachableHost(host) {
-  if (host === '0.0.0.0' || host === '') return '127.0.0.1';
-  if (host === '::' || host === '[::]') return '::1';
-  return host;
+  if (host === '0.0.0.0' || host === '') return '127.0.0.1'
+  if (host === '::' || host === '[::]') return '::1'
+  return host
 }
 
 function urlHost(host) {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
 }
 
 async function waitForApi(host, port, ms) {
-  const deadline = Date.now() + ms;
+  const deadline = Date.now() + ms
   while (Date.now() < deadline) {
-    if (!child || child.exitCode !== null || child.signalCode !== null) return false;
-    if (await portOpen(port, host, 500)) return true;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    if (!child || child.exitCode !== null || child.signalCode !== null) return false
+    if (await portOpen(port, host, 500)) return true
+    await new Promise((resolve) => setTimeout(resolve, 200))
   }
-  return false;
+  return false
 }
 
 function banner({ host, port, dashboardPort, platformKey, keySource, databaseUrl, redisUrl, ready }) {
-  const api = `http://${urlHost(host)}:${port}`;
-  const dashboard = `http://${urlHost(host)}:${dashboardPort}`;
-  const curlBase = `http://${urlHost(reachableHost(host))}:${port}`;
-  const line = '-'.repeat(78);
+  const stops = ownedServiceNames().reverse()
+  const api = `http://${urlHost(host)}:${port}`
+  const dashboard = `http://${urlHost(host)}:${dashboardPort}`
+  const curlBase = `http://${urlHost(reachableHost(host))}:${port}`
+  const line = '-'.repeat(78)
   const out = [
     '',
     line,
@@ -93,74 +96,75 @@ function banner({ host, port, dashboardPort, platformKey, keySource, databaseUrl
     '',
     `   curl -s -X POST ${curlBase}/api/v1/apps -H "Authorization: Bearer ${platformKey}" -H 'content-type: application/json' -d '{"nome":"Meu app"}'`,
     '',
-    ' Ctrl-C stops Pombo, Redis and Postgres.',
+    ` Ctrl-C stops Pombo${stops.length ? `, then ${stops.join(' and ')}` : ''}.`,
     line,
     '',
-  ];
-  console.log(out.join('\n'));
+  ]
+  console.log(out.join('\n'))
 }
 
 function exitCodeOf(code, signal) {
-  if (code !== null) return code;
-  const signals = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
-  return 128 + (signals[signal] ?? 1);
+  if (code !== null) return code
+  const signals = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 }
+  return 128 + (signals[signal] ?? 1)
 }
 
 async function shutdown(code) {
-  await stopAllServices().catch((err) => fail(`while stopping services: ${err.message}`));
-  process.exit(code);
+  await stopAllServices().catch((err) => fail(`while stopping services: ${err.message}`))
+  process.exit(code)
 }
 
 function onSignal(signal) {
-  const now = Date.now();
+  const now = Date.now()
   if (shuttingDown) {
     // npm forwards the terminal's SIGINT too, so one Ctrl-C can arrive twice.
-    if (now - firstSignalAt < 1500) return;
+    if (now - firstSignalAt < 1500) return
     if (child && child.exitCode === null && child.signalCode === null) {
-      log('second signal: killing pombo now');
-      child.kill('SIGKILL');
+      log('second signal: killing pombo now')
+      child.kill('SIGKILL')
     }
-    return;
+    return
   }
-  shuttingDown = true;
-  firstSignalAt = now;
+  shuttingDown = true
+  firstSignalAt = now
   if (child && child.exitCode === null && child.signalCode === null) {
-    log(`${signal}: stopping pombo (pid ${child.pid}), then Redis and Postgres`);
-    child.kill(signal);
+    const services = ownedServiceNames()
+    log(`${signal}: stopping pombo (pid ${child.pid})${services.length ? `, then ${services.reverse().join(' and ')}` : ''}`)
+    child.kill(signal)
     killTimer = setTimeout(() => {
-      log('pombo did not stop within 20 s; killing it');
-      child.kill('SIGKILL');
-    }, 20000);
-    killTimer.unref();
+      log('pombo did not stop within 20 s; killing it')
+      child.kill('SIGKILL')
+    }, 20000)
+    killTimer.unref()
   } else {
-    log(`${signal}: stopping`);
-    shutdown(exitCodeOf(null, signal));
+    log(`${signal}: stopping`)
+    shutdown(exitCodeOf(null, signal))
   }
 }
 
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, onSignal);
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, onSignal)
 
 async function main() {
-  await mkdir(DATA_DIR, { recursive: true, mode: 0o755 });
+  await mkdir(DATA_DIR, { recursive: true, mode: 0o755 })
 
-  const secrets = await loadSecrets();
-  const platformKey = process.env.PM_PLATFORM_KEY || secrets.PM_PLATFORM_KEY;
-  const vaultKey = process.env.PM_VAULT_KEY || secrets.PM_VAULT_KEY;
+  const secrets = await loadSecrets()
+  const platformKey = process.env.PM_PLATFORM_KEY || secrets.PM_PLATFORM_KEY
+  const vaultKey = process.env.PM_VAULT_KEY || secrets.PM_VAULT_KEY
   const keySource = process.env.PM_PLATFORM_KEY
     ? 'from PM_PLATFORM_KEY'
-    : `${secrets.created ? 'generated now, ' : ''}kept in .data/secrets.json; PM_PLATFORM_KEY overrides it`;
+    : `${secrets.created ? 'generated now, ' : ''}kept in .data/secrets.json; PM_PLATFORM_KEY overrides it`
 
-  const pg = await ensurePostgres({ log });
-  if (shuttingDown) return;
-  const redis = await ensureRedis({ log });
-  if (shuttingDown) return;
+  const pg = await ensurePostgres({ log })
+  if (shuttingDown) return
+  const redis = await ensureRedis({ log })
+  if (shuttingDown) return
 
-  const host = process.env.PM_HOST || '127.0.0.1';
-  const port = process.env.PORT || '8080';
-  const dashboardPort = process.env.PM_DASHBOARD_PORT || '8081';
+  const host = process.env.PM_HOST || '127.0.0.1'
+  const port = process.env.PORT || '8080'
+  const dashboardPort = process.env.PM_DASHBOARD_PORT || '8081'
 
   if (await portOpen(Number(port), reachableHost(host), 500)) {
-    fail(`warning: something already listens on port ${port}; is another Pombo running? (set PORT to use another port)`);
+    fail(`warning: something already listens on port ${port}; is another Pombo running? (set PORT to use another port)`)
   }
 
   const env = {
@@ -172,9 +176,9 @@ async function main() {
     PM_HOST: host,
     PORT: port,
     PM_DASHBOARD_PORT: dashboardPort,
-  };
+  }
 
-  log('starting pombo serve ...');
+  log('starting pombo serve ...')
   // Own process group: a Ctrl-C reaches only this script, which passes exactly
   // one signal on and stops Redis and Postgres after Pombo has exited.
   child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', ...process.argv.slice(2)], {
@@ -182,29 +186,32 @@ async function main() {
     env,
     stdio: 'inherit',
     detached: true,
-  });
+  })
   child.on('error', (err) => {
-    fail(`could not start pombo: ${err.message}`);
-    shutdown(1);
-  });
+    fail(`could not start pombo: ${err.message}`)
+    shutdown(1)
+  })
   child.on('exit', (code, signal) => {
-    if (killTimer) clearTimeout(killTimer);
+    if (killTimer) clearTimeout(killTimer)
     if (shuttingDown) {
       // Stopped on request: a clean stop (or the signal we passed on) is success.
-      const clean = code === 0 || (code === null && signal !== 'SIGKILL') || code === 130 || code === 143;
-      shutdown(clean ? 0 : exitCodeOf(code, signal));
+      const clean = code === 0 || (code === null && signal !== 'SIGKILL') || code === 130 || code === 143
+      shutdown(clean ? 0 : exitCodeOf(code, signal))
     } else {
-      log(`pombo exited (${code !== null ? `code ${code}` : signal}); stopping Redis and Postgres`);
-      shutdown(exitCodeOf(code, signal));
+      const services = ownedServiceNames()
+      log(
+        `pombo exited (${code !== null ? `code ${code}` : signal})${services.length ? `; stopping ${services.reverse().join(' and ')}` : ''}`,
+      )
+      shutdown(exitCodeOf(code, signal))
     }
-  });
+  })
 
-  const ready = await waitForApi(reachableHost(host), Number(port), 60000);
-  if (shuttingDown || child.exitCode !== null || child.signalCode !== null) return;
-  banner({ host, port, dashboardPort, platformKey, keySource, databaseUrl: pg.url, redisUrl: redis.url, ready });
+  const ready = await waitForApi(reachableHost(host), Number(port), 60000)
+  if (shuttingDown || child.exitCode !== null || child.signalCode !== null) return
+  banner({ host, port, dashboardPort, platformKey, keySource, databaseUrl: pg.url, redisUrl: redis.url, ready })
 }
 
 main().catch((err) => {
-  fail(err.message);
-  shutdown(1);
-});
+  fail(err.message)
+  shutdown(1)
+})
