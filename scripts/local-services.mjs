@@ -571,9 +571,8 @@ export async function ensureTestServices({ log = defaultLog } = {}) {
       if (version && findBinary('pg_ctlcluster')) {
         log(`Postgres: starting the machine's cluster (pg_ctlcluster ${version} main start)`)
         const result = await run('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'start'])
-        if (result.code !== 0 && !/already running/i.test(result.stderr)) {
-          log(`Postgres: pg_ctlcluster failed: ${(result.stderr || result.stdout).trim().split('\n').pop()}`)
-        }
+        const said = `${result.stdout}${result.stderr}`.trim().split('\n').pop()
+        if (result.code !== 0) log(`Postgres: pg_ctlcluster: ${said || `exit code ${result.code}`}`)
         state = await waitForPg(shared, { ms: 20000 })
       }
     }

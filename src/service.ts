@@ -11,7 +11,7 @@ import { migrate } from './db/migrate'
 import { createPool, type Db } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
-import { ok } from './http/reply'
+import { constantJson } from './http/reply'
 import { HttpServer } from './http/server'
 import { connectRedis, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
@@ -102,8 +102,8 @@ export class Service {
   #apiRoutes(server: HttpServer): void {
     const d = this.deps
     const r = server.router
-    const root = { servico: 'pombo', versao: VERSION, git: gitCommit(d.cfg.gitCommit) }
-    r.get('/', {}, () => ok(root))
+    const root = constantJson({ servico: 'pombo', versao: VERSION, git: gitCommit(d.cfg.gitCommit) })
+    r.get('/', {}, () => root)
     appRoutes(r, { ...d, firebaseLimiter: new IpLimiter(d.cfg.limits.ipPerMin, 'fixed', d.clock) })
     r.fallback()
   }

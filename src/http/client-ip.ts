@@ -6,6 +6,11 @@ export class ProxyTrust {
   readonly #list = new BlockList()
   readonly #any: boolean
 
+  /** False when no proxy is trusted: X-Forwarded-For is then never read. */
+  get active(): boolean {
+    return this.#any
+  }
+
   constructor(entries: readonly string[]) {
     for (const e of entries) {
       const [addr = '', bits] = e.split('/')

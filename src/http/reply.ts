@@ -15,6 +15,13 @@ export function ok(body: unknown, headers?: Record<string, string>): Reply {
   return { status: 200, body, headers }
 }
 
+export const JSON_TYPE = 'application/json; charset=utf-8'
+
+/** A body serialised once, for answers that never change. */
+export function constantJson(body: unknown): Reply {
+  return Object.freeze({ status: 200, body: JSON.stringify(body), contentType: JSON_TYPE })
+}
+
 export function created(body: unknown): Reply {
   return { status: 201, body }
 }
@@ -61,10 +68,11 @@ export function write(res: HttpResponse, req: Request, reply: Reply): void {
     payload = reply.body
   } else {
     payload = JSON.stringify(reply.body)
-    type ??= 'application/json; charset=utf-8'
+    type ??= JSON_TYPE
   }
   res.cork(() => {
-    res.writeStatus(STATUS_LINES[reply.status] ?? String(reply.status))
+    // uWS answers 200 unless told otherwise; skipping the call is measurable on the cheapest routes.
+    if (reply.status !== 200) res.writeStatus(STATUS_LINES[reply.status] ?? String(reply.status))
     res.writeHeader('X-Pm-Request-Id', req.id)
     if (type) res.writeHeader('Content-Type', type)
     if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k] as string)

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto'
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import { ApiError } from '../errors'
+import type { ProxyTrust } from './client-ip'
 
 export type BodyState = { kind: 'pending' } | { kind: 'ok'; body: Buffer } | { kind: 'too-large' } | { kind: 'aborted' }
 
@@ -72,12 +73,12 @@ export class Request {
   readonly path: string
   readonly rawQuery: string
   readonly params: string[]
+  /** Only the headers the route declared (uWS frees the request when the handler returns; copying all costs). */
   readonly headers: Record<string, string> = {}
-  /** The socket's peer address; `ip` is the client after trusted proxies are peeled off. */
-  readonly peer: string
-  ip: string
   aborted = false
-  readonly startedAt = performance.now()
+  #peerRaw: ArrayBuffer
+  #peer?: string
+  #ip?: string
   #query?: URLSearchParams
   #body?: BodyReader
   #json?: unknown
@@ -87,18 +88,32 @@ export class Request {
     req: HttpRequest,
     paramCount: number,
     readonly bodyLimit: number | null,
+    headerNames: readonly string[],
+    private readonly proxies: ProxyTrust | null,
   ) {
-    this.method = req.getMethod().toUpperCase()
+    this.method = req.getCaseSensitiveMethod()
     this.path = req.getUrl()
     this.rawQuery = req.getQuery() ?? ''
     this.params = []
     for (let i = 0; i < paramCount; i++) this.params.push(decodeURIComponent(req.getParameter(i)))
-    req.forEach((k, v) => {
-      this.headers[k] = v
-    })
-    this.peer = decodeAddress(res.getRemoteAddressAsText())
-    this.ip = this.peer
+    for (const h of headerNames) {
+      const v = req.getHeader(h)
+      if (v !== '') this.headers[h] = v
+    }
+    this.#peerRaw = res.getRemoteAddressAsText()
     if (bodyLimit !== null) this.#body = new BodyReader(res, bodyLimit, this.headers['content-length'] ?? '')
+  }
+
+  /** The socket's peer address. */
+  get peer(): string {
+    this.#peer ??= decodeAddress(this.#peerRaw)
+    return this.#peer
+  }
+
+  /** The client: the peer, or what a trusted proxy says in X-Forwarded-For (PM_TRUST_PROXY). */
+  get ip(): string {
+    this.#ip ??= this.proxies ? this.proxies.clientIp(this.peer, this.headers['x-forwarded-for']) : this.peer
+    return this.#ip
   }
 
   header(name: string): string | undefined {

@@ -20,7 +20,12 @@ export interface RouteOptions {
   ipLimit?: IpLimiter
   /** Path parameters that must be UUIDs; a malformed one is a 400 outside the envelope (spec §Apps). */
   uuidParams?: boolean
+  /** Request headers the handler reads besides Authorization (lower case). */
+  headers?: readonly string[]
 }
+
+/** Headers every route may read; a route adds its own through RouteOptions.headers. */
+const BASE_HEADERS = ['authorization', 'content-length']
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -61,7 +66,7 @@ export class Router {
   /** Everything no route matched: a 404 in the envelope. Call after every route is added. */
   fallback(): void {
     this.app.any('/*', (res, req) => {
-      const r = new Request(res, req, 0, null)
+      const r = new Request(res, req, 0, null, [], null)
       res.onAborted(() => r.markAborted())
       write(res, r, errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: r.method, caminho: r.path }), r.id))
     })
@@ -76,34 +81,39 @@ export class Router {
   #add(method: Method, path: string, opts: RouteOptions, handler: Handler): void {
     const paramCount = (path.match(/\/:/g) ?? []).length
     const bodyLimit = opts.bodyLimit ?? null
+    const proxies = this.proxies.active ? this.proxies : null
+    const headerNames = [...BASE_HEADERS, ...(proxies ? ['x-forwarded-for'] : []), ...(opts.headers ?? [])]
     this.app[method](path, (res, uReq) => {
-      const req = new Request(res, uReq, paramCount, bodyLimit)
+      const req = new Request(res, uReq, paramCount, bodyLimit, headerNames, proxies)
       res.onAborted(() => req.markAborted())
-      req.ip = this.proxies.clientIp(req.peer, req.headers['x-forwarded-for'])
-      this.#run(res, req, opts, handler)
+      this.#inflight++
+      let out: Reply | Promise<Reply>
+      try {
+        out = this.#precheck(req, opts) ?? handler(req)
+      } catch (err) {
+        out = this.#fromError(err, req)
+      }
+      // Synchronous handlers answer in the same tick: no promise on the cheapest routes.
+      if (out instanceof Promise) {
+        out.then(
+          (reply) => this.#finish(res, req, reply),
+          (err) => this.#finish(res, req, this.#fromError(err, req)),
+        )
+      } else {
+        this.#finish(res, req, out)
+      }
     })
   }
 
-  async #run(res: HttpResponse, req: Request, opts: RouteOptions, handler: Handler): Promise<void> {
-    this.#inflight++
-    let reply: Reply
-    try {
-      if (opts.ipLimit && !opts.ipLimit.take(req.ip)) {
-        throw new ApiError('IP_RATE_LIMITED', { limite: opts.ipLimit.limit })
-      }
-      if (opts.uuidParams && !req.params.every(isUuid)) {
-        reply = malformedIdReply()
-      } else {
-        reply = await handler(req)
-      }
-    } catch (err) {
-      reply = this.#fromError(err, req)
-    } finally {
-      if (--this.#inflight === 0 && this.#idle.length > 0) {
-        for (const f of this.#idle.splice(0)) f()
-      }
-    }
+  #precheck(req: Request, opts: RouteOptions): Reply | null {
+    if (opts.ipLimit && !opts.ipLimit.take(req.ip)) throw new ApiError('IP_RATE_LIMITED', { limite: opts.ipLimit.limit })
+    if (opts.uuidParams && !req.params.every(isUuid)) return malformedIdReply()
+    return null
+  }
+
+  #finish(res: HttpResponse, req: Request, reply: Reply): void {
     if (!req.aborted) write(res, req, reply)
+    if (--this.#inflight === 0 && this.#idle.length > 0) for (const f of this.#idle.splice(0)) f()
   }
 
   #fromError(err: unknown, req: Request): Reply {

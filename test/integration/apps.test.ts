@@ -44,7 +44,8 @@ t.test('only the sha256 of the key is stored; the receipt key is sealed with the
 
 t.test('the platform credential is checked before the body', async (t) => {
   const s = await startService(t)
-  for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: `Basic ${PLATFORM_KEY}` }]) {
+  const attempts: Array<Record<string, string>> = [{}, { authorization: 'Bearer wrong' }, { authorization: `Basic ${PLATFORM_KEY}` }]
+  for (const headers of attempts) {
     const r = await s.call('POST', '/api/v1/apps', { raw: '{broken', headers })
     t.equal(r.status, 401, JSON.stringify(headers))
     t.ok(r.json.errors[0])

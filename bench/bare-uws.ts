@@ -1,0 +1,46 @@
+// Baseline server for benchmarks: bare uWebSockets.js, no framework. Run as a child: `tsx bench/bare-uws.ts PORT`.
+// GET /          → the same JSON as Pombo's root route
+// POST /json     → reads the body, JSON.parse, answers a small JSON (the floor of any POST route)
+// GET /pg-read   → one Postgres read by primary key through a pg Pool, answered as JSON (floor of a DB-backed read)
+import pg from 'pg'
+import uWS from 'uWebSockets.js'
+
+const port = Number(process.argv[2] ?? 9100)
+const pool = process.env.BARE_PG_SQL ? new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 16, options: `-c search_path=${process.env.BARE_PG_SCHEMA}` }) : null
+const root = JSON.stringify({ servico: 'pombo', versao: '0.1.0', git: 'desconhecido' })
+const TYPE = 'application/json; charset=utf-8'
+// The same response bytes as Pombo (the spec requires the request id header): the difference is the framework alone.
+const ID = '00000000-0000-4000-8000-000000000000'
+
+uWS
+  .App()
+  .get('/', (res) => {
+    res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(root))
+  })
+  .post('/json', (res) => {
+    let aborted = false
+    res.onAborted(() => {
+      aborted = true
+    })
+    const chunks: Buffer[] = []
+    res.onData((c, last) => {
+      chunks.push(Buffer.from(c.slice(0)))
+      if (!last || aborted) return
+      const body = JSON.parse(Buffer.concat(chunks).toString())
+      res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(JSON.stringify({ success: true, id: body.app_id })))
+    })
+  })
+  .get('/pg-read', (res) => {
+    let aborted = false
+    res.onAborted(() => {
+      aborted = true
+    })
+    pool
+      ?.query(process.env.BARE_PG_SQL as string, JSON.parse(process.env.BARE_PG_PARAMS ?? '[]'))
+      .then((r) => {
+        if (!aborted) res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(JSON.stringify(r.rows[0] ?? null)))
+      })
+  })
+  .listen('127.0.0.1', port, (s) => {
+    if (!s) process.exit(1)
+  })

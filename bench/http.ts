@@ -1,0 +1,63 @@
+// `npm run bench -- http`: the framework's cost against bare uWebSockets.js, same machine, same run.
+// Pairs: GET / (no I/O) and an authenticated device read (one Postgres read by key) against a bare route doing the
+// same read. Runs alternate baseline/pombo three times each and report medians. Settings changed:
+// PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would otherwise refuse the load generator after 120 requests).
+import { startBare } from './lib/bare'
+import { startPombo } from './lib/pombo'
+import { median, row } from './lib/report'
+import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5)
+
+async function alternate(base: () => Promise<WrkResult>, head: () => Promise<WrkResult>): Promise<[WrkResult, WrkResult]> {
+  const b: WrkResult[] = []
+  const h: WrkResult[] = []
+  for (let i = 0; i < ROUNDS; i++) {
+    b.push(await base())
+    h.push(await head())
+  }
+  return [median(b), median(h)]
+}
+
+export async function http(): Promise<void> {
+  ensureWrk()
+  const pombo = await startPombo(9200, { PM_LIMIT_IP_PER_MIN: '0' })
+  try {
+    const app = await pombo.createApp()
+    const reg = await fetch(`${pombo.url}/api/v1/players`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ app_id: app.id, device_type: 1, identifier: 'bench-token-1', language: 'pt' }),
+    })
+    const player = (await reg.json()) as { id?: string }
+    const bare = await startBare(9210, {
+      DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+      BARE_PG_SCHEMA: pombo.schema,
+      BARE_PG_SQL: 'SELECT * FROM devices WHERE app_id = $1 AND id = $2',
+      BARE_PG_PARAMS: JSON.stringify([app.id, player.id]),
+    })
+    try {
+      console.log(`http: wrk -t1 -c64 -d${DURATION_S}s, ${ROUNDS} alternating rounds, medians`)
+      const [b1, h1] = await alternate(
+        () => wrk({ url: `${bare.url}/`, durationS: DURATION_S }),
+        () => wrk({ url: `${pombo.url}/`, durationS: DURATION_S }),
+      )
+      console.log(row('GET /', b1, h1))
+      if (reg.status === 200 && player.id) {
+        const auth = `wrk.headers["Authorization"] = "Bearer ${app.api_key}"`
+        const [b2, h2] = await alternate(
+          () => wrk({ url: `${bare.url}/pg-read`, durationS: DURATION_S }),
+          () => wrk({ url: `${pombo.url}/api/v1/players/${player.id}?app_id=${app.id}`, durationS: DURATION_S, lua: auth }),
+        )
+        console.log(row('GET /api/v1/players/{id} (app key)', b2, h2))
+      } else {
+        console.log(`authenticated read skipped: device registration answered ${reg.status}`)
+      }
+    } finally {
+      await bare.stop()
+    }
+  } finally {
+    await pombo.stop()
+  }
+}

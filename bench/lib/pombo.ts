@@ -1,0 +1,91 @@
+// Starts `pombo serve` as a child process on its own schema and Redis prefix, for benchmarks; stops and cleans up.
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import Redis from 'ioredis'
+import pg from 'pg'
+import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/config'
+
+export const ROOT = join(__dirname, '..', '..')
+export const PLATFORM_KEY = 'pm_platform_bench_key'
+export const DATABASE_URL = process.env.DATABASE_URL || DEFAULT_DATABASE_URL
+export const REDIS_URL = process.env.REDIS_URL || DEFAULT_REDIS_URL
+
+export interface Pombo {
+  url: string
+  port: number
+  pid: number
+  schema: string
+  child: ChildProcess
+  createApp(body?: Record<string, unknown>): Promise<{ id: string; api_key: string; receipt_key: string }>
+  stop(): Promise<void>
+}
+
+export async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    try {
+      const r = await fetch(url)
+      await r.arrayBuffer()
+      return
+    } catch {
+      if (Date.now() > until) throw new Error(`${url} did not come up`)
+      await new Promise((r) => setTimeout(r, 100))
+    }
+  }
+}
+
+/** `env` is added to the child's environment: benchmarks name the settings they change (CONTRACT.md). */
+export async function startPombo(port: number, env: Record<string, string> = {}, roles = 'api'): Promise<Pombo> {
+  const id = randomBytes(4).toString('hex')
+  const schema = `bench_${id}`
+  const prefix = `pmb_${id}`
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--roles', roles], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      DATABASE_URL,
+      REDIS_URL,
+      PORT: String(port),
+      PM_DASHBOARD_PORT: String(port + 1),
+      PM_DB_SCHEMA: schema,
+      PM_REDIS_PREFIX: prefix,
+      PM_PLATFORM_KEY: PLATFORM_KEY,
+      PM_VAULT_KEY: 'cd'.repeat(32),
+      PM_LOG_LEVEL: 'warn',
+      ...env,
+    },
+  })
+  const url = `http://127.0.0.1:${port}`
+  await waitFor(`${url}/`)
+  return {
+    url,
+    port,
+    pid: child.pid as number,
+    schema,
+    child,
+    async createApp(body = {}) {
+      const r = await fetch(`${url}/api/v1/apps`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${PLATFORM_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ nome: 'bench', ...body }),
+      })
+      if (r.status !== 201) throw new Error(`createApp: ${r.status} ${await r.text()}`)
+      return (await r.json()) as { id: string; api_key: string; receipt_key: string }
+    },
+    async stop() {
+      const exited = new Promise((r) => child.once('exit', r))
+      child.kill('SIGTERM')
+      await exited
+      const c = new pg.Client({ connectionString: DATABASE_URL })
+      await c.connect()
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+      await c.end()
+      const redis = new Redis(REDIS_URL)
+      const keys = await redis.keys(`${prefix}:*`)
+      if (keys.length) await redis.del(...keys)
+      redis.disconnect()
+    },
+  }
+}

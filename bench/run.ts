@@ -1,0 +1,25 @@
+// `npm run bench -- <scenario>`: runs one named load scenario (or `all`) and prints figures beside same-run baselines.
+import { http } from './http'
+
+const SCENARIOS: Record<string, () => Promise<void>> = { http }
+
+async function main(): Promise<void> {
+  const name = process.argv[2] ?? 'all'
+  const names = name === 'all' ? Object.keys(SCENARIOS) : [name]
+  for (const n of names) {
+    const run = SCENARIOS[n]
+    if (!run) {
+      console.error(`unknown scenario "${n}"; known: ${Object.keys(SCENARIOS).join(', ')}, all`)
+      process.exit(2)
+    }
+    await run()
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err)
+    process.exit(1)
+  },
+)
