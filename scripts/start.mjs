@@ -178,6 +178,13 @@ async function main() {
     PM_DASHBOARD_PORT: dashboardPort,
   }
 
+  // `pombo app create …` run from this checkout reads these, so the CLI talks to what npm start brought up.
+  await writeFile(
+    path.join(DATA_DIR, 'local-env.json'),
+    `${JSON.stringify({ DATABASE_URL: pg.url, REDIS_URL: redis.url, PM_PLATFORM_KEY: platformKey, PM_VAULT_KEY: vaultKey }, null, 2)}\n`,
+    { mode: 0o600 },
+  )
+
   log('starting pombo serve ...')
   // Own process group: a Ctrl-C reaches only this script, which passes exactly
   // one signal on and stops Redis and Postgres after Pombo has exited.

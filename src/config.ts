@@ -21,6 +21,8 @@ export interface Config {
   readonly trustProxy: readonly string[]
   readonly limits: Limits
   readonly defaultPlan: 'free' | 'pro'
+  /** Work streams: apps are hashed over this many partitions (PM_PARTITIONS); change it only with empty streams. */
+  readonly partitions: number
   readonly gitCommit: string
   readonly logLevel: string
 }
@@ -41,6 +43,13 @@ export interface Limits {
   readonly rotationOverlapMs: number
   readonly exportsPerSec: number
   readonly exportValidityH: number
+  /** spec §Limits: devices per external_user_id. */
+  readonly devicesPerExternalUser: number
+  /** Registration group commit (src/devices/writer.ts): rows per statement (PM_REG_BATCH_MAX), statements in
+   *  flight (PM_REG_WRITERS), registrations waiting before 503 (PM_REG_QUEUE_MAX). */
+  readonly registrationBatchMax: number
+  readonly registrationWriters: number
+  readonly registrationQueueMax: number
 }
 
 export const DEFAULT_LIMITS: Limits = Object.freeze({
@@ -55,6 +64,10 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   rotationOverlapMs: 24 * 3600_000,
   exportsPerSec: 1,
   exportValidityH: 72,
+  devicesPerExternalUser: 10,
+  registrationBatchMax: 500,
+  registrationWriters: 4,
+  registrationQueueMax: 20_000,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -101,6 +114,9 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     registrationsPerHour: int(env, 'PM_LIMIT_REGISTRATIONS_PER_HOUR', DEFAULT_LIMITS.registrationsPerHour),
     sendsPerSec: int(env, 'PM_LIMIT_SENDS_PER_SEC', DEFAULT_LIMITS.sendsPerSec),
     freeMau: int(env, 'PM_FREE_MAU', DEFAULT_LIMITS.freeMau),
+    registrationBatchMax: int(env, 'PM_REG_BATCH_MAX', DEFAULT_LIMITS.registrationBatchMax, 1),
+    registrationWriters: int(env, 'PM_REG_WRITERS', DEFAULT_LIMITS.registrationWriters, 1),
+    registrationQueueMax: int(env, 'PM_REG_QUEUE_MAX', DEFAULT_LIMITS.registrationQueueMax, 1),
     ...overrides.limits,
   })
   const plan = env.PM_DEFAULT_PLAN || 'free'
@@ -119,9 +135,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     fcmBaseUrl: env.PM_FCM_BASE_URL || 'https://fcm.googleapis.com',
     apnsBaseUrl: env.PM_APNS_BASE_URL || null,
     webhookAllowPrivate: env.PM_WEBHOOK_ALLOW_PRIVATE === '1',
-    exportDir: env.PM_EXPORT_DIR || './.data/exports',
+    // Unset: the default directory; set to the empty string: exports are off (503).
+    exportDir: env.PM_EXPORT_DIR ?? './.data/exports',
     trustProxy: trustProxy(env.PM_TRUST_PROXY),
     defaultPlan: plan,
+    partitions: int(env, 'PM_PARTITIONS', 64, 1),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
     ...overrides,

@@ -1,5 +1,7 @@
 // Entry: the `pombo` CLI (CONTRACT.md). The only module that reads process.env. Bad input exits non-zero with a
 // one-line reason and writes nothing.
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ConfigError, type Config, loadConfig, redacted } from './config'
 import { migrate } from './db/migrate'
@@ -60,9 +62,21 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   process.on('SIGTERM', () => stop('SIGTERM'))
 }
 
+/**
+ * `npm start` leaves the addresses and keys of the services it started in .data/local-env.json; a CLI command run
+ * from the same checkout uses them for anything the environment does not set.
+ */
+function localDefaults(): Record<string, string> {
+  try {
+    return JSON.parse(readFileSync(join(__dirname, '..', '.data', 'local-env.json'), 'utf8'))
+  } catch {
+    return {}
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
-  const cfg = loadConfig(process.env)
+  const cfg = loadConfig({ ...localDefaults(), ...process.env })
   switch (cmd) {
     case 'serve':
       return serve(cfg, rest)

@@ -22,4 +22,19 @@ export class Keys {
   sends(appId: string, second: number): string {
     return `${this.prefix}:{${appId}}:snd:${second}`
   }
+
+  /** A partition's work stream: accepted sends of the apps hashed to it (consumed by the delivery workers). */
+  workStream(partition: number): string {
+    return `${this.prefix}:{p${partition}}:work`
+  }
+
+  /** In-flight lock of an idempotency key: a concurrent call with the same key waits for the first. */
+  idempotencyLock(appId: string, key: string): string {
+    return `${this.prefix}:{${appId}}:idem:${key}`
+  }
+
+  /** Reads of sends counted per app per second (spec §Limits). */
+  reads(appId: string, second: number): string {
+    return `${this.prefix}:{${appId}}:rd:${second}`
+  }
 }
