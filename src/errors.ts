@@ -146,6 +146,42 @@ export const E = {
     causa: 'A nova chave não pôde ser gravada; a chave anterior continua valendo.',
     como_corrigir: 'Tente a rotação de novo.',
   })),
+
+  // ---- devices ----
+  PLAYER_NOT_FOUND: def(404, () => ({
+    erro: 'Dispositivo não encontrado.',
+    causa: 'Não existe dispositivo com este player_id neste app.',
+    como_corrigir: 'Confira o player_id e o app_id; o dispositivo se registra de novo no próximo uso do app.',
+  })),
+  EXTERNAL_USER_DEVICE_LIMIT: def(400, (p: { limite: number }) => ({
+    erro: `external_user_id já tem ${p.limite} dispositivos (limite de ${p.limite} por valor).`,
+    causa: `Cada external_user_id pode estar ligado a no máximo ${p.limite} dispositivos válidos neste app.`,
+    como_corrigir: 'Desvincule um dispositivo (PUT com external_user_id: null) ou use outro external_user_id.',
+    extra: { campo: 'external_user_id', limite: p.limite },
+  })),
+  REGISTRATIONS_RATE_LIMITED: def(429, (p: { limite: number }) => ({
+    erro: `Limite de ${p.limite} registros de dispositivo por hora para este app excedido.`,
+    causa: 'O app registrou dispositivos demais na última hora (contagem somada de todas as instâncias).',
+    como_corrigir: 'Aguarde a próxima hora; registros repetidos do mesmo token também contam.',
+    extra: { limite: p.limite },
+  })),
+  EXPORT_RATE_LIMITED: def(429, (p: { limite: number }) => ({
+    erro: `Limite de ${p.limite} exportação por segundo para este app excedido.`,
+    causa: 'Uma exportação deste app acabou de ser pedida.',
+    como_corrigir: 'Reutilize o csv_file_url da exportação anterior, ou aguarde um segundo.',
+    extra: { limite: p.limite },
+  })),
+  EXPORT_STORAGE_UNSET: def(503, () => ({
+    erro: 'Armazenamento de exportações não configurado.',
+    causa: 'Esta instância não tem PM_EXPORT_DIR definido.',
+    como_corrigir: 'Defina PM_EXPORT_DIR com um diretório gravável e reinicie.',
+    extra: { dependencia: 'PM_EXPORT_DIR' },
+  })),
+  EXPORT_NOT_FOUND: def(404, () => ({
+    erro: 'Arquivo de exportação indisponível.',
+    causa: 'O arquivo ainda está sendo gerado, expirou (validade de 72 horas) ou o endereço não existe.',
+    como_corrigir: 'Aguarde pm_pronto_em_s_estimado segundos e tente de novo; se expirou, peça uma nova exportação.',
+  })),
 } as const
 
 export type ErrorKey = keyof typeof E

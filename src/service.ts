@@ -7,6 +7,8 @@ import { appRoutes } from './apps/routes'
 import { AppService } from './apps/service'
 import type { Config } from './config'
 import { dashboardRoutes } from './dashboard/server'
+import { deviceRoutes } from './devices/routes'
+import { DeviceService } from './devices/service'
 import { migrate } from './db/migrate'
 import { createPool, type Db } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
@@ -44,6 +46,8 @@ export interface Deps {
   apps: AppService
   /** Shared per-IP limiter of the public device, receipt and in-app routes (sliding minute). */
   publicLimiter: IpLimiter
+  /** Registration (group commit), device reads and updates, exports. */
+  devices: DeviceService
 }
 
 export class Service {
@@ -76,6 +80,7 @@ export class Service {
       auth: new Auth(dir, cfg.platformKey, log.child({ audit: true }), clock),
       apps: new AppService(db, dir, vault, cfg, clock),
       publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
+      devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
     }
     const svc = new Service(deps)
     try {
@@ -105,6 +110,7 @@ export class Service {
     const root = constantJson({ servico: 'pombo', versao: VERSION, git: gitCommit(d.cfg.gitCommit) })
     r.get('/', {}, () => root)
     appRoutes(r, { ...d, firebaseLimiter: new IpLimiter(d.cfg.limits.ipPerMin, 'fixed', d.clock) })
+    deviceRoutes(r, d)
     r.fallback()
   }
 
@@ -113,6 +119,7 @@ export class Service {
     if (this.#stopped) return
     this.#stopped = true
     await Promise.all([this.api?.close(), this.dashboard?.close()])
+    await this.deps.devices.stop()
     await this.deps.dir.stop()
     this.deps.redis.disconnect()
     await this.deps.db.end()

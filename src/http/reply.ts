@@ -2,6 +2,7 @@
 import type { HttpResponse } from 'uWebSockets.js'
 import type { ApiError } from '../errors'
 import type { Request } from './request'
+import { type FileBody, streamFile } from './stream-file'
 
 export interface Reply {
   status: number
@@ -9,6 +10,8 @@ export interface Reply {
   body?: unknown
   headers?: Readonly<Record<string, string>>
   contentType?: string
+  /** A file streamed as the body (with backpressure); `body` is then ignored. */
+  file?: FileBody
 }
 
 export function ok(body: unknown, headers?: Record<string, string>): Reply {
@@ -58,8 +61,20 @@ export function malformedIdReply(): Reply {
   return { status: 400, body: { erro: 'id inválido: esperado um UUID.' } }
 }
 
-export function write(res: HttpResponse, req: Request, reply: Reply): void {
-  if (req.aborted) return
+/** Writes the answer; a streamed file answers a promise that settles when the last byte is handed to the socket. */
+export function write(res: HttpResponse, req: Request, reply: Reply): void | Promise<void> {
+  if (req.aborted) {
+    reply.file?.handle.close().catch(() => {})
+    return
+  }
+  if (reply.file) {
+    return streamFile(res, req, reply.file, () => {
+      if (reply.status !== 200) res.writeStatus(STATUS_LINES[reply.status] ?? String(reply.status))
+      res.writeHeader('X-Pm-Request-Id', req.id)
+      if (reply.contentType) res.writeHeader('Content-Type', reply.contentType)
+      if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k] as string)
+    })
+  }
   let payload: string | Buffer = ''
   let type = reply.contentType
   if (reply.body === undefined) {

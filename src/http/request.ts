@@ -82,6 +82,7 @@ export class Request {
   #query?: URLSearchParams
   #body?: BodyReader
   #json?: unknown
+  #onAbort?: Array<() => void>
 
   constructor(
     res: HttpResponse,
@@ -128,6 +129,16 @@ export class Request {
   markAborted(): void {
     this.aborted = true
     this.#body?.abort()
+    if (this.#onAbort) for (const f of this.#onAbort.splice(0)) f()
+  }
+
+  /** Runs `f` when the client goes away (streamed answers stop waiting for a socket that will not drain). */
+  onAbort(f: () => void): void {
+    if (this.aborted) f()
+    else {
+      this.#onAbort ??= []
+      this.#onAbort.push(f)
+    }
   }
 
   /** The raw body; throws 413 when over the route's cap. Routes declared without a body get an empty buffer. */

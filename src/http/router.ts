@@ -112,7 +112,23 @@ export class Router {
   }
 
   #finish(res: HttpResponse, req: Request, reply: Reply): void {
-    if (!req.aborted) write(res, req, reply)
+    const streaming = write(res, req, reply)
+    // A streamed file stays in flight until its last byte is handed over (graceful shutdown waits for it).
+    if (streaming) {
+      streaming.then(
+        () => this.#done(),
+        (err) => {
+          this.log.error({ request_id: req.id, err }, 'streamed answer failed')
+          if (!req.aborted) res.close()
+          this.#done()
+        },
+      )
+    } else {
+      this.#done()
+    }
+  }
+
+  #done(): void {
     if (--this.#inflight === 0 && this.#idle.length > 0) for (const f of this.#idle.splice(0)) f()
   }
 

@@ -1,0 +1,219 @@
+// The device CSV export (spec §Export): answered at once, built in the background. Postgres streams the rows
+// (COPY … TO STDOUT, CSV) through gzip into a temporary file that is renamed when complete, so memory stays flat
+// whatever the device count and a half-written file is never served. The URL carries 32 random bytes; only their
+// sha256 is stored and names the file. Files live 72 hours on the service clock, then a sweep removes them.
+import { createHash, randomBytes } from 'node:crypto'
+import { constants, createWriteStream } from 'node:fs'
+import { access, type FileHandle, mkdir, open, rename, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { createGzip } from 'node:zlib'
+import type { Logger } from 'pino'
+import { to as copyTo } from 'pg-copy-streams'
+import { type Db, query, type Tx } from '../db/pool'
+import { ApiError } from '../errors'
+import type { Clock } from '../time'
+
+/** Rows per second assumed before this process has timed an export of its own (bench: 1M rows, this machine). */
+const INITIAL_ROWS_PER_SEC = 150_000
+/** Builds running at once per process; more wait their turn (and their estimate says so). */
+const MAX_BUILDS = 2
+const SWEEP_EVERY_MS = 10 * 60_000
+const FILE_RE = /^([0-9a-f]{64})\.csv\.gz$/
+
+export interface ExportAnswer {
+  csv_file_url: string
+  pm_pronto_em_s_estimado: number
+  pm_validade_h: number
+}
+
+export interface ExportFile {
+  handle: FileHandle
+  size: number
+}
+
+interface Job {
+  appId: string
+  hash: string
+  rows: number
+}
+
+const sha256hex = (s: string): string => createHash('sha256').update(s).digest('hex')
+
+/**
+ * Spreadsheets run a cell that starts with = + - @ (or tab / CR) as a formula. external_user_id is the only free
+ * text in the file, so such a value is written with a leading apostrophe ('=x), which spreadsheets show as text.
+ * Everything else is standard CSV (RFC 4180 quoting by Postgres).
+ */
+export function copySql(appId: string): string {
+  // COPY takes no parameters; appId is a validated, lower-case UUID (the key's own app).
+  if (!/^[0-9a-f-]{36}$/.test(appId)) throw new Error('copySql: app id is not a UUID')
+  return `COPY (
+    SELECT id,
+           CASE WHEN left(external_user_id, 1) IN ('=', '+', '-', '@', E'\\t', E'\\r') THEN '''' || external_user_id
+                ELSE external_user_id END AS external_user_id,
+           notification_types,
+           CASE WHEN invalid_identifier THEN 'true' ELSE 'false' END AS invalid_identifier,
+           floor(extract(epoch FROM last_active))::bigint AS last_active
+      FROM devices WHERE app_id = '${appId}' AND NOT sandbox
+  ) TO STDOUT WITH (FORMAT csv, HEADER)`
+}
+
+export class Exporter {
+  #rowsPerSec = INITIAL_ROWS_PER_SEC
+  #queue: Job[] = []
+  #running = new Map<Job, Promise<void>>()
+  #rowsAhead = 0
+  #abort = new AbortController()
+  #timer: NodeJS.Timeout | null = null
+
+  constructor(
+    private readonly db: Db,
+    private readonly dir: string,
+    private readonly publicBaseUrl: string,
+    private readonly validityH: number,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  startSweeping(): void {
+    if (this.dir === '' || this.#timer) return
+    this.#timer = setInterval(() => {
+      this.sweep().catch((err) => this.log.warn({ err: String(err) }, 'export sweep failed'))
+    }, SWEEP_EVERY_MS)
+    this.#timer.unref()
+  }
+
+  /** 503 unless the export directory is configured and writable. */
+  async requireStorage(): Promise<void> {
+    if (this.dir === '') throw new ApiError('EXPORT_STORAGE_UNSET')
+    try {
+      await mkdir(this.dir, { recursive: true })
+      await access(this.dir, constants.W_OK)
+    } catch (err) {
+      this.log.warn({ dir: this.dir, err: String(err) }, 'export directory not writable')
+      throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'armazenamento' })
+    }
+  }
+
+  /** Records the export and queues its build; the estimate counts the rows of builds still ahead of it. */
+  async start(appId: string): Promise<ExportAnswer> {
+    const count = await query<{ n: string }>(this.db, 'SELECT count(*) AS n FROM devices WHERE app_id = $1 AND NOT sandbox', [appId])
+    const rows = Number(count.rows[0]?.n ?? 0)
+    const token = randomBytes(32).toString('hex')
+    const hash = sha256hex(token)
+    const now = this.clock()
+    await query(
+      this.db,
+      `INSERT INTO exports (token_hash, app_id, status, created_at, expires_at) VALUES ($1, $2, 'building', $3, $4)`,
+      [hash, appId, new Date(now), new Date(now + this.validityH * 3_600_000)],
+    )
+    const estimate = Math.max(1, Math.ceil((this.#rowsAhead + rows) / this.#rowsPerSec))
+    this.#enqueue({ appId, hash, rows })
+    return {
+      csv_file_url: `${this.publicBaseUrl}/api/v1/exports/${token}.csv.gz`,
+      pm_pronto_em_s_estimado: estimate,
+      pm_validade_h: this.validityH,
+    }
+  }
+
+  /** The ready, unexpired file named by a URL's last segment, opened; null otherwise (the route answers 404). */
+  async file(name: string): Promise<ExportFile | null> {
+    const m = FILE_RE.exec(name)
+    if (!m || this.dir === '') return null
+    const hash = sha256hex(m[1] as string)
+    const r = await query<{ status: string; expires_at: Date }>(this.db, 'SELECT status, expires_at FROM exports WHERE token_hash = $1', [hash])
+    const row = r.rows[0]
+    if (row?.status !== 'ready') return null
+    if (row.expires_at.getTime() <= this.clock()) {
+      await this.#remove(hash)
+      return null
+    }
+    try {
+      const handle = await open(this.#path(hash), 'r')
+      const { size } = await handle.stat()
+      return { handle, size }
+    } catch {
+      return null // built on another instance whose PM_EXPORT_DIR is not shared with this one
+    }
+  }
+
+  /** Removes every expired export (file and row). */
+  async sweep(): Promise<number> {
+    const r = await query<{ token_hash: string }>(this.db, 'SELECT token_hash FROM exports WHERE expires_at <= $1', [new Date(this.clock())])
+    for (const { token_hash } of r.rows) await this.#remove(token_hash)
+    return r.rows.length
+  }
+
+  /** Stops the sweep, abandons queued builds and aborts running ones (their temporary files are removed). */
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer)
+    this.#queue = []
+    this.#abort.abort()
+    await Promise.allSettled([...this.#running.values()])
+  }
+
+  #path(hash: string): string {
+    return join(this.dir, `${hash}.csv.gz`)
+  }
+
+  async #remove(hash: string): Promise<void> {
+    await unlink(this.#path(hash)).catch(() => {})
+    await query(this.db, 'DELETE FROM exports WHERE token_hash = $1', [hash])
+  }
+
+  #enqueue(job: Job): void {
+    this.#rowsAhead += job.rows
+    this.#queue.push(job)
+    this.#next()
+  }
+
+  #next(): void {
+    while (this.#running.size < MAX_BUILDS && this.#queue.length > 0 && !this.#abort.signal.aborted) {
+      const job = this.#queue.shift() as Job
+      const p = this.#build(job).finally(() => {
+        this.#running.delete(job)
+        this.#rowsAhead -= job.rows
+        this.#next()
+      })
+      this.#running.set(job, p)
+    }
+  }
+
+  async #build(job: Job): Promise<void> {
+    const tmp = join(this.dir, `.${job.hash}.tmp`)
+    const started = performance.now()
+    let client: Tx | null = null
+    try {
+      client = await this.db.connect()
+      const copy = client.query(copyTo(copySql(job.appId)))
+      const out = createWriteStream(tmp)
+      await pipeline(copy, createGzip({ level: 6 }), out, { signal: this.#abort.signal })
+      await rename(tmp, this.#path(job.hash))
+      const rows = Math.max(0, copy.rowCount - 1) // the header is one row of the COPY stream
+      const seconds = (performance.now() - started) / 1000
+      if (rows >= 50_000) this.#rowsPerSec = Math.round(0.5 * this.#rowsPerSec + 0.5 * (rows / seconds))
+      await query(this.db, `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4 WHERE token_hash = $1`, [
+        job.hash,
+        rows,
+        out.bytesWritten,
+        new Date(this.clock()),
+      ])
+      this.log.info({ app_id: job.appId, rows, bytes: out.bytesWritten, seconds: Number(seconds.toFixed(2)) }, 'export ready')
+    } catch (err) {
+      await unlink(tmp).catch(() => {})
+      if (this.#abort.signal.aborted) {
+        // Stopping: the connection carrying an unfinished COPY is not reusable.
+        client?.release(true)
+        client = null
+        return
+      }
+      this.log.error({ app_id: job.appId, err }, 'export failed')
+      await query(this.db, `UPDATE exports SET status = 'failed' WHERE token_hash = $1`, [job.hash]).catch(() => {})
+      client?.release(true)
+      client = null
+    } finally {
+      client?.release()
+    }
+  }
+}

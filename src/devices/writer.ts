@@ -1,0 +1,251 @@
+// Group commit of registrations (spec §Devices "Throughput by design"): requests that arrive while the database is
+// busy are gathered and written in one multi-row upsert; each request is answered only after its batch commits.
+// At low load a batch is whatever arrived in one event-loop turn (latency ~ one round trip); under load batches
+// grow to `maxBatch` while `concurrency` statements are in flight, so throughput follows the database's batch rate.
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import { type Db, query, type Tx, tx } from '../db/pool'
+import { ApiError } from '../errors'
+import { dependencyOf } from '../http/dependency-errors'
+import type { Clock } from '../time'
+import { boundDevices, lockAll, lockKey, retireInstallTokens, rowKey, type UpsertRow, upsertBatch } from './store'
+import type { RegistrationRow } from './validate'
+
+export interface WriterOptions {
+  /** Rows per statement (STACK.md: ~500 rows a statement is the measured sweet spot). */
+  maxBatch: number
+  /** Statements in flight at once (pool connections the writer may hold). */
+  concurrency: number
+  /** Registrations waiting beyond this answer 503 at once: memory stays bounded whatever the load. */
+  maxQueue: number
+  /** spec §Limits: devices per external_user_id. */
+  devicesPerUser: number
+}
+
+interface Pending {
+  row: RegistrationRow
+  resolve: (id: string) => void
+  reject: (err: unknown) => void
+}
+
+/** One device of a batch: the merged row and every request that asked for it. */
+interface Group {
+  row: UpsertRow
+  waiters: Pending[]
+}
+
+const RETRYABLE = new Set(['40P01', '40001']) // deadlock, serialization failure
+const PROFILE_KEYS = [
+  'device_os',
+  'fabricante',
+  'sdk_versao',
+  'timezone_id',
+  'pais',
+  'net_type',
+  'carrier',
+  'standby_bucket',
+  'instalacao_id',
+  'rooted',
+  'bateria_irrestrita',
+  'notif_permissoes',
+] as const
+
+/**
+ * Two registrations of one token in one batch become one row, as if applied in order: identity fields from the
+ * later one (POST erases what it omits), profile fields and transporte from the later one unless it omitted them,
+ * sessoes the highest seen.
+ */
+export function mergeRegistration(earlier: UpsertRow, later: RegistrationRow): UpsertRow {
+  const m: UpsertRow = { ...later, id: earlier.id }
+  m.transporte = later.transporte ?? earlier.transporte
+  for (const k of PROFILE_KEYS) (m as unknown as Record<string, unknown>)[k] = later[k] ?? earlier[k]
+  m.sessoes = later.sessoes === null ? earlier.sessoes : earlier.sessoes === null ? later.sessoes : Math.max(later.sessoes, earlier.sessoes)
+  return m
+}
+
+export class RegistrationWriter {
+  #queue: Pending[] = []
+  #inflight = 0
+  #scheduled = false
+  #stopped = false
+  #idle: Array<() => void> = []
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly o: WriterOptions,
+  ) {}
+
+  get queued(): number {
+    return this.#queue.length
+  }
+
+  /** Resolves with the player_id once the row is durable. */
+  submit(row: RegistrationRow): Promise<string> {
+    if (this.#stopped || this.#queue.length >= this.o.maxQueue) {
+      return Promise.reject(new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'postgres' }))
+    }
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ row, resolve, reject })
+      if (!this.#scheduled && this.#inflight < this.o.concurrency) {
+        this.#scheduled = true
+        setImmediate(() => {
+          this.#scheduled = false
+          this.#pump()
+        })
+      }
+    })
+  }
+
+  /** Refuses new work and resolves once everything accepted has been written. */
+  stop(): Promise<void> {
+    this.#stopped = true
+    if (this.#queue.length === 0 && this.#inflight === 0) return Promise.resolve()
+    return new Promise((resolve) => this.#idle.push(resolve))
+  }
+
+  #pump(): void {
+    while (this.#inflight < this.o.concurrency && this.#queue.length > 0) {
+      const batch = this.#queue.splice(0, this.o.maxBatch)
+      this.#inflight++
+      this.#write(batch).finally(() => {
+        this.#inflight--
+        if (this.#queue.length > 0) this.#pump()
+        else if (this.#inflight === 0) for (const f of this.#idle.splice(0)) f()
+      })
+    }
+  }
+
+  async #write(batch: Pending[]): Promise<void> {
+    const groups = new Map<string, Group>()
+    for (const p of batch) {
+      const k = rowKey(p.row.app_id, p.row.identifier)
+      const g = groups.get(k)
+      if (g) {
+        g.row = mergeRegistration(g.row, p.row)
+        g.waiters.push(p)
+      } else {
+        groups.set(k, { row: { ...p.row, id: randomUUID() }, waiters: [p] })
+      }
+    }
+    // One lock order for every batch: concurrent batches touching the same rows wait, never deadlock.
+    const sorted = [...groups.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1])
+    await this.#attempt(sorted, true)
+  }
+
+  async #attempt(groups: Group[], maySplit: boolean): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const refused = await this.#statement(groups)
+        for (const g of groups) {
+          for (const w of g.waiters) {
+            if (refused.has(g)) w.reject(new ApiError('EXTERNAL_USER_DEVICE_LIMIT', { limite: this.o.devicesPerUser }))
+            else w.resolve(g.row.id)
+          }
+        }
+        return
+      } catch (err) {
+        const code = (err as { code?: string }).code
+        if (code && RETRYABLE.has(code) && attempt < 3) continue
+        if (maySplit && groups.length > 1 && !dependencyOf(err)) {
+          // A row the validator let through but Postgres refused must not fail its neighbours: retry each alone.
+          this.log.error({ err, rows: groups.length }, 'registration batch failed; retrying row by row')
+          for (const g of groups) await this.#attempt([g], false)
+          return
+        }
+        for (const g of groups) for (const w of g.waiters) w.reject(err)
+        return
+      }
+    }
+  }
+
+  /** Writes the batch; answers the groups refused by the per-user cap. Ids of existing devices are read back. */
+  async #statement(groups: Group[]): Promise<Set<Group>> {
+    const now = new Date(this.clock())
+    const refused = new Set<Group>()
+    const slow = groups.some((g) => g.row.external_user_id !== null || g.row.instalacao_id !== null)
+    if (!slow) {
+      // The common case: one autocommitted statement.
+      this.#applyIds(groups, await upsertBatch(this.db, groups.map((g) => g.row), now))
+      return refused
+    }
+    // Rows that bind a user or name an install need the per-user cap and the install retirement to hold across
+    // batches and instances: the transaction first takes an advisory lock per user and per install (sorted),
+    // so two batches binding the same user are serialised, then checks and writes.
+    await tx(this.db, async (c) => {
+      const locks: string[] = []
+      for (const g of groups) {
+        if (g.row.external_user_id !== null) locks.push(lockKey(g.row.app_id, 'user', g.row.external_user_id))
+        if (g.row.instalacao_id !== null) locks.push(lockKey(g.row.app_id, 'install', g.row.instalacao_id))
+      }
+      await lockAll(c, locks)
+      for (const g of await this.#overCap(c, groups)) refused.add(g)
+      const accepted = groups.filter((g) => !refused.has(g))
+      if (accepted.length === 0) return
+      this.#applyIds(accepted, await upsertBatch(c, accepted.map((g) => g.row), now))
+      // The last registration of an install in this batch is its newest token; every other token of it retires.
+      const keepers = new Map<string, { app_id: string; instalacao_id: string; identifier: string }>()
+      for (const g of accepted) {
+        const inst = g.row.instalacao_id
+        if (inst !== null) keepers.set(g.row.app_id + inst, { app_id: g.row.app_id, instalacao_id: inst, identifier: g.row.identifier })
+      }
+      await retireInstallTokens(c, [...keepers.values()], now)
+    })
+    return refused
+  }
+
+  #applyIds(groups: Group[], ids: Map<string, string>): void {
+    for (const g of groups) {
+      const id = ids.get(rowKey(g.row.app_id, g.row.identifier))
+      if (!id) throw new Error('upsert returned no row for a registration')
+      g.row.id = id
+    }
+  }
+
+  /**
+   * The groups that would bind an 11th valid device to a user. A device already bound to the user is not a new
+   * binding; a device leaving a user in this batch frees its place. Dead tokens do not count toward the cap, so an
+   * install's retired tokens never lock its user out.
+   */
+  async #overCap(c: Tx, groups: Group[]): Promise<Group[]> {
+    const binding = groups.filter((g) => g.row.external_user_id !== null)
+    if (binding.length === 0) return []
+    const pairs = new Map<string, [string, string]>()
+    for (const g of binding) pairs.set(g.row.app_id + (g.row.external_user_id as string), [g.row.app_id, g.row.external_user_id as string])
+    // user key → identifier → valid
+    const users = new Map<string, Map<string, boolean>>()
+    for (const d of await boundDevices(c, [...pairs.values()])) {
+      const k = d.app_id + d.external_user_id
+      const m = users.get(k) ?? new Map<string, boolean>()
+      users.set(k, m)
+      m.set(d.identifier, !d.invalid_identifier)
+    }
+    const inBatch = new Map<string, Group>()
+    for (const g of groups) inBatch.set(rowKey(g.row.app_id, g.row.identifier), g)
+    for (const [userKey, devices] of users) {
+      for (const ident of [...devices.keys()]) {
+        const g = inBatch.get(rowKey(userKey.slice(0, 36), ident))
+        if (g && g.row.app_id + (g.row.external_user_id ?? '') !== userKey) devices.delete(ident)
+      }
+    }
+    const over: Group[] = []
+    for (const g of binding) {
+      const k = g.row.app_id + (g.row.external_user_id as string)
+      const devices = users.get(k) ?? new Map<string, boolean>()
+      users.set(k, devices)
+      if (devices.has(g.row.identifier)) continue
+      let valid = 0
+      for (const v of devices.values()) if (v) valid++
+      if (valid >= this.o.devicesPerUser) over.push(g)
+      else devices.set(g.row.identifier, true)
+    }
+    return over
+  }
+}
+
+/** For tests and the bench: how many devices an app has. */
+export async function countDevices(db: Db, appId: string): Promise<number> {
+  const r = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM devices WHERE app_id = $1', [appId])
+  return r.rows[0]?.n ?? 0
+}
