@@ -23,6 +23,10 @@ export interface Config {
   readonly defaultPlan: 'free' | 'pro'
   /** Work streams: apps are hashed over this many partitions (PM_PARTITIONS); change it only with empty streams. */
   readonly partitions: number
+  /** Background jobs: the hand-off sweeper and the MAU measurement. */
+  readonly jobs: Jobs
+  /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
+  readonly proPrice: string
   readonly gitCommit: string
   readonly logLevel: string
 }
@@ -50,7 +54,27 @@ export interface Limits {
   readonly registrationBatchMax: number
   readonly registrationWriters: number
   readonly registrationQueueMax: number
+  /** spec §Limits: reads of sends per second per app. */
+  readonly readsPerSec: number
+  /** A free-plan MAU measurement older than this is ignored: the send is allowed (PM_MAU_MAX_AGE_S). */
+  readonly mauMaxAgeMs: number
 }
+
+export interface Jobs {
+  readonly sweepEveryMs: number
+  /** An enqueued send that no worker took within this is enqueued again. */
+  readonly handoffGraceMs: number
+  readonly mauEveryMs: number
+  /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
+  readonly streamMaxLen: number
+}
+
+export const DEFAULT_JOBS: Jobs = Object.freeze({
+  sweepEveryMs: 1_000,
+  handoffGraceMs: 30_000,
+  mauEveryMs: 10 * 60_000,
+  streamMaxLen: 1_000_000,
+})
 
 export const DEFAULT_LIMITS: Limits = Object.freeze({
   ipPerMin: 120,
@@ -68,6 +92,8 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   registrationBatchMax: 500,
   registrationWriters: 4,
   registrationQueueMax: 20_000,
+  readsPerSec: 1_000,
+  mauMaxAgeMs: 24 * 3600_000,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -114,6 +140,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     registrationsPerHour: int(env, 'PM_LIMIT_REGISTRATIONS_PER_HOUR', DEFAULT_LIMITS.registrationsPerHour),
     sendsPerSec: int(env, 'PM_LIMIT_SENDS_PER_SEC', DEFAULT_LIMITS.sendsPerSec),
     freeMau: int(env, 'PM_FREE_MAU', DEFAULT_LIMITS.freeMau),
+    mauMaxAgeMs: int(env, 'PM_MAU_MAX_AGE_S', DEFAULT_LIMITS.mauMaxAgeMs / 1000) * 1000,
     registrationBatchMax: int(env, 'PM_REG_BATCH_MAX', DEFAULT_LIMITS.registrationBatchMax, 1),
     registrationWriters: int(env, 'PM_REG_WRITERS', DEFAULT_LIMITS.registrationWriters, 1),
     registrationQueueMax: int(env, 'PM_REG_QUEUE_MAX', DEFAULT_LIMITS.registrationQueueMax, 1),
@@ -140,6 +167,12 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     trustProxy: trustProxy(env.PM_TRUST_PROXY),
     defaultPlan: plan,
     partitions: int(env, 'PM_PARTITIONS', 64, 1),
+    jobs: Object.freeze({
+      ...DEFAULT_JOBS,
+      handoffGraceMs: int(env, 'PM_HANDOFF_GRACE_MS', DEFAULT_JOBS.handoffGraceMs, 1),
+      mauEveryMs: int(env, 'PM_MAU_EVERY_S', DEFAULT_JOBS.mauEveryMs / 1000, 1) * 1000,
+    }),
+    proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
     ...overrides,

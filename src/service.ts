@@ -15,6 +15,8 @@ import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
 import { constantJson } from './http/reply'
 import { HttpServer } from './http/server'
+import { SendsModule } from './sends/module'
+import { sendRoutes } from './sends/routes'
 import { connectRedis, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
 import { type Clock, systemClock } from './time'
@@ -30,6 +32,8 @@ export interface ServiceOptions {
   log: Logger
   /** Apply migrations at start (default true, as `pombo serve` does). */
   migrate?: boolean
+  /** Run the periodic jobs (sweeper, MAU measurement); tests that drive them by hand turn this off. */
+  jobs?: boolean
 }
 
 /** Everything a feature may need; built once per process. */
@@ -48,6 +52,8 @@ export interface Deps {
   publicLimiter: IpLimiter
   /** Registration (group commit), device reads and updates, exports. */
   devices: DeviceService
+  /** Send creation, hand-off, reads, and their background jobs. */
+  sends: SendsModule
 }
 
 export class Service {
@@ -81,6 +87,7 @@ export class Service {
       apps: new AppService(db, dir, vault, cfg, clock),
       publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
       devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
+      sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
     }
     const svc = new Service(deps)
     try {
@@ -90,6 +97,7 @@ export class Service {
         svc.#apiRoutes(svc.api)
         await svc.api.listen(cfg.host, cfg.port)
       }
+      if (opts.jobs !== false && (roles.has('api') || roles.has('worker'))) deps.sends.startJobs()
       if (roles.has('dashboard')) {
         svc.dashboard = new HttpServer('dashboard', log, proxies)
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
@@ -111,6 +119,7 @@ export class Service {
     r.get('/', {}, () => root)
     appRoutes(r, { ...d, firebaseLimiter: new IpLimiter(d.cfg.limits.ipPerMin, 'fixed', d.clock) })
     deviceRoutes(r, d)
+    sendRoutes(r, { ...d, sends: d.sends.service, readQuota: d.sends.readQuota })
     r.fallback()
   }
 
@@ -120,6 +129,7 @@ export class Service {
     this.#stopped = true
     await Promise.all([this.api?.close(), this.dashboard?.close()])
     await this.deps.devices.stop()
+    await this.deps.sends.stop()
     await this.deps.dir.stop()
     this.deps.redis.disconnect()
     await this.deps.db.end()

@@ -14,6 +14,8 @@ export interface AppRecord {
   inappAtivo: boolean
   inappCapHoras: number
   firebaseParams: Record<string, unknown> | null
+  /** How results are read (spec §Confirmation channel): outside `consulta` the send-read routes answer 403. */
+  confirmModo: 'consulta' | 'webhook' | 'grpc'
   criadoEm: Date
 }
 
@@ -36,11 +38,12 @@ interface AppRow {
   inapp_ativo: boolean
   inapp_cap_horas: number
   firebase_params: Record<string, unknown> | null
+  confirm_modo: 'consulta' | 'webhook' | 'grpc'
   criado_em: Date
 }
 
 const APP_COLUMNS = `a.id, a.org_id, a.nome, a.rate_por_min, a.sandbox, a.paused, o.plan, a.inapp_ativo, a.inapp_cap_horas,
-  a.firebase_params, a.criado_em`
+  a.firebase_params, a.confirm_modo, a.criado_em`
 
 function toApp(r: AppRow): AppRecord {
   return {
@@ -54,6 +57,7 @@ function toApp(r: AppRow): AppRecord {
     inappAtivo: r.inapp_ativo,
     inappCapHoras: r.inapp_cap_horas,
     firebaseParams: r.firebase_params,
+    confirmModo: r.confirm_modo,
     criadoEm: r.criado_em,
   }
 }

@@ -37,4 +37,9 @@ export class Keys {
   reads(appId: string, second: number): string {
     return `${this.prefix}:{${appId}}:rd:${second}`
   }
+
+  /** A periodic job's lock: one instance runs it at a time. */
+  job(name: string): string {
+    return `${this.prefix}:job:${name}`
+  }
 }

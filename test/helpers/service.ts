@@ -33,6 +33,8 @@ export interface StartOptions {
   roles?: Role[]
   /** Run against another service's schema and Redis prefix: a second instance of the same deployment. */
   shareWith?: TestService
+  /** Run the periodic jobs (sweeper, MAU); off by default so tests drive them by hand, deterministically. */
+  jobs?: boolean
 }
 
 export interface Answer {
@@ -143,6 +145,7 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
     log: createLogger('info', captureLogs(logs)),
     clock: o.clock?.now,
     migrate: !o.shareWith,
+    jobs: o.jobs ?? false,
   })
   const ts = new TestService(svc, cfg, logs)
   t.teardown(async () => {

@@ -1,0 +1,112 @@
+// Hands committed sends to the data plane: an entry on the app's partition stream (XADD, pipelined per event-loop
+// turn). Redis may lose its data, so Postgres stays the truth: a sweeper re-enqueues every due send that no worker
+// has taken (a scheduled send is first enqueued by the sweeper when its time comes). Workers treat a duplicate
+// entry as a no-op, so re-enqueueing is always safe; stream length is capped because the sweeper re-derives
+// anything trimmed.
+import type { Logger } from 'pino'
+import { type Db, query } from '../db/pool'
+import type { RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
+import { partitionOf } from '../redis/partitions'
+import type { Clock } from '../time'
+
+export interface HandoffSettings {
+  partitions: number
+  /** An enqueued send no worker took within this is enqueued again. */
+  graceMs: number
+  sweepEveryMs: number
+  /** Approximate cap of each work stream (XADD MAXLEN ~). */
+  streamMaxLen: number
+}
+
+interface Entry {
+  appId: string
+  sendId: string
+  lane: number
+}
+
+export class Handoff {
+  #pending: Entry[] = []
+  #scheduled = false
+  #timer: NodeJS.Timeout | null = null
+  #sweeping: Promise<unknown> = Promise.resolve()
+
+  constructor(
+    private readonly db: Db,
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly s: HandoffSettings,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  streamOf(appId: string): string {
+    return this.keys.workStream(partitionOf(appId, this.s.partitions))
+  }
+
+  /** After commit. A future `send_after` is left to the sweeper, which enqueues it when due. Never throws. */
+  enqueue(appId: string, sendId: string, lane: number, sendAfterMs: number | null): void {
+    if (sendAfterMs !== null && sendAfterMs > this.clock()) return
+    this.#pending.push({ appId, sendId, lane })
+    if (!this.#scheduled) {
+      this.#scheduled = true
+      setImmediate(() => {
+        this.#scheduled = false
+        const batch = this.#pending
+        this.#pending = []
+        this.#xadd(batch).catch((err) => this.log.warn({ err: String(err), sends: batch.length }, 'hand-off failed; the sweeper will retry'))
+      })
+    }
+  }
+
+  async #xadd(entries: Entry[]): Promise<void> {
+    if (entries.length === 0) return
+    const pipe = this.redis.pipeline()
+    for (const e of entries) {
+      pipe.xadd(this.streamOf(e.appId), 'MAXLEN', '~', this.s.streamMaxLen, '*', 'a', e.appId, 's', e.sendId, 'l', String(e.lane))
+    }
+    const res = await pipe.exec()
+    const failed = res?.find(([err]) => err)
+    if (failed) throw failed[0]
+  }
+
+  /** Enqueues due sends nobody took; answers how many. One instance sweeps at a time (Redis lock). */
+  async sweep(limit = 5_000): Promise<number> {
+    const now = new Date(this.clock())
+    const r = await query<{ app_id: string; id: string; lane: number }>(
+      this.db,
+      `SELECT app_id, id, lane FROM sends
+        WHERE picked_at IS NULL AND completed_at IS NULL AND COALESCE(send_after, queued_at) <= $1
+          AND ((enqueued_at IS NULL AND send_after IS NOT NULL)
+               OR COALESCE(enqueued_at, queued_at) < $1::timestamptz - make_interval(secs => $2::float8 / 1000))
+        ORDER BY COALESCE(send_after, queued_at) LIMIT $3`,
+      [now, this.s.graceMs, limit],
+    )
+    if (r.rows.length === 0) return 0
+    await this.#xadd(r.rows.map((x) => ({ appId: x.app_id, sendId: x.id, lane: x.lane })))
+    await query(this.db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
+      now,
+      r.rows.map((x) => x.app_id),
+      r.rows.map((x) => x.id),
+    ])
+    return r.rows.length
+  }
+
+  start(lockKey: string): void {
+    const tick = async () => {
+      if ((await this.redis.set(lockKey, '1', 'PX', this.s.sweepEveryMs, 'NX')) !== 'OK') return
+      const n = await this.sweep()
+      if (n > 0) this.log.info({ sends: n }, 'sweeper re-enqueued sends')
+    }
+    this.#timer = setInterval(() => {
+      this.#sweeping = tick().catch((err) => this.log.warn({ err: String(err) }, 'sweep failed'))
+    }, this.s.sweepEveryMs)
+    this.#timer.unref()
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer)
+    this.#timer = null
+    await this.#sweeping
+  }
+}

@@ -1,0 +1,119 @@
+// Reads of sends (spec §Notification read shape, §Window statistics): one send, the newest sends, window totals.
+import type { Plan } from '../apps/store'
+import { type Db, query } from '../db/pool'
+import { epochSeconds } from '../time'
+
+interface SendDbRow {
+  id: string
+  successful: number
+  failed: number
+  errored: number
+  remaining: number
+  converted: number
+  recebidos: number
+  queued_at: Date
+  send_after: Date | null
+  completed_at: Date | null
+  name: string | null
+  headings: unknown
+  contents: unknown
+  included_segments: string[]
+  include_player_ids: string[] | null
+  include_external_user_ids: string[] | null
+  android_successful: number
+  android_failed: number
+  ios_successful: number
+  ios_failed: number
+}
+
+const COLUMNS = `id, successful, failed, errored, remaining, converted, recebidos, queued_at, send_after, completed_at, name,
+  headings, contents, included_segments, include_player_ids, include_external_user_ids, android_successful,
+  android_failed, ios_successful, ios_failed`
+
+/** What a free-plan reader sees instead of `recebidos` (spec §Notification read shape). */
+export const RECEBIDOS_GATE = {
+  plano_atual: 'free',
+  habilita_em: 'pro',
+  por_que: 'A prova de chegada por dispositivo (recebidos) é um recurso do plano pro.',
+}
+
+export function readShape(r: SendDbRow, plan: Plan): Record<string, unknown> {
+  const gated = plan === 'free'
+  // Coverage is recebidos over provider acceptance; it is withheld with recebidos and undefined before any acceptance.
+  const cobertura = gated || r.successful === 0 ? null : Math.round((r.recebidos / r.successful) * 1000) / 10
+  return {
+    id: r.id,
+    successful: r.successful,
+    failed: r.failed,
+    errored: r.errored,
+    remaining: r.remaining,
+    converted: r.converted,
+    recebidos: gated ? null : r.recebidos,
+    ...(gated ? { recebidos_gate: RECEBIDOS_GATE } : {}),
+    queued_at: epochSeconds(r.queued_at),
+    send_after: r.send_after ? epochSeconds(r.send_after) : null,
+    completed_at: r.completed_at ? epochSeconds(r.completed_at) : null,
+    name: r.name,
+    headings: r.headings,
+    contents: r.contents,
+    included_segments: r.included_segments ?? [],
+    include_player_ids: r.include_player_ids,
+    include_external_user_ids: r.include_external_user_ids,
+    platform_delivery_stats: {
+      android: { successful: r.android_successful, failed: r.android_failed },
+      ios: { successful: r.ios_successful, failed: r.ios_failed },
+    },
+    pm_metricas: {
+      via: 'push',
+      cobertura_recibo_pct: cobertura,
+      ttfd_ms: null,
+      duracao_ms: r.completed_at ? r.completed_at.getTime() - r.queued_at.getTime() : null,
+    },
+  }
+}
+
+export async function readOne(db: Db, appId: string, id: string): Promise<SendDbRow | null> {
+  const r = await query<SendDbRow>(db, `SELECT ${COLUMNS} FROM sends WHERE app_id = $1 AND id = $2`, [appId, id])
+  return r.rows[0] ?? null
+}
+
+export async function readNewest(db: Db, appId: string, limit: number): Promise<SendDbRow[]> {
+  const r = await query<SendDbRow>(db, `SELECT ${COLUMNS} FROM sends WHERE app_id = $1 ORDER BY queued_at DESC, id DESC LIMIT $2`, [
+    appId,
+    limit,
+  ])
+  return r.rows
+}
+
+export interface WindowStats {
+  totais: { disparos: number; enviados: number; falhas: number; entregues: number; cliques: number }
+  por_dia: Array<{ dia: string; enviados: number; entregues: number; cliques: number }>
+}
+
+/**
+ * Sends queued in [desde, ate), attributed to their queueing time. `falhas` = failed + errored. Days are counted in a
+ * fixed UTC-03 zone without daylight saving (the interval form of AT TIME ZONE keeps the ISO sign).
+ */
+export async function windowStats(db: Db, appId: string, desde: Date, ate: Date): Promise<WindowStats> {
+  const r = await query<{ dia: string | null; disparos: number; enviados: number; falhas: number; entregues: number; cliques: number }>(
+    db,
+    `SELECT to_char((queued_at AT TIME ZONE INTERVAL '-03:00')::date, 'YYYY-MM-DD') AS dia,
+            count(*)::int AS disparos, sum(successful)::int AS enviados, sum(failed + errored)::int AS falhas,
+            sum(recebidos)::int AS entregues, sum(converted)::int AS cliques
+       FROM sends WHERE app_id = $1 AND queued_at >= $2 AND queued_at < $3
+      GROUP BY 1 ORDER BY 1`,
+    [appId, desde, ate],
+  )
+  const totais = { disparos: 0, enviados: 0, falhas: 0, entregues: 0, cliques: 0 }
+  for (const x of r.rows) {
+    totais.disparos += x.disparos
+    totais.enviados += x.enviados
+    totais.falhas += x.falhas
+    totais.entregues += x.entregues
+    totais.cliques += x.cliques
+  }
+  return {
+    totais,
+    por_dia: r.rows.map((x) => ({ dia: x.dia as string, enviados: x.enviados, entregues: x.entregues, cliques: x.cliques })),
+  }
+}

@@ -1,0 +1,115 @@
+// Send routes (spec §Sends): POST creates, the GETs read. Reads are capped per app per second; a repeat read of one
+// send within a second is answered from a local cache and not counted.
+import type { Auth } from '../apps/auth'
+import type { AppRecord } from '../apps/store'
+import type { Config } from '../config'
+import type { Db } from '../db/pool'
+import { ApiError, fieldError } from '../errors'
+import { JSON_TYPE, ok, type Reply } from '../http/reply'
+import type { Request } from '../http/request'
+import { isUuid, type Router } from '../http/router'
+import type { WindowCounter } from '../redis/window-counter'
+import type { Clock } from '../time'
+import { bodyHash } from './canonical'
+import { checkPayloadSize } from './payload'
+import { readNewest, readOne, readShape, windowStats } from './read'
+import type { SendService } from './service'
+import { parseSend } from './validate'
+
+export interface SendRouteDeps {
+  cfg: Config
+  db: Db
+  auth: Auth
+  sends: SendService
+  readQuota: WindowCounter
+  clock: Clock
+}
+
+const LIST_MAX = 50
+const READ_CACHE_MS = 1_000
+const READ_CACHE_MAX = 10_000
+
+/** RFC 3339 with an explicit offset (spec §Sends stats). */
+const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i
+
+export function sendRoutes(r: Router, d: SendRouteDeps): void {
+  const readCache = new Map<string, { body: string; at: number }>()
+
+  r.post(
+    '/api/v1/notifications',
+    { bodyLimit: d.cfg.limits.sendBodyBytes, headers: ['idempotency-key', 'x-dry-run', 'x-pm-priority'] },
+    async (req) => {
+      const key = await d.auth.appKey(req)
+      const body = await req.json()
+      const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
+      const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock())
+      checkPayloadSize(input)
+      const idemKey = req.header('idempotency-key') || input.idempotencyKey || input.externalId || undefined
+      const answer = await d.sends.create({
+        app,
+        input,
+        bodyHash: idemKey ? bodyHash(await req.body()) : '',
+        idemKey,
+        dryRun: (req.header('x-dry-run') ?? '').toLowerCase() === 'true',
+      })
+      const headers: Record<string, string> = {
+        'X-Pm-Lane': String(answer.lane),
+        'X-Pm-Recipients-Exato': String(answer.exact),
+      }
+      if (answer.replay) headers['X-Idempotent-Replay'] = 'true'
+      return { status: 200, body: answer.body, contentType: JSON_TYPE, headers }
+    },
+  )
+
+  /** Key, app, and the reading mode: in webhook or grpc mode the send-read routes answer 403. */
+  async function readableApp(req: Request): Promise<AppRecord> {
+    const app = await d.auth.queryApp(req)
+    if (app.confirmModo !== 'consulta') throw new ApiError('SENDS_READ_FORBIDDEN_MODE', { modo: app.confirmModo })
+    return app
+  }
+
+  async function takeRead(app: AppRecord): Promise<void> {
+    if (!(await d.readQuota.take(app.id))) throw new ApiError('READS_RATE_LIMITED', { limite: d.readQuota.limit })
+  }
+
+  r.get('/api/v1/notifications', {}, async (req) => {
+    const app = await readableApp(req)
+    const raw = req.query.get('limit')
+    let limit = LIST_MAX
+    if (raw !== null && raw !== '') {
+      if (!/^\d+$/.test(raw) || Number(raw) < 1) throw fieldError('limit', 'deve ser um inteiro a partir de 1')
+      limit = Math.min(Number(raw), LIST_MAX) // spec: larger is silently reduced
+    }
+    await takeRead(app)
+    return ok((await readNewest(d.db, app.id, limit)).map((row) => readShape(row, app.plan)))
+  })
+
+  r.get('/api/v1/notifications/stats', {}, async (req) => {
+    const app = await d.auth.queryApp(req) // stats keep answering in webhook mode
+    const desde = req.query.get('desde') ?? ''
+    const ate = req.query.get('ate') ?? ''
+    if (!RFC3339.test(desde) || Number.isNaN(Date.parse(desde))) throw fieldError('desde', 'é obrigatório, em RFC 3339 com fuso')
+    if (!RFC3339.test(ate) || Number.isNaN(Date.parse(ate))) throw fieldError('ate', 'é obrigatório, em RFC 3339 com fuso')
+    if (Date.parse(ate) <= Date.parse(desde)) throw fieldError('ate', 'deve ser posterior a desde')
+    await takeRead(app)
+    const s = await windowStats(d.db, app.id, new Date(desde), new Date(ate))
+    return ok({ desde, ate, ...s })
+  })
+
+  r.get('/api/v1/notifications/:id', {}, async (req): Promise<Reply> => {
+    const app = await readableApp(req)
+    const id = (req.params[0] as string).toLowerCase()
+    if (!isUuid(id)) throw new ApiError('SEND_NOT_FOUND')
+    const cacheKey = `${app.id}:${id}:${app.plan}`
+    const now = d.clock()
+    const hit = readCache.get(cacheKey)
+    if (hit && now - hit.at < READ_CACHE_MS) return { status: 200, body: hit.body, contentType: JSON_TYPE }
+    await takeRead(app)
+    const row = await readOne(d.db, app.id, id)
+    if (!row) throw new ApiError('SEND_NOT_FOUND')
+    const body = JSON.stringify(readShape(row, app.plan))
+    if (readCache.size >= READ_CACHE_MAX) readCache.clear()
+    readCache.set(cacheKey, { body, at: now })
+    return { status: 200, body, contentType: JSON_TYPE }
+  })
+}

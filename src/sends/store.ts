@@ -1,0 +1,239 @@
+// SQL of sends. The hot path writes a whole batch of sends in one transaction: the audience is resolved and the
+// delivery rows inserted server-side in one statement per target kind (INSERT … SELECT over unnest: no device row
+// travels to Node and back), then the send rows and idempotency records as multi-row inserts.
+import { type Db, query, type Tx } from '../db/pool'
+
+/** Platform bits of a send's audience: device_type 0 → iOS, 1 → Android, others (5, 7, 8) → web. */
+export const PLATFORM_BIT = { ios: 1, android: 2, web: 4 } as const
+const TYPE_BIT_SQL = `(CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)`
+/** spec §Notification: reachable = valid token, subscribed, not a sandbox device. */
+export const REACHABLE_SQL = 'NOT d.invalid_identifier AND NOT d.sandbox AND d.notification_types = 1'
+
+export interface ListRequest {
+  sendId: string
+  appId: string
+  ids: string[]
+  mask: number
+}
+
+/** Inserts the delivery rows of player-id sends; answers, per send, the devices that were reachable. */
+export async function insertPlayerDeliveries(c: Tx, reqs: ListRequest[]): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>()
+  if (reqs.length === 0) return out
+  const sendIds: string[] = []
+  const appIds: string[] = []
+  const ids: string[] = []
+  const masks: number[] = []
+  for (const r of reqs) {
+    out.set(r.sendId, new Set())
+    for (const id of r.ids) {
+      sendIds.push(r.sendId)
+      appIds.push(r.appId)
+      ids.push(id)
+      masks.push(r.mask)
+    }
+  }
+  const res = await query<{ send_id: string; device_id: string }>(
+    c,
+    `INSERT INTO deliveries (send_id, device_id, app_id, device_type)
+     SELECT r.send_id, d.id, d.app_id, d.device_type
+       FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[]) AS r(send_id, app_id, device_id, mask)
+       JOIN devices d ON d.app_id = r.app_id AND d.id = r.device_id
+      WHERE ${REACHABLE_SQL} AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+     ON CONFLICT DO NOTHING
+     RETURNING send_id, device_id`,
+    [sendIds, appIds, ids, masks],
+  )
+  for (const row of res.rows) out.get(row.send_id)?.add(row.device_id)
+  return out
+}
+
+/** Inserts every reachable device of each listed user; answers, per send, device counts per matched user. */
+export async function insertUserDeliveries(c: Tx, reqs: ListRequest[]): Promise<Map<string, Map<string, number>>> {
+  const out = new Map<string, Map<string, number>>()
+  if (reqs.length === 0) return out
+  const sendIds: string[] = []
+  const appIds: string[] = []
+  const users: string[] = []
+  const masks: number[] = []
+  for (const r of reqs) {
+    out.set(r.sendId, new Map())
+    for (const u of r.ids) {
+      sendIds.push(r.sendId)
+      appIds.push(r.appId)
+      users.push(u)
+      masks.push(r.mask)
+    }
+  }
+  const res = await query<{ send_id: string; uid: string; n: number }>(
+    c,
+    `WITH m AS (
+       SELECT r.send_id, r.uid, d.id, d.app_id, d.device_type
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[]) AS r(send_id, app_id, uid, mask)
+         JOIN devices d ON d.app_id = r.app_id AND d.external_user_id = r.uid
+        WHERE ${REACHABLE_SQL} AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+     ), ins AS (
+       INSERT INTO deliveries (send_id, device_id, app_id, device_type)
+       SELECT send_id, id, app_id, device_type FROM m ON CONFLICT DO NOTHING
+     )
+     SELECT send_id, uid, count(*)::int AS n FROM m GROUP BY send_id, uid`,
+    [sendIds, appIds, users, masks],
+  )
+  for (const row of res.rows) out.get(row.send_id)?.set(row.uid, row.n)
+  return out
+}
+
+/** Dry run and segment estimates: the same audience rules, counted, nothing written. */
+export async function countPlayers(db: Db, appId: string, ids: string[], mask: number): Promise<Set<string>> {
+  const r = await query<{ id: string }>(
+    db,
+    `SELECT d.id FROM devices d WHERE d.app_id = $1 AND d.id = ANY($2::uuid[]) AND ${REACHABLE_SQL} AND ($3::int & ${TYPE_BIT_SQL}) <> 0`,
+    [appId, ids, mask],
+  )
+  return new Set(r.rows.map((x) => x.id))
+}
+
+export async function countUsers(db: Db, appId: string, users: string[], mask: number): Promise<Map<string, number>> {
+  const r = await query<{ uid: string; n: number }>(
+    db,
+    `SELECT d.external_user_id AS uid, count(*)::int AS n FROM devices d
+      WHERE d.app_id = $1 AND d.external_user_id = ANY($2::text[]) AND ${REACHABLE_SQL} AND ($3::int & ${TYPE_BIT_SQL}) <> 0
+      GROUP BY d.external_user_id`,
+    [appId, users, mask],
+  )
+  return new Map(r.rows.map((x) => [x.uid, x.n]))
+}
+
+/** spec §Segments: which devices each segment holds (all reachable ones, then narrowed by activity). */
+export function segmentWhere(names: readonly string[], nowParam: string): string {
+  const parts = names.map((n) => {
+    if (n === 'Active Users') return `d.last_active >= ${nowParam} - interval '7 days'`
+    if (n === 'Engaged Users') return `d.last_receipt_at >= ${nowParam} - interval '7 days'`
+    return 'true' // Subscribed Users, Total Subscriptions: every reachable device
+  })
+  return `(${parts.join(' OR ')})`
+}
+
+export async function countSegment(db: Db, appId: string, names: readonly string[], mask: number, now: Date): Promise<number> {
+  const r = await query<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM devices d
+      WHERE d.app_id = $1 AND ${REACHABLE_SQL} AND ($2::int & ${TYPE_BIT_SQL}) <> 0 AND ${segmentWhere(names, '$3::timestamptz')}`,
+    [appId, mask, now],
+  )
+  return r.rows[0]?.n ?? 0
+}
+
+export interface SendRow {
+  appId: string
+  id: string
+  lane: number
+  targetKind: 'players' | 'users' | 'segments'
+  includedSegments: string[]
+  includePlayerIds: string[] | null
+  includeExternalUserIds: string[] | null
+  platforms: unknown
+  message: unknown
+  name: string | null
+  headings: unknown
+  contents: unknown
+  externalId: string | null
+  recipients: number
+  recipientsExact: boolean
+  ttlS: number
+  queuedAt: Date
+  sendAfter: Date | null
+}
+
+const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v))
+
+export async function insertSends(c: Tx, rows: SendRow[]): Promise<void> {
+  if (rows.length === 0) return
+  const col = <T>(f: (r: SendRow) => T): T[] => rows.map(f)
+  await query(
+    c,
+    `INSERT INTO sends (app_id, id, lane, target_kind, included_segments, include_player_ids, include_external_user_ids,
+                        platforms, message, name, headings, contents, external_id, recipients, recipients_exact,
+                        remaining, ttl_s, queued_at, send_after)
+     SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa
+       FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::text[], $5::jsonb[], $6::jsonb[], $7::jsonb[], $8::jsonb[],
+                   $9::jsonb[], $10::text[], $11::jsonb[], $12::jsonb[], $13::text[], $14::int[], $15::bool[], $16::int[],
+                   $17::timestamptz[], $18::timestamptz[])
+         AS x(a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, t, q, sa)`,
+    [
+      col((r) => r.appId),
+      col((r) => r.id),
+      col((r) => r.lane),
+      col((r) => r.targetKind),
+      col((r) => json(r.includedSegments)),
+      col((r) => json(r.includePlayerIds)),
+      col((r) => json(r.includeExternalUserIds)),
+      col((r) => json(r.platforms)),
+      col((r) => json(r.message)),
+      col((r) => r.name),
+      col((r) => json(r.headings)),
+      col((r) => json(r.contents)),
+      col((r) => r.externalId),
+      col((r) => r.recipients),
+      col((r) => r.recipientsExact),
+      col((r) => r.ttlS),
+      col((r) => r.queuedAt),
+      col((r) => r.sendAfter),
+    ],
+  )
+}
+
+export interface IdemRow {
+  appId: string
+  key: string
+  bodyHash: string
+  status: number
+  lane: number
+  exact: boolean
+  response: string
+  createdAt: Date
+  expiresAt: Date
+}
+
+/** Inserts the records; answers the (app, key) pairs that already existed (a lost race: the batch must not commit). */
+export async function insertIdempotency(c: Tx, rows: IdemRow[]): Promise<number> {
+  if (rows.length === 0) return 0
+  const col = <T>(f: (r: IdemRow) => T): T[] => rows.map(f)
+  const r = await query(
+    c,
+    `INSERT INTO idempotency (app_id, key, body_hash, status, lane, exact, response, created_at, expires_at)
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::smallint[], $5::smallint[], $6::bool[], $7::text[],
+                          $8::timestamptz[], $9::timestamptz[])
+     ON CONFLICT (app_id, key) DO NOTHING`,
+    [
+      col((x) => x.appId),
+      col((x) => x.key),
+      col((x) => x.bodyHash),
+      col((x) => x.status),
+      col((x) => x.lane),
+      col((x) => x.exact),
+      col((x) => x.response),
+      col((x) => x.createdAt),
+      col((x) => x.expiresAt),
+    ],
+  )
+  return rows.length - (r.rowCount ?? 0)
+}
+
+export interface StoredAnswer {
+  bodyHash: string
+  status: number
+  lane: number
+  exact: boolean
+  response: string
+}
+
+export async function findIdempotency(db: Db, appId: string, key: string, now: Date): Promise<StoredAnswer | null> {
+  const r = await query<{ body_hash: string; status: number; lane: number; exact: boolean; response: string }>(
+    db,
+    'SELECT body_hash, status, lane, exact, response FROM idempotency WHERE app_id = $1 AND key = $2 AND expires_at > $3',
+    [appId, key, now],
+  )
+  const x = r.rows[0]
+  return x ? { bodyHash: x.body_hash, status: x.status, lane: x.lane, exact: x.exact, response: x.response } : null
+}

@@ -1,0 +1,125 @@
+// The send hot path's database side: many requests' sends written in one transaction (group commit), the audience
+// resolved inside Postgres, each caller answered after the commit with the answer it will also replay from then on.
+import type { Logger } from 'pino'
+import { type Db, type Tx, tx } from '../db/pool'
+import { GroupCommit, type GroupCommitOptions } from '../db/group-commit'
+import * as store from './store'
+
+/** What a send resolved to; `render` turns it into the exact answer bytes (stored for idempotent replays). */
+export interface Resolution {
+  recipients: number
+  /** Player ids (as sent) that were malformed, unknown or unreachable. */
+  invalidPlayers: string[]
+  invalidUsers: string[]
+}
+
+export interface SendJob {
+  row: Omit<store.SendRow, 'recipients'>
+  /** Well-formed, de-duplicated ids (lower-case UUIDs or user ids) and, for players, the spelling each arrived in. */
+  players?: { ids: string[]; asSent: Map<string, string>; malformed: string[] }
+  users?: string[]
+  /** Segment sends carry their estimate; the worker expands the segment. */
+  segmentEstimate?: number
+  mask: number
+  idem?: { key: string; hash: string; expiresAt: Date }
+  render(r: Resolution): string
+}
+
+export interface WrittenSend {
+  /** False when nobody was reachable: nothing was stored but the idempotency record. */
+  created: boolean
+  answer: string
+}
+
+/** Another request stored an answer under the same idempotency key first (Redis lost the in-flight lock). */
+export class IdempotencyRace extends Error {}
+
+export class SendWriter {
+  readonly #gc: GroupCommit<SendJob, WrittenSend>
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+    opts: GroupCommitOptions,
+  ) {
+    this.#gc = new GroupCommit((jobs) => this.#writeBatch(jobs), opts)
+  }
+
+  submit(job: SendJob): Promise<WrittenSend> {
+    return this.#gc.submit(job)
+  }
+
+  stop(): Promise<void> {
+    return this.#gc.stop()
+  }
+
+  async #writeBatch(jobs: SendJob[]): Promise<Array<WrittenSend | Error>> {
+    try {
+      return await tx(this.db, (c) => this.#write(c, jobs))
+    } catch (err) {
+      if (!(err instanceof IdempotencyRace) || jobs.length === 1) throw err
+      // One lost race must not fail its neighbours: write each alone; only the loser gets the race error.
+      this.log.warn({ jobs: jobs.length }, 'idempotency race in a send batch; writing one by one')
+      const out: Array<WrittenSend | Error> = []
+      for (const j of jobs) {
+        try {
+          out.push(...(await tx(this.db, (c) => this.#write(c, [j]))))
+        } catch (e) {
+          out.push(e as Error)
+        }
+      }
+      return out
+    }
+  }
+
+  async #write(c: Tx, jobs: SendJob[]): Promise<WrittenSend[]> {
+    const reqs = (kind: 'players' | 'users') =>
+      jobs.flatMap((j) => {
+        const ids = kind === 'players' ? j.players?.ids : j.users
+        return ids && ids.length > 0 ? [{ sendId: j.row.id, appId: j.row.appId, ids, mask: j.mask }] : []
+      })
+    const players = await store.insertPlayerDeliveries(c, reqs('players'))
+    const users = await store.insertUserDeliveries(c, reqs('users'))
+    const sends: store.SendRow[] = []
+    const idem: store.IdemRow[] = []
+    const out: WrittenSend[] = []
+    for (const j of jobs) {
+      const r = resolve(j, players.get(j.row.id), users.get(j.row.id))
+      const answer = j.render(r)
+      if (r.recipients > 0) sends.push({ ...j.row, recipients: r.recipients })
+      if (j.idem) {
+        idem.push({
+          appId: j.row.appId,
+          key: j.idem.key,
+          bodyHash: j.idem.hash,
+          status: 200,
+          lane: j.row.lane,
+          exact: j.row.recipientsExact,
+          response: answer,
+          createdAt: j.row.queuedAt,
+          expiresAt: j.idem.expiresAt,
+        })
+      }
+      out.push({ created: r.recipients > 0, answer })
+    }
+    await store.insertSends(c, sends)
+    if ((await store.insertIdempotency(c, idem)) > 0) throw new IdempotencyRace()
+    return out
+  }
+}
+
+function resolve(j: SendJob, players?: Set<string>, users?: Map<string, number>): Resolution {
+  if (j.players) {
+    const matched = players ?? new Set<string>()
+    const invalid = [...j.players.malformed]
+    for (const id of j.players.ids) if (!matched.has(id)) invalid.push(j.players.asSent.get(id) ?? id)
+    return { recipients: matched.size, invalidPlayers: invalid, invalidUsers: [] }
+  }
+  if (j.users) {
+    const matched = users ?? new Map<string, number>()
+    let n = 0
+    for (const v of matched.values()) n += v
+    return { recipients: n, invalidPlayers: [], invalidUsers: j.users.filter((u) => !matched.has(u)) }
+  }
+  return { recipients: j.segmentEstimate ?? 0, invalidPlayers: [], invalidUsers: [] }
+}
