@@ -195,7 +195,7 @@ export interface IdemRow {
   expiresAt: Date
 }
 
-/** Inserts the records; answers the (app, key) pairs that already existed (a lost race: the batch must not commit). */
+/** Inserts the records; answers how many keys were already held by a live record (a lost race: the batch must not commit). */
 export async function insertIdempotency(c: Tx, rows: IdemRow[]): Promise<number> {
   if (rows.length === 0) return 0
   const col = <T>(f: (r: IdemRow) => T): T[] => rows.map(f)
@@ -204,7 +204,10 @@ export async function insertIdempotency(c: Tx, rows: IdemRow[]): Promise<number>
     `INSERT INTO idempotency (app_id, key, body_hash, status, lane, exact, response, created_at, expires_at)
      SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::smallint[], $5::smallint[], $6::bool[], $7::text[],
                           $8::timestamptz[], $9::timestamptz[])
-     ON CONFLICT (app_id, key) DO NOTHING`,
+     ON CONFLICT (app_id, key) DO UPDATE
+        SET body_hash = excluded.body_hash, status = excluded.status, lane = excluded.lane, exact = excluded.exact,
+            response = excluded.response, created_at = excluded.created_at, expires_at = excluded.expires_at
+      WHERE idempotency.expires_at <= excluded.created_at -- an expired record is replaced; a live one is a lost race`,
     [
       col((x) => x.appId),
       col((x) => x.key),
@@ -236,4 +239,14 @@ export async function findIdempotency(db: Db, appId: string, key: string, now: D
   )
   const x = r.rows[0]
   return x ? { bodyHash: x.body_hash, status: x.status, lane: x.lane, exact: x.exact, response: x.response } : null
+}
+
+/** Drops expired idempotency records, a bounded number at a time. */
+export async function deleteExpiredIdempotency(db: Db, now: Date, limit = 10_000): Promise<number> {
+  const r = await query(
+    db,
+    `DELETE FROM idempotency WHERE ctid IN (SELECT ctid FROM idempotency WHERE expires_at <= $1 LIMIT $2)`,
+    [now, limit],
+  )
+  return r.rowCount ?? 0
 }
