@@ -190,7 +190,7 @@ export class Exporter {
       const out = createWriteStream(tmp)
       await pipeline(copy, createGzip({ level: 6 }), out, { signal: this.#abort.signal })
       await rename(tmp, this.#path(job.hash))
-      const rows = Math.max(0, copy.rowCount - 1) // the header is one row of the COPY stream
+      const rows = copy.rowCount // from the COPY command tag: data rows, header excluded
       const seconds = (performance.now() - started) / 1000
       if (rows >= 50_000) this.#rowsPerSec = Math.round(0.5 * this.#rowsPerSec + 0.5 * (rows / seconds))
       await query(this.db, `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4 WHERE token_hash = $1`, [
