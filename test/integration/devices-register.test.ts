@@ -1,6 +1,6 @@
 // POST /api/v1/players (spec §Device (player), §Devices, §Device and export routes errors, §Limits).
 import t from 'tap'
-import { basic, startService, type TestService } from '../helpers/service'
+import { basic, FakeClock, startService, type TestService } from '../helpers/service'
 
 type App = Awaited<ReturnType<TestService['createApp']>>
 
@@ -425,7 +425,6 @@ t.test('per-IP limit: over the limit is 429 with Retry-After 60, counted per sou
 })
 
 t.test('per-app registrations per hour, counted in Redis across instances; 429 without Retry-After', async (t) => {
-  const { FakeClock } = await import('../helpers/service')
   const clock = new FakeClock(Date.UTC(2026, 0, 1, 10, 0, 0))
   const s = await startService(t, { clock, limits: { registrationsPerHour: 5 } })
   const s2 = await startService(t, { clock, limits: { registrationsPerHour: 5 }, shareWith: s })

@@ -49,7 +49,7 @@ class FakeSocket {
   drain(): void {
     this.capacity = this.perDrain
     const f = this.writable
-    if (f && f(this.offset)) this.writable = null
+    if (f?.(this.offset)) this.writable = null
   }
 }
 
