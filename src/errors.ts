@@ -182,6 +182,105 @@ export const E = {
     causa: 'O arquivo ainda está sendo gerado, expirou (validade de 72 horas) ou o endereço não existe.',
     como_corrigir: 'Aguarde pm_pronto_em_s_estimado segundos e tente de novo; se expirou, peça uma nova exportação.',
   })),
+
+  // ---- sends ----
+  REFUSED_FIELD: def(400, (p: { campo: string; use?: string }) => ({
+    erro: p.use ? `Campo recusado: ${p.campo} (use ${p.use}).` : `Campo recusado: ${p.campo}.`,
+    causa: `O campo ${p.campo} não é suportado por este serviço; nunca é aceito e ignorado.`,
+    como_corrigir: p.use ? `Troque ${p.campo} por ${p.use}.` : `Remova ${p.campo} do corpo.`,
+    extra: p.use ? { campo: p.campo, use: p.use } : { campo: p.campo },
+  })),
+  UNKNOWN_SEGMENT: def(400, (p: { segmento: string; validos: readonly string[] }) => ({
+    erro: `Segmento desconhecido: ${p.segmento}. Segmentos válidos: ${p.validos.join(', ')}.`,
+    causa: `included_segments traz "${p.segmento}", que não é um segmento deste serviço.`,
+    como_corrigir: `Use apenas: ${p.validos.join(', ')}.`,
+    extra: { campo: 'included_segments', segmento: p.segmento, segmentos_validos: [...p.validos] },
+  })),
+  RESERVED_DATA_KEY: def(422, (p: { chave: string }) => ({
+    erro: `Chave reservada em data: ${p.chave}.`,
+    causa: `A chave ${p.chave} é reservada (prefixos pm_, pmx_, gcm., google., aps.; from, message_type, aps).`,
+    como_corrigir: `Renomeie a chave ${p.chave} dentro de data.`,
+    extra: { campo: `data.${p.chave}`, chave: p.chave },
+  })),
+  INVALID_MEDIA_URL: def(422, (p: { campo: string }) => ({
+    erro: `URL de mídia inválida: ${p.campo}.`,
+    causa: `O campo ${p.campo} deve ser uma URL absoluta http(s).`,
+    como_corrigir: `Envie em ${p.campo} uma URL completa, como https://exemplo.com/imagem.png.`,
+    extra: { campo: p.campo },
+  })),
+  ATTACHMENT_NOT_HTTPS: def(422, (p: { campo: string }) => ({
+    erro: `Anexo iOS sem https: ${p.campo}.`,
+    causa: `Os anexos de ios_attachments exigem URL absoluta https; ${p.campo} não é.`,
+    como_corrigir: `Sirva o anexo ${p.campo} por https.`,
+    extra: { campo: p.campo },
+  })),
+  INVALID_ACCENT_COLOR: def(422, () => ({
+    erro: 'android_accent_color inválido: use exatamente #RRGGBB.',
+    causa: 'A cor de destaque deve ter o formato #RRGGBB (seis dígitos hexadecimais).',
+    como_corrigir: 'Envie a cor como #RRGGBB, por exemplo #FF6600.',
+    extra: { campo: 'android_accent_color' },
+  })),
+  SEND_AFTER_TOO_FAR: def(422, (p: { limite_dias: number }) => ({
+    erro: `send_after além de ${p.limite_dias} dias no futuro.`,
+    causa: `Envios podem ser agendados para no máximo ${p.limite_dias} dias à frente.`,
+    como_corrigir: `Use um send_after dentro dos próximos ${p.limite_dias} dias.`,
+    extra: { campo: 'send_after', limite_dias: p.limite_dias },
+  })),
+  PAYLOAD_TOO_LARGE: def(422, (p: { bytes: number; limite: number; bytes_injetados_pelo_servidor: number }) => ({
+    erro: `Payload final de ${p.bytes} bytes; máximo ${p.limite} bytes.`,
+    causa: `A mensagem renderizada (todos os idiomas, data, URLs, mídia e opções) mais ${p.bytes_injetados_pelo_servidor} bytes injetados pelo servidor excede ${p.limite} bytes.`,
+    como_corrigir: 'Encurte contents, headings, subtitle ou data, ou envie menos idiomas.',
+    extra: { bytes: p.bytes, limite: p.limite, bytes_injetados_pelo_servidor: p.bytes_injetados_pelo_servidor },
+  })),
+  IDEMPOTENCY_BODY_MISMATCH: def(422, (p: { hash_original: string; hash_recebido: string }) => ({
+    erro: 'Chave de idempotência reutilizada com outro corpo.',
+    causa: 'Esta chave já foi usada com um corpo diferente (comparado na forma canônica).',
+    como_corrigir: 'Use uma chave nova para um envio novo, ou reenvie exatamente o corpo original.',
+    extra: { hash_original: p.hash_original, hash_recebido: p.hash_recebido },
+  })),
+  IDEMPOTENCY_IN_FLIGHT: def(409, () => ({
+    erro: 'Envio com esta chave de idempotência ainda em processamento.',
+    causa: 'Uma requisição com a mesma chave não terminou dentro da espera de 3 segundos.',
+    como_corrigir: 'Tente de novo com a mesma chave em instantes para receber a resposta original.',
+  })),
+  SEND_RATE_LIMITED: def(429, (p: { limite: number }) => ({
+    erro: `Limite de ${p.limite} envios por segundo para este app excedido.`,
+    causa: 'O app criou envios demais no último segundo (contagem somada de todas as instâncias).',
+    como_corrigir: 'Aguarde um segundo e tente de novo.',
+    extra: { limite: p.limite },
+  })),
+  MAU_EXCEEDED: def(
+    422,
+    (p: { mau_gratis: number; mau: number; medido_ha_s: number; mes_medido: string; preco_plano_pro: string }) => ({
+      erro: `Plano gratuito acima de ${p.mau_gratis} usuários ativos mensais (${p.mau} em ${p.mes_medido}); envio recusado.`,
+      causa: 'A organização passou da franquia de usuários ativos mensais do plano gratuito; o envio inteiro foi recusado.',
+      como_corrigir: `Mude para o plano pro (${p.preco_plano_pro}); repetir o envio não resolve.`,
+      extra: {
+        mau_gratis: p.mau_gratis,
+        mau: p.mau,
+        medido_ha_s: p.medido_ha_s,
+        mes_medido: p.mes_medido,
+        preco_plano_pro: p.preco_plano_pro,
+      },
+    }),
+  ),
+  SEND_NOT_FOUND: def(404, () => ({
+    erro: 'Envio não encontrado.',
+    causa: 'Não existe envio com este id neste app.',
+    como_corrigir: 'Confira o id do envio e o app_id.',
+  })),
+  SENDS_READ_FORBIDDEN_MODE: def(403, (p: { modo: string }) => ({
+    erro: `Leitura de envios indisponível no modo ${p.modo}.`,
+    causa: `Com o modo de confirmação ${p.modo}, as rotas de leitura de envios não respondem.`,
+    como_corrigir: 'Receba as confirmações pelo canal configurado, ou volte ao modo consulta (PUT /api/v1/confirmacoes).',
+    extra: { modo: p.modo },
+  })),
+  READS_RATE_LIMITED: def(429, (p: { limite: number }) => ({
+    erro: `Limite de ${p.limite} leituras de envios por segundo para este app excedido.`,
+    causa: 'O app leu envios demais no último segundo.',
+    como_corrigir: 'Aguarde um segundo; leituras repetidas do mesmo envio dentro de um segundo vêm do cache.',
+    extra: { limite: p.limite },
+  })),
 } as const
 
 export type ErrorKey = keyof typeof E
