@@ -89,6 +89,11 @@ export class MauGate {
     return m
   }
 
+  /** Drops cached measurements (after a measurement, or in tests). */
+  forget(): void {
+    this.#cache.clear()
+  }
+
   /** Measures now (one instance at a time: a Redis lock), and drops the cache. */
   async measureNow(): Promise<void> {
     const ok = await this.redis.set(this.lockKey, '1', 'PX', Math.max(1_000, this.s.intervalMs - 1_000), 'NX')
