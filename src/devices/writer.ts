@@ -69,6 +69,8 @@ export class RegistrationWriter {
   #scheduled = false
   #stopped = false
   #idle: Array<() => void> = []
+  /** Statements written and registrations they carried (tests and logs read them). */
+  readonly stats = { statements: 0, registrations: 0 }
 
   constructor(
     private readonly db: Db,
@@ -118,6 +120,8 @@ export class RegistrationWriter {
   }
 
   async #write(batch: Pending[]): Promise<void> {
+    this.stats.statements++
+    this.stats.registrations += batch.length
     const groups = new Map<string, Group>()
     for (const p of batch) {
       const k = rowKey(p.row.app_id, p.row.identifier)
