@@ -1,7 +1,8 @@
 // `npm run bench -- <scenario>`: runs one named load scenario (or `all`) and prints figures beside same-run baselines.
 import { http } from './http'
+import { send } from './send'
 
-const SCENARIOS: Record<string, () => Promise<void>> = { http }
+const SCENARIOS: Record<string, () => Promise<void>> = { http, send }
 
 async function main(): Promise<void> {
   const name = process.argv[2] ?? 'all'

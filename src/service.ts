@@ -68,7 +68,7 @@ export class Service {
     const log = opts.log
     const clock = opts.clock ?? systemClock
     if (opts.migrate !== false) await migrate(cfg.databaseUrl, cfg.dbSchema)
-    const db = createPool(cfg.databaseUrl, cfg.dbSchema)
+    const db = createPool(cfg.databaseUrl, cfg.dbSchema, cfg.limits.pgPool)
     const redis = await connectRedis(cfg.redisUrl, 'pombo')
     const keys = new Keys(cfg.redisPrefix)
     const vault = new Vault(cfg.vaultKey)

@@ -36,11 +36,11 @@ export async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
 }
 
 /** `env` is added to the child's environment: benchmarks name the settings they change (CONTRACT.md). */
-export async function startPombo(port: number, env: Record<string, string> = {}, roles = 'api'): Promise<Pombo> {
+export async function startPombo(port: number, env: Record<string, string> = {}, roles = 'api', nodeArgs: string[] = []): Promise<Pombo> {
   const id = randomBytes(4).toString('hex')
   const schema = `bench_${id}`
   const prefix = `pmb_${id}`
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve', '--roles', roles], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', 'serve', '--roles', roles], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {

@@ -31,7 +31,11 @@ export class SendsModule {
 
   constructor(private readonly d: SendsDeps) {
     const { cfg, db, redis, keys, clock, log } = d
-    this.writer = new SendWriter(db, log, { maxBatch: 200, concurrency: 4, maxQueue: 20_000 })
+    this.writer = new SendWriter(db, log, {
+      maxBatch: cfg.limits.sendBatchMax,
+      concurrency: cfg.limits.sendWriters,
+      maxQueue: 20_000,
+    })
     this.handoff = new Handoff(
       db,
       redis,
