@@ -5,7 +5,7 @@
 // Order of checks, so the answer is stable when a body breaks several rules:
 //   1. 400, shape (spec §Send errors 400 row): refused fields → app_id → target → contents, headings, subtitle →
 //      data → typed scalars → ttl → priority (body, then X-Pm-Priority) → collapse_id → send_after readable →
-//      channel_for_external_user_ids → ios_attachments shape.
+//      channel_for_external_user_ids → ios_attachments, big_picture, large_icon, android_accent_color as texts.
 //   2. 422, meaning (422 row): reserved data keys → media URLs → ios_attachments https → accent colour →
 //      send_after within 28 days → the final payload size, last because it needs every field.
 // `null` means absent for every field (as in src/validation.ts); fields the spec does not name are ignored.
@@ -145,19 +145,15 @@ function ttlOf(body: Body): number {
  * the spec lists the default as `high` and 10/transactional is the high priority.
  */
 function laneOf(body: Body, header: string | undefined): Lane {
-  let fromHeader: Lane | undefined
   const v = body.priority
   let fromBody: Lane | undefined
-  if (!absent(v)) {
-    if (v === 10 || v === 'transactional') fromBody = 0
-    else if (v === 5 || v === 'marketing') fromBody = 1
-    else throw fieldError('priority', 'deve ser 10 ou "transactional", 5 ou "marketing"')
-  }
-  if (header !== undefined && header !== '') {
-    if (header === 'transactional') fromHeader = 0
-    else if (header === 'marketing') fromHeader = 1
-    else throw fieldError('X-Pm-Priority', 'deve ser transactional ou marketing')
-  }
+  if (v === 10 || v === 'transactional') fromBody = 0
+  else if (v === 5 || v === 'marketing') fromBody = 1
+  else if (!absent(v)) throw fieldError('priority', 'deve ser 10 ou "transactional", 5 ou "marketing"')
+  let fromHeader: Lane | undefined
+  if (header === 'transactional') fromHeader = 0
+  else if (header === 'marketing') fromHeader = 1
+  else if (header !== undefined && header !== '') throw fieldError('X-Pm-Priority', 'deve ser transactional ou marketing')
   return fromBody ?? fromHeader ?? 0
 }
 
@@ -195,9 +191,12 @@ function checkReservedKeys(data: Record<string, unknown> | undefined): void {
   }
 }
 
-/** An absolute URL with one of the given schemes and a host; no whitespace (RFC 3986 has none). */
+/**
+ * An absolute URL with one of the given schemes and a host; no whitespace (RFC 3986 has none). The WHATWG parser
+ * forgives `http:///x` and `http:\\x` (it reads a host out of them), so the `scheme://host` start is checked first.
+ */
 function isAbsoluteUrl(s: string, schemes: readonly string[]): boolean {
-  if (/\s/.test(s)) return false
+  if (/\s/.test(s) || !/^[a-z][a-z0-9+.-]*:\/\/[^/\\?#]/i.test(s)) return false
   try {
     const u = new URL(s)
     return schemes.includes(u.protocol) && u.hostname !== ''
@@ -206,8 +205,7 @@ function isAbsoluteUrl(s: string, schemes: readonly string[]): boolean {
   }
 }
 
-function mediaUrl(body: Body, campo: 'big_picture' | 'large_icon'): string | undefined {
-  const v = str(body, campo)
+function mediaUrl(v: string | undefined, campo: 'big_picture' | 'large_icon'): string | undefined {
   if (v === undefined || v === '') return undefined // an empty string names no picture
   if (!isAbsoluteUrl(v, ['http:', 'https:'])) throw new ApiError('INVALID_MEDIA_URL', { campo })
   return v
@@ -248,16 +246,18 @@ export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number =
   const channel = str(body, 'channel_for_external_user_ids')
   if (channel !== undefined && channel !== 'push') throw fieldError('channel_for_external_user_ids', 'aceita apenas "push"')
   const iosAttachments = stringMap(body, 'ios_attachments', 'nome')
+  const bigPictureRaw = str(body, 'big_picture')
+  const largeIconRaw = str(body, 'large_icon')
+  const accent = str(body, 'android_accent_color')
   // web_buttons: accepted and ignored (spec).
 
   // ---- 2. meaning: 422 ----
   checkReservedKeys(data)
-  const bigPicture = mediaUrl(body, 'big_picture')
-  const largeIcon = mediaUrl(body, 'large_icon')
+  const bigPicture = mediaUrl(bigPictureRaw, 'big_picture')
+  const largeIcon = mediaUrl(largeIconRaw, 'large_icon')
   for (const [k, u] of Object.entries(iosAttachments ?? {})) {
     if (!isAbsoluteUrl(u, ['https:'])) throw new ApiError('ATTACHMENT_NOT_HTTPS', { campo: `ios_attachments.${k}` })
   }
-  const accent = str(body, 'android_accent_color')
   if (accent !== undefined && !/^#[0-9A-Fa-f]{6}$/.test(accent)) throw new ApiError('INVALID_ACCENT_COLOR')
   if (sendAfter && sendAfter.ms - nowMs > SEND_AFTER_MAX_DAYS * DAY_MS) {
     throw new ApiError('SEND_AFTER_TOO_FAR', { limite_dias: SEND_AFTER_MAX_DAYS })
