@@ -42,8 +42,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
       const key = await d.auth.appKey(req)
       const body = await req.json()
       const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
-      const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock())
-      checkPayloadSize(input)
+      const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock()) // 400/422, size included
       const idemKey = req.header('idempotency-key') || input.idempotencyKey || input.externalId || undefined
       const answer = await d.sends.create({
         app,
