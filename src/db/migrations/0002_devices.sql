@@ -1,7 +1,10 @@
 -- Devices (spec §Device (player), §Device validity) and CSV exports (spec §Export).
 -- Registration is an upsert keyed by (app_id, identifier); the public id is `id` (player_id).
+-- No foreign key to apps: every write path checks the app first (spec: app_id validated before any write), apps are
+-- never deleted by a route, and a FK would take a KEY SHARE lock on the one app row for every inserted device, which
+-- concurrent registration batches of a busy app would all contend on.
 CREATE TABLE devices (
-  app_id              uuid NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+  app_id              uuid NOT NULL,
   id                  uuid NOT NULL,
   identifier          text NOT NULL,
   device_type         smallint NOT NULL CHECK (device_type IN (0, 1, 5, 7, 8)),
