@@ -9,20 +9,14 @@ import { mergeRegistration } from '../../src/devices/writer'
 const APP = '3f2b8c1e-4d5a-4b6c-8d7e-9f0a1b2c3d4e'
 const base = { app_id: APP, device_type: 1, identifier: 'tok' }
 
-interface Asserts {
-  fail(m: string): void
-  ok(v: unknown, m?: string): void
-  equal(a: unknown, b: unknown, m?: string): void
-}
-
-function refused(t: Asserts, f: () => unknown, campo: string): void {
+/** The campo of the 400 that `f` throws, or a description of what happened instead. */
+function campoOf(f: () => unknown): string {
   try {
     f()
-    t.fail(`expected a refusal of ${campo}`)
+    return '(accepted)'
   } catch (err) {
-    t.ok(err instanceof ApiError, 'an ApiError')
-    t.equal((err as ApiError).status, 400)
-    t.equal(((err as ApiError).texts().extra as { campo: string }).campo, campo)
+    if (!(err instanceof ApiError) || err.status !== 400) return `(other error: ${String(err)})`
+    return (err.texts().extra as { campo: string }).campo
   }
 }
 
@@ -43,12 +37,12 @@ t.test('parseRegistration: required fields and their values', async (t) => {
   const r = parseRegistration({ ...base, app_id: APP.toUpperCase() })
   t.equal(r.app_id, APP, 'app_id lower-cased')
   t.equal(r.transporte, null)
-  refused(t, () => parseRegistration({ ...base, app_id: undefined }), 'app_id')
-  refused(t, () => parseRegistration({ ...base, app_id: 'x' }), 'app_id')
-  refused(t, () => parseRegistration({ ...base, device_type: 2 }), 'device_type')
-  refused(t, () => parseRegistration({ ...base, device_type: '1' }), 'device_type')
-  refused(t, () => parseRegistration({ ...base, identifier: '' }), 'identifier')
-  refused(t, () => parseRegistration({ ...base, identifier: 'x'.repeat(195) }), 'identifier')
+  t.equal(campoOf(() => parseRegistration({ ...base, app_id: undefined })), 'app_id')
+  t.equal(campoOf(() => parseRegistration({ ...base, app_id: 'x' })), 'app_id')
+  t.equal(campoOf(() => parseRegistration({ ...base, device_type: 2 })), 'device_type')
+  t.equal(campoOf(() => parseRegistration({ ...base, device_type: '1' })), 'device_type')
+  t.equal(campoOf(() => parseRegistration({ ...base, identifier: '' })), 'identifier')
+  t.equal(campoOf(() => parseRegistration({ ...base, identifier: 'x'.repeat(195) })), 'identifier')
   t.equal(parseRegistration({ ...base, identifier: 'x'.repeat(194) }).identifier.length, 194)
 })
 
@@ -57,12 +51,12 @@ t.test('parseRegistration: identity fields', async (t) => {
   t.equal(parseRegistration({ ...base, game_version: '1' }).app_version, '1')
   t.equal(parseRegistration({ ...base, game_version: '1', app_version: '2' }).app_version, '2')
   t.equal(parseRegistration({ ...base, game_version: '1', app_version: null }).app_version, '1', 'null app_version: alias used')
-  refused(t, () => parseRegistration({ ...base, game_version: 3 }), 'game_version')
-  refused(t, () => parseRegistration({ ...base, tags: { k: 'a\u0000' } }), 'tags')
-  refused(t, () => parseRegistration({ ...base, language: 'ç'.repeat(17) }), 'language')
+  t.equal(campoOf(() => parseRegistration({ ...base, game_version: 3 })), 'game_version')
+  t.equal(campoOf(() => parseRegistration({ ...base, tags: { k: 'a\u0000' } })), 'tags')
+  t.equal(campoOf(() => parseRegistration({ ...base, language: 'ç'.repeat(17) })), 'language')
   t.equal(parseRegistration({ ...base, language: 'ç'.repeat(16) }).language, 'ç'.repeat(16))
-  refused(t, () => parseRegistration({ ...base, timezone: 'UTC' }), 'timezone')
-  refused(t, () => parseRegistration({ ...base, timezone: Number.NaN }), 'timezone')
+  t.equal(campoOf(() => parseRegistration({ ...base, timezone: 'UTC' })), 'timezone')
+  t.equal(campoOf(() => parseRegistration({ ...base, timezone: Number.NaN })), 'timezone')
   t.equal(parseRegistration({ ...base, timezone: 0 }).timezone, 0)
 })
 
@@ -94,8 +88,8 @@ t.test('parseUpdate: tri-state and preserve rule', async (t) => {
   t.equal(u.app_version, undefined)
   t.equal(u.transporte, undefined)
   t.equal(parseUpdate({ app_id: APP, game_version: '5' }).app_version, '5')
-  refused(t, () => parseUpdate({ app_id: APP, external_user_id: 'x'.repeat(129) }), 'external_user_id')
-  refused(t, () => parseUpdate({}), 'app_id')
+  t.equal(campoOf(() => parseUpdate({ app_id: APP, external_user_id: 'x'.repeat(129) })), 'external_user_id')
+  t.equal(campoOf(() => parseUpdate({})), 'app_id')
 })
 
 t.test('mergeRegistration applies two registrations of one token in order', async (t) => {
