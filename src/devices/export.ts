@@ -4,7 +4,7 @@
 // sha256 is stored and names the file. Files live 72 hours on the service clock, then a sweep removes them.
 import { createHash, randomBytes } from 'node:crypto'
 import { constants, createWriteStream } from 'node:fs'
-import { access, type FileHandle, mkdir, open, rename, unlink } from 'node:fs/promises'
+import { access, type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
@@ -24,6 +24,7 @@ const INITIAL_ROWS_PER_SEC = 350_000
 const MAX_BUILDS = 2
 const SWEEP_EVERY_MS = 10 * 60_000
 const FILE_RE = /^([0-9a-f]{64})\.csv\.gz$/
+const TMP_RE = /^\.[0-9a-f]{64}\.tmp$/
 
 export interface ExportAnswer {
   csv_file_url: string
@@ -142,10 +143,18 @@ export class Exporter {
     }
   }
 
-  /** Removes every expired export (file and row). */
+  /** Removes every expired export (file and row), and temporary files a crashed build left behind. */
   async sweep(): Promise<number> {
-    const r = await query<{ token_hash: string }>(this.db, 'SELECT token_hash FROM exports WHERE expires_at <= $1', [new Date(this.clock())])
+    const now = this.clock()
+    const r = await query<{ token_hash: string }>(this.db, 'SELECT token_hash FROM exports WHERE expires_at <= $1', [new Date(now)])
     for (const { token_hash } of r.rows) await this.#remove(token_hash)
+    const names = await readdir(this.dir).catch(() => [] as string[])
+    for (const name of names) {
+      if (!TMP_RE.test(name)) continue
+      const path = join(this.dir, name)
+      const st = await stat(path).catch(() => null)
+      if (st && now - st.mtimeMs > this.validityH * 3_600_000) await unlink(path).catch(() => {})
+    }
     return r.rows.length
   }
 

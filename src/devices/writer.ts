@@ -208,9 +208,9 @@ export class RegistrationWriter {
   }
 
   /**
-   * The groups that would bind an 11th valid device to a user. A device already bound to the user is not a new
-   * binding; a device leaving a user in this batch frees its place. Dead tokens do not count toward the cap, so an
-   * install's retired tokens never lock its user out.
+   * The groups that would bind an 11th valid device to a user. A valid device already bound to the user is not a
+   * new binding; a device leaving a user in this batch frees its place. Dead tokens do not count toward the cap, so
+   * an install's retired tokens never lock its user out (and reviving one is a new binding, checked like any other).
    */
   async #overCap(c: Tx, groups: Group[]): Promise<Group[]> {
     const binding = groups.filter((g) => g.row.external_user_id !== null)
@@ -238,9 +238,10 @@ export class RegistrationWriter {
       const k = g.row.app_id + (g.row.external_user_id as string)
       const devices = users.get(k) ?? new Map<string, boolean>()
       users.set(k, devices)
-      if (devices.has(g.row.identifier)) continue
+      // Already bound and valid: not a new binding. Bound but dead: registering revives it, so it counts as joining.
+      if (devices.get(g.row.identifier) === true) continue
       let valid = 0
-      for (const v of devices.values()) if (v) valid++
+      for (const [ident, v] of devices) if (v && ident !== g.row.identifier) valid++
       if (valid >= this.o.devicesPerUser) over.push(g)
       else devices.set(g.row.identifier, true)
     }

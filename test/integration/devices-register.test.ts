@@ -398,6 +398,12 @@ t.test('10 devices per external_user_id at registration; the 11th is 400 naming 
   await s.sql('UPDATE devices SET invalid_identifier = true WHERE id = $1', [ids[1]])
   t.equal((await reg(s, { app_id: app.id, device_type: 1, identifier: 'u-12', external_user_id: 'maria' })).status, 200)
   t.equal((await reg(s, { app_id: app.id, device_type: 1, identifier: 'u-13', external_user_id: 'maria' })).status, 400)
+  // Reviving the dead token while bound to the full user would make an 11th valid device: refused.
+  t.equal((await reg(s, { app_id: app.id, device_type: 1, identifier: 'u-1', external_user_id: 'maria' })).status, 400)
+  t.equal((await s.sql('SELECT invalid_identifier FROM devices WHERE id = $1', [ids[1]]))[0]?.invalid_identifier, true)
+  // Reviving it without the user is fine (the POST erases the binding).
+  t.equal((await reg(s, { app_id: app.id, device_type: 1, identifier: 'u-1' })).status, 200)
+  t.equal((await s.sql("SELECT count(*)::int AS n FROM devices WHERE external_user_id = 'maria' AND NOT invalid_identifier"))[0]?.n, 10)
 })
 
 t.test('the cap holds under concurrency: 30 simultaneous registrations of one user bind exactly 10', async (t) => {

@@ -1,0 +1,85 @@
+// 503 on the device routes when Postgres or Redis is unreachable (spec §Device and export routes errors): the
+// service reaches both through TCP proxies this test can cut; nothing is written and the service recovers.
+import { createServer, type Server, type Socket, connect } from 'node:net'
+import t from 'tap'
+import { basic, DATABASE_URL, REDIS_URL, startService } from '../helpers/service'
+
+/** A TCP proxy that can refuse connections and drop the open ones. */
+class Cut {
+  #server: Server | null = null
+  #sockets = new Set<Socket>()
+  port = 0
+  constructor(
+    readonly host: string,
+    readonly target: number,
+  ) {}
+  async open(): Promise<void> {
+    const server = createServer((client) => {
+      const upstream = connect(this.target, this.host)
+      for (const s of [client, upstream]) {
+        this.#sockets.add(s)
+        s.on('close', () => this.#sockets.delete(s))
+        s.on('error', () => {})
+      }
+      client.pipe(upstream).pipe(client)
+    })
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve))
+    this.port = (server.address() as { port: number }).port
+    this.#server = server
+  }
+  async cut(): Promise<void> {
+    const s = this.#server
+    this.#server = null
+    for (const sock of this.#sockets) sock.destroy()
+    await new Promise<void>((resolve) => (s ? s.close(() => resolve()) : resolve()))
+  }
+}
+
+const pg = new URL(DATABASE_URL)
+const rd = new URL(REDIS_URL)
+
+t.test('Postgres unreachable: 503 naming postgres, nothing answered 200; recovery after', async (t) => {
+  const proxy = new Cut(pg.hostname, Number(pg.port || 5432))
+  await proxy.open()
+  const url = new URL(DATABASE_URL)
+  url.port = String(proxy.port)
+  const s = await startService(t, { env: { DATABASE_URL: url.toString() }, limits: { ipPerMin: 0 } })
+  t.teardown(() => proxy.cut())
+  const app = await s.createApp()
+  const body = { app_id: app.id, device_type: 1, identifier: 'before' }
+  const ok = await s.call('POST', '/api/v1/players', { body })
+  t.equal(ok.status, 200)
+  await proxy.cut()
+  const r = await s.call('POST', '/api/v1/players', { body: { ...body, identifier: 'during' } })
+  t.equal(r.status, 503)
+  t.equal(r.json.explain.dependencia, 'postgres')
+  const put = await s.call('PUT', `/api/v1/players/${ok.json.id}`, { body: { app_id: app.id, tags: { a: 1 } } })
+  t.equal(put.status, 503)
+  const get = await s.call('GET', `/api/v1/players/${ok.json.id}?app_id=${app.id}`, { headers: basic(app.api_key) })
+  t.equal(get.status, 503)
+  const exp = await s.call('POST', `/api/v1/players/csv_export?app_id=${app.id}`, { headers: basic(app.api_key) })
+  t.equal(exp.status, 503)
+  await proxy.open()
+  const again = await s.call('POST', '/api/v1/players', { body: { ...body, identifier: 'after' } })
+  t.equal(again.status, 200, 'recovers once Postgres is back')
+  const rows = await s.sql<{ identifier: string }>('SELECT identifier FROM devices ORDER BY identifier')
+  t.same(rows.map((x) => x.identifier), ['after', 'before'], 'the refused registration was not written')
+})
+
+t.test('Redis unreachable: registration is 503 naming redis (the hourly count cannot be kept); nothing written', async (t) => {
+  const proxy = new Cut(rd.hostname, Number(rd.port || 6379))
+  await proxy.open()
+  const url = new URL(REDIS_URL)
+  url.port = String(proxy.port)
+  const s = await startService(t, { env: { REDIS_URL: url.toString() }, limits: { ipPerMin: 0 } })
+  t.teardown(() => proxy.cut())
+  const app = await s.createApp()
+  t.equal((await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'a' } })).status, 200)
+  await proxy.cut()
+  const r = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'b' } })
+  t.equal(r.status, 503)
+  t.equal(r.json.explain.dependencia, 'redis')
+  const exp = await s.call('POST', `/api/v1/players/csv_export?app_id=${app.id}`, { headers: basic(app.api_key) })
+  t.equal(exp.status, 503)
+  t.equal((await s.sql('SELECT count(*)::int AS n FROM devices'))[0]?.n, 1)
+})
