@@ -22,6 +22,8 @@ import type { Clock } from '../time'
 const INITIAL_ROWS_PER_SEC = 350_000
 /** Builds running at once per process; more wait their turn (and their estimate says so). */
 const MAX_BUILDS = 2
+/** Builds waiting beyond this answer 503 (each app may ask once a second; the queue must not grow without bound). */
+const MAX_QUEUED = 100
 const SWEEP_EVERY_MS = 10 * 60_000
 const FILE_RE = /^([0-9a-f]{64})\.csv\.gz$/
 const TMP_RE = /^\.[0-9a-f]{64}\.tmp$/
@@ -103,6 +105,7 @@ export class Exporter {
 
   /** Records the export and queues its build; the estimate counts the rows of builds still ahead of it. */
   async start(appId: string): Promise<ExportAnswer> {
+    if (this.#queue.length >= MAX_QUEUED) throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'armazenamento' })
     const count = await query<{ n: string }>(this.db, 'SELECT count(*) AS n FROM devices WHERE app_id = $1 AND NOT sandbox', [appId])
     const rows = Number(count.rows[0]?.n ?? 0)
     const token = randomBytes(32).toString('hex')
