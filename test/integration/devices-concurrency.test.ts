@@ -79,3 +79,50 @@ t.test('a full queue answers 503 at once instead of growing without bound', asyn
   t.ok(busy > 0, `${busy} refused with 503`)
   t.equal((await s.sql('SELECT count(*)::int AS n FROM devices'))[0]?.n, ok, 'exactly the answered ones were written')
 })
+
+t.test('the per-user cap holds across two instances of one deployment', async (t) => {
+  const a = await startService(t, { limits: { ipPerMin: 0 } })
+  const b = await startService(t, { limits: { ipPerMin: 0 }, shareWith: a })
+  const app = await a.createApp()
+  const answers = await Promise.all(
+    Array.from({ length: 40 }, (_, i) =>
+      (i % 2 ? a : b).call('POST', '/api/v1/players', {
+        body: { app_id: app.id, device_type: 1, identifier: `x-${i}`, external_user_id: 'dois' },
+      }),
+    ),
+  )
+  t.equal(answers.filter((r) => r.status === 200).length, 10)
+  t.equal(answers.filter((r) => r.status === 400).length, 30)
+  t.equal((await a.sql("SELECT count(*)::int AS n FROM devices WHERE external_user_id = 'dois'"))[0]?.n, 10)
+})
+
+t.test('mixed load: installs, users, plain re-registrations of the same tokens at once; every request answered', async (t) => {
+  const s = await startService(t, { limits: { ipPerMin: 0 } })
+  const app = await s.createApp()
+  const bodies: Array<Record<string, unknown>> = []
+  for (let i = 0; i < 600; i++) {
+    const tok = `m-${randomInt(120)}`
+    const body: Record<string, unknown> = { app_id: app.id, device_type: 1, identifier: tok }
+    const kind = randomInt(4)
+    if (kind === 0) body.instalacao_id = `inst-${randomInt(15)}`
+    if (kind === 1) body.external_user_id = `user-${randomInt(40)}`
+    bodies.push(body)
+  }
+  const answers = await Promise.all(bodies.map((body) => s.call('POST', '/api/v1/players', { body })))
+  const statuses = new Set(answers.map((r) => r.status))
+  t.ok([...statuses].every((x) => x === 200 || x === 400), `statuses ${[...statuses]}`)
+  t.equal(answers.filter((r) => r.status === 400).filter((r) => r.json.explain.limite !== 10).length, 0, 'only cap refusals')
+  const idOf = new Map<string, string>()
+  let mismatched = 0
+  answers.forEach((r, i) => {
+    if (r.status !== 200) return
+    const tok = bodies[i]?.identifier as string
+    if (idOf.has(tok) && idOf.get(tok) !== r.json.id) mismatched++
+    idOf.set(tok, r.json.id)
+  })
+  t.equal(mismatched, 0, 'one id per token')
+  const over = await s.sql(
+    'SELECT external_user_id, count(*)::int AS n FROM devices WHERE external_user_id IS NOT NULL AND NOT invalid_identifier GROUP BY 1 HAVING count(*) > 10',
+  )
+  t.same(over, [], 'no user above the cap')
+})
