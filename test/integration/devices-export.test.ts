@@ -1,6 +1,8 @@
 // POST /api/v1/players/csv_export and the export file URL (spec §Export, §Devices, §Limits).
-import { existsSync, readdirSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { get } from 'node:http'
+import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { basic, FakeClock, startService, type TestService } from '../helpers/service'
@@ -234,6 +236,34 @@ t.test('a large export streams in chunks and arrives whole', async (t) => {
     }).on('error', reject)
   })
   t.ok(slow.equals(gz), 'slow reader got the same bytes')
+})
+
+t.test('a file bigger than every socket buffer reaches a slow reader whole (uWS backpressure)', async (t) => {
+  const s = await startService(t)
+  const app = await s.createApp()
+  // A ready export planted directly: 64 MB of random bytes (more than the kernel's send and receive buffers).
+  const token = randomBytes(32).toString('hex')
+  const hash = createHash('sha256').update(token).digest('hex')
+  const data = randomBytes(64 * 1024 * 1024)
+  mkdirSync(s.cfg.exportDir, { recursive: true })
+  writeFileSync(join(s.cfg.exportDir, `${hash}.csv.gz`), data)
+  await s.sql(
+    `INSERT INTO exports (token_hash, app_id, status, created_at, expires_at) VALUES ($1, $2, 'ready', now(), now() + interval '1 hour')`,
+    [hash, app.id],
+  )
+  const digest = await new Promise<string>((resolve, reject) => {
+    get(`${s.url}/api/v1/exports/${token}.csv.gz`, (res) => {
+      const h = createHash('sha256')
+      res.pause()
+      setTimeout(() => {
+        res.on('data', (c: Buffer) => h.update(c))
+        res.on('end', () => resolve(h.digest('hex')))
+        res.resume()
+      }, 500)
+      res.on('error', reject)
+    }).on('error', reject)
+  })
+  t.equal(digest, createHash('sha256').update(data).digest('hex'), 'every byte, in order')
 })
 
 t.test('stopping the service while an export builds leaves no temporary file', async (t) => {
