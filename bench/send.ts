@@ -16,6 +16,8 @@ import { ensureWrk, wrk } from './lib/wrk'
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8)
 const DEVICES = 2_000
+/** BENCH_SEND_PARTS=list (or single) runs one half. */
+const PARTS = new Set((process.env.BENCH_SEND_PARTS ?? 'single,list').split(','))
 
 async function registerDevices(url: string, appId: string, n: number): Promise<string[]> {
   const ids: string[] = []
@@ -72,14 +74,21 @@ export async function send(): Promise<void> {
   ensureWrk()
   const pombo = await startPombo(9400, { PM_LIMIT_IP_PER_MIN: '0', PM_LIMIT_SENDS_PER_SEC: '1000000' })
   const bare = await startBare(9410)
+  const app = await pombo.createApp()
+  const ids = await registerDevices(pombo.url, app.id, DEVICES)
+  const auth = { authorization: `Bearer ${app.api_key}` }
+  const single = (i: number) =>
+    JSON.stringify({ app_id: app.id, contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, include_player_ids: [ids[i % ids.length]] })
   try {
-    const app = await pombo.createApp()
-    const ids = await registerDevices(pombo.url, app.id, DEVICES)
-    const auth = { authorization: `Bearer ${app.api_key}` }
-    const single = (i: number) =>
-      JSON.stringify({ app_id: app.id, contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, include_player_ids: [ids[i % ids.length]] })
-
     console.log(`send: ${DEVICES} devices registered; runs of ${DURATION_S}s`)
+    if (PARTS.has('single')) await singleSends()
+    if (PARTS.has('list')) await listSends()
+  } finally {
+    await bare.stop()
+    await pombo.stop()
+  }
+
+  async function singleSends(): Promise<void> {
     const at6k = await fixedRate({ url: `${pombo.url}/api/v1/notifications`, headers: auth, body: single, rate: 6_000, durationS: DURATION_S })
     console.log(
       `single-device sends at 6,000/s offered | achieved ${at6k.rps.toFixed(0)}/s | p50 ${at6k.p50Ms} ms | p99 ${at6k.p99Ms} ms` +
@@ -102,7 +111,9 @@ export async function send(): Promise<void> {
     const base = await wrk({ url: `${bare.url}/json`, durationS: DURATION_S, lua: bareLua })
     const head = await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: DURATION_S, lua: singleLua })
     console.log(row('single-device sends at saturation', base, head))
+  }
 
+  async function listSends(): Promise<void> {
     const listBody = JSON.stringify({ app_id: app.id, contents: { en: 'Promoção', pt: 'Promoção' }, include_player_ids: ids })
     const listLua = `
       wrk.method = "POST"
@@ -117,8 +128,5 @@ export async function send(): Promise<void> {
         ` | raw COPY of 2,000-row batches ${copy.toFixed(0)} rows/s | ratio ${(listRows / copy).toFixed(3)} (target ≥ 0.5)` +
         (list.non2xx || list.errors ? ` | non-2xx ${list.non2xx} errors ${list.errors}` : ''),
     )
-  } finally {
-    await bare.stop()
-    await pombo.stop()
   }
 }

@@ -3,11 +3,17 @@
 // arrived in one event-loop turn; under load batches grow to `maxBatch` while `concurrency` writes are in flight.
 import { ApiError } from '../errors'
 
-export interface GroupCommitOptions {
+export interface GroupCommitOptions<J = unknown> {
   maxBatch: number
   concurrency: number
   /** Jobs waiting beyond this are refused at once (503): memory stays bounded whatever the load. */
   maxQueue: number
+  /**
+   * How much work a job is (e.g. its rows) and the most one batch may carry. A batch is one statement on one
+   * backend: big jobs written together lose the parallelism of several writers, so they go alone.
+   */
+  weight?: (job: J) => number
+  maxWeight?: number
 }
 
 interface Pending<J, R> {
@@ -28,7 +34,7 @@ export class GroupCommit<J, R> {
 
   constructor(
     private readonly write: BatchWrite<J, R>,
-    private readonly o: GroupCommitOptions,
+    private readonly o: GroupCommitOptions<J>,
   ) {}
 
   get queued(): number {
@@ -60,7 +66,7 @@ export class GroupCommit<J, R> {
 
   #pump(): void {
     while (this.#inflight < this.o.concurrency && this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, this.o.maxBatch)
+      const batch = this.#queue.splice(0, this.#batchSize())
       this.#inflight++
       this.#run(batch).finally(() => {
         this.#inflight--
@@ -68,6 +74,19 @@ export class GroupCommit<J, R> {
         else if (this.#inflight === 0) for (const f of this.#idle.splice(0)) f()
       })
     }
+  }
+
+  /** How many queued jobs the next batch takes: up to maxBatch, and up to maxWeight (at least one job). */
+  #batchSize(): number {
+    const { weight, maxWeight } = this.o
+    const n = Math.min(this.o.maxBatch, this.#queue.length)
+    if (!weight || maxWeight === undefined) return n
+    let total = 0
+    for (let i = 0; i < n; i++) {
+      total += weight((this.#queue[i] as Pending<J, R>).job)
+      if (total > maxWeight) return Math.max(1, i)
+    }
+    return n
   }
 
   async #run(batch: Array<Pending<J, R>>): Promise<void> {

@@ -63,7 +63,9 @@ export class WindowCounter {
       }
       // The takes of this turn hold positions total-n+1 … total, in arrival order.
       const first = Number(total) - list.length + 1
-      list.forEach((t, j) => t.resolve(first + j <= this.limit))
+      list.forEach((t, j) => {
+        t.resolve(first + j <= this.limit)
+      })
     })
   }
 }

@@ -59,7 +59,7 @@ export class SendsModule {
     )
     const quota = new WindowCounter(redis, (a, w) => keys.sends(a, w), 1_000, cfg.limits.sendsPerSec, clock)
     this.readQuota = new WindowCounter(redis, (a, w) => keys.reads(a, w), 1_000, cfg.limits.readsPerSec, clock)
-    this.service = new SendService(db, redis, keys, this.writer, this.handoff, quota, this.mau, clock, log)
+    this.service = new SendService(db, redis, keys, this.writer, this.handoff, quota, this.mau, clock)
   }
 
   #janitor: NodeJS.Timeout | null = null

@@ -1,7 +1,6 @@
 // POST /api/v1/notifications after validation: idempotency, quota, the free-plan gate, the audience, the durable
 // write (group commit) and the hand-off to the app's work partition. The answer never waits for a provider.
 import { randomUUID } from 'node:crypto'
-import type { Logger } from 'pino'
 import type { AppRecord } from '../apps/store'
 import type { Db } from '../db/pool'
 import { ApiError } from '../errors'
@@ -66,7 +65,6 @@ export class SendService {
     private readonly quota: WindowCounter,
     private readonly mau: MauGate,
     private readonly clock: Clock,
-    private readonly log: Logger,
   ) {}
 
   async create(c: CreateSend): Promise<SendAnswer> {

@@ -16,35 +16,52 @@ export interface ListRequest {
   mask: number
 }
 
-/** Inserts the delivery rows of player-id sends; answers, per send, the devices that were reachable. */
-export async function insertPlayerDeliveries(c: Tx, reqs: ListRequest[]): Promise<Map<string, Set<string>>> {
-  const out = new Map<string, Set<string>>()
+export interface PlayerResolution {
+  recipients: number
+  /** Listed ids that were not delivered to: unknown, unreachable or outside the send's platforms. */
+  missing: Set<string>
+}
+
+/**
+ * Inserts the delivery rows of player-id sends; answers, per send, how many devices were reachable and which listed
+ * ids were not. Per-send values travel once (indexed by position), and only the few missing ids come back.
+ */
+export async function insertPlayerDeliveries(c: Tx, reqs: ListRequest[]): Promise<Map<string, PlayerResolution>> {
+  const out = new Map<string, PlayerResolution>()
   if (reqs.length === 0) return out
-  const sendIds: string[] = []
-  const appIds: string[] = []
+  const ks: number[] = []
   const ids: string[] = []
-  const masks: number[] = []
-  for (const r of reqs) {
-    out.set(r.sendId, new Set())
+  reqs.forEach((r, i) => {
+    out.set(r.sendId, { recipients: 0, missing: new Set() })
     for (const id of r.ids) {
-      sendIds.push(r.sendId)
-      appIds.push(r.appId)
+      ks.push(i + 1)
       ids.push(id)
-      masks.push(r.mask)
     }
-  }
-  const res = await query<{ send_id: string; device_id: string }>(
+  })
+  const res = await query<{ send_id: string; missing: string | null; n: number }>(
     c,
-    `INSERT INTO deliveries (send_id, device_id, app_id, device_type)
-     SELECT r.send_id, d.id, d.app_id, d.device_type
-       FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int[]) AS r(send_id, app_id, device_id, mask)
-       JOIN devices d ON d.app_id = r.app_id AND d.id = r.device_id
-      WHERE ${REACHABLE_SQL} AND (r.mask & ${TYPE_BIT_SQL}) <> 0
-     ON CONFLICT DO NOTHING
-     RETURNING send_id, device_id`,
-    [sendIds, appIds, ids, masks],
+    `WITH s AS (SELECT * FROM unnest($3::uuid[], $4::uuid[], $5::int[]) WITH ORDINALITY AS s(send_id, app_id, mask, k)),
+     r AS (SELECT s.send_id, s.app_id, s.mask, r.device_id
+             FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id) JOIN s ON s.k = r.k),
+     ins AS (
+       INSERT INTO deliveries (send_id, device_id, app_id, device_type)
+       SELECT r.send_id, d.id, d.app_id, d.device_type
+         FROM r JOIN devices d ON d.app_id = r.app_id AND d.id = r.device_id
+        WHERE ${REACHABLE_SQL} AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+       ON CONFLICT DO NOTHING
+       RETURNING send_id, device_id)
+     SELECT send_id, NULL::uuid AS missing, count(*)::int AS n FROM ins GROUP BY send_id
+     UNION ALL
+     SELECT r.send_id, r.device_id, 0 FROM r
+      WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.send_id = r.send_id AND ins.device_id = r.device_id)`,
+    [ks, ids, reqs.map((r) => r.sendId), reqs.map((r) => r.appId), reqs.map((r) => r.mask)],
   )
-  for (const row of res.rows) out.get(row.send_id)?.add(row.device_id)
+  for (const row of res.rows) {
+    const o = out.get(row.send_id)
+    if (!o) continue
+    if (row.missing === null) o.recipients = row.n
+    else o.missing.add(row.missing)
+  }
   return out
 }
 

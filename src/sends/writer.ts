@@ -42,7 +42,13 @@ export class SendWriter {
     private readonly log: Logger,
     opts: GroupCommitOptions,
   ) {
-    this.#gc = new GroupCommit((jobs) => this.#writeBatch(jobs), opts)
+    // A batch carries at most ~2,000 listed ids: a list send of 2,000 goes alone, so several of them are written
+    // by several backends at once instead of one after another in one statement.
+    this.#gc = new GroupCommit((jobs) => this.#writeBatch(jobs), {
+      ...opts,
+      weight: (j) => 1 + (j.players?.ids.length ?? 0) + (j.users?.length ?? 0),
+      maxWeight: 2_500,
+    })
   }
 
   submit(job: SendJob): Promise<WrittenSend> {
@@ -108,12 +114,12 @@ export class SendWriter {
   }
 }
 
-function resolve(j: SendJob, players?: Set<string>, users?: Map<string, number>): Resolution {
+function resolve(j: SendJob, players?: store.PlayerResolution, users?: Map<string, number>): Resolution {
   if (j.players) {
-    const matched = players ?? new Set<string>()
     const invalid = [...j.players.malformed]
-    for (const id of j.players.ids) if (!matched.has(id)) invalid.push(j.players.asSent.get(id) ?? id)
-    return { recipients: matched.size, invalidPlayers: invalid, invalidUsers: [] }
+    // In request order, as sent.
+    for (const id of j.players.ids) if (players?.missing.has(id) ?? true) invalid.push(j.players.asSent.get(id) ?? id)
+    return { recipients: players?.recipients ?? 0, invalidPlayers: invalid, invalidUsers: [] }
   }
   if (j.users) {
     const matched = users ?? new Map<string, number>()

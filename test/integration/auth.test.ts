@@ -1,7 +1,7 @@
 // The app-key guard on a server route (spec §Authentication): the three forms, every failure, rotation overlap on
 // the service clock, and revocation seen by every instance within a second.
 import t from 'tap'
-import { basic, FakeClock, PLATFORM_KEY, startService, type TestService } from '../helpers/service'
+import { FakeClock, PLATFORM_KEY, startService, type TestService } from '../helpers/service'
 
 type App = Awaited<ReturnType<TestService['createApp']>>
 
