@@ -120,7 +120,7 @@ export async function send(): Promise<void> {
       wrk.headers["Content-Type"] = "application/json"
       wrk.headers["Authorization"] = "Bearer ${app.api_key}"
       wrk.body = '${listBody}'`
-    const list = await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: DURATION_S, connections: 8, lua: listLua })
+    const list = await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: DURATION_S, connections: Number(process.env.BENCH_LIST_CONNS ?? 8), lua: listLua })
     const copy = await rawCopyRate(pombo.schema, DEVICES, DURATION_S)
     const listRows = list.rps * DEVICES
     console.log(

@@ -16,6 +16,14 @@ export interface ListRequest {
   mask: number
 }
 
+/**
+ * A Postgres array literal for values that need no quoting (UUIDs validated at the door, integers): one join instead
+ * of the driver's per-element escaping, which showed in profiles of 2,000-id sends.
+ */
+function arrayLiteral(values: ReadonlyArray<string | number>): string {
+  return `{${values.join(',')}}`
+}
+
 export interface PlayerResolution {
   recipients: number
   /** Listed ids that were not delivered to: unknown, unreachable or outside the send's platforms. */
@@ -38,23 +46,26 @@ export async function insertPlayerDeliveries(c: Tx, reqs: ListRequest[]): Promis
       ids.push(id)
     }
   })
+  // Each listed id is looked up by primary key (LATERAL … OFFSET 0 keeps the planner from turning it into a join
+  // whose plan depends on table statistics: a fresh devices table once got a 2,000 × 2,000 nested loop).
   const res = await query<{ send_id: string; missing: string | null; n: number }>(
     c,
-    `WITH s AS (SELECT * FROM unnest($3::uuid[], $4::uuid[], $5::int[]) WITH ORDINALITY AS s(send_id, app_id, mask, k)),
-     r AS (SELECT s.send_id, s.app_id, s.mask, r.device_id
-             FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id) JOIN s ON s.k = r.k),
-     ins AS (
+    `WITH ins AS (
        INSERT INTO deliveries (send_id, device_id, app_id, device_type)
-       SELECT r.send_id, d.id, d.app_id, d.device_type
-         FROM r JOIN devices d ON d.app_id = r.app_id AND d.id = r.device_id
-        WHERE ${REACHABLE_SQL} AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+       SELECT ($3::uuid[])[r.k], d.id, d.app_id, d.device_type
+         FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
+         CROSS JOIN LATERAL (
+           SELECT d.id, d.app_id, d.device_type FROM devices d
+            WHERE d.app_id = ($4::uuid[])[r.k] AND d.id = r.device_id AND ${REACHABLE_SQL}
+              AND (($5::int[])[r.k] & ${TYPE_BIT_SQL}) <> 0
+           OFFSET 0) d
        ON CONFLICT DO NOTHING
        RETURNING send_id, device_id)
      SELECT send_id, NULL::uuid AS missing, count(*)::int AS n FROM ins GROUP BY send_id
      UNION ALL
-     SELECT r.send_id, r.device_id, 0 FROM r
-      WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.send_id = r.send_id AND ins.device_id = r.device_id)`,
-    [ks, ids, reqs.map((r) => r.sendId), reqs.map((r) => r.appId), reqs.map((r) => r.mask)],
+     SELECT ($3::uuid[])[r.k], r.device_id, 0 FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
+      WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.send_id = ($3::uuid[])[r.k] AND ins.device_id = r.device_id)`,
+    [arrayLiteral(ks), arrayLiteral(ids), reqs.map((r) => r.sendId), reqs.map((r) => r.appId), reqs.map((r) => r.mask)],
   )
   for (const row of res.rows) {
     const o = out.get(row.send_id)
@@ -87,8 +98,11 @@ export async function insertUserDeliveries(c: Tx, reqs: ListRequest[]): Promise<
     `WITH m AS (
        SELECT r.send_id, r.uid, d.id, d.app_id, d.device_type
          FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[]) AS r(send_id, app_id, uid, mask)
-         JOIN devices d ON d.app_id = r.app_id AND d.external_user_id = r.uid
-        WHERE ${REACHABLE_SQL} AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+         CROSS JOIN LATERAL (
+           SELECT d.id, d.app_id, d.device_type FROM devices d
+            WHERE d.app_id = r.app_id AND d.external_user_id = r.uid AND ${REACHABLE_SQL}
+              AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+           OFFSET 0) d
      ), ins AS (
        INSERT INTO deliveries (send_id, device_id, app_id, device_type)
        SELECT send_id, id, app_id, device_type FROM m ON CONFLICT DO NOTHING
