@@ -24,61 +24,41 @@ function arrayLiteral(values: ReadonlyArray<string | number>): string {
   return `{${values.join(',')}}`
 }
 
-export interface PlayerResolution {
-  recipients: number
-  /** Listed ids that were not delivered to: unknown, unreachable or outside the send's platforms. */
-  missing: Set<string>
-}
-
 /**
- * Inserts the delivery rows of player-id sends; answers, per send, how many devices were reachable and which listed
- * ids were not. Per-send values travel once (indexed by position), and only the few missing ids come back.
+ * The reachable devices among each send's listed player ids (one statement for the whole batch). Each id is looked
+ * up by primary key: LATERAL … OFFSET 0 keeps the planner from turning it into a join whose plan depends on table
+ * statistics (a fresh devices table once got a 2,000 × 2,000 nested loop).
  */
-export async function insertPlayerDeliveries(c: Tx, reqs: ListRequest[]): Promise<Map<string, PlayerResolution>> {
-  const out = new Map<string, PlayerResolution>()
+export async function resolvePlayers(c: Tx, reqs: ListRequest[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>()
   if (reqs.length === 0) return out
   const ks: number[] = []
   const ids: string[] = []
   reqs.forEach((r, i) => {
-    out.set(r.sendId, { recipients: 0, missing: new Set() })
+    out.set(r.sendId, [])
     for (const id of r.ids) {
       ks.push(i + 1)
       ids.push(id)
     }
   })
-  // Each listed id is looked up by primary key (LATERAL … OFFSET 0 keeps the planner from turning it into a join
-  // whose plan depends on table statistics: a fresh devices table once got a 2,000 × 2,000 nested loop).
-  const res = await query<{ send_id: string; missing: string | null; n: number }>(
+  const res = await query<{ send_id: string; id: string }>(
     c,
-    `WITH ins AS (
-       INSERT INTO deliveries (send_id, device_id, app_id, device_type)
-       SELECT ($3::uuid[])[r.k], d.id, d.app_id, d.device_type
-         FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
-         CROSS JOIN LATERAL (
-           SELECT d.id, d.app_id, d.device_type FROM devices d
-            WHERE d.app_id = ($4::uuid[])[r.k] AND d.id = r.device_id AND ${REACHABLE_SQL}
-              AND (($5::int[])[r.k] & ${TYPE_BIT_SQL}) <> 0
-           OFFSET 0) d
-       ON CONFLICT DO NOTHING
-       RETURNING send_id, device_id)
-     SELECT send_id, NULL::uuid AS missing, count(*)::int AS n FROM ins GROUP BY send_id
-     UNION ALL
-     SELECT ($3::uuid[])[r.k], r.device_id, 0 FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
-      WHERE NOT EXISTS (SELECT 1 FROM ins WHERE ins.send_id = ($3::uuid[])[r.k] AND ins.device_id = r.device_id)`,
+    `SELECT ($3::uuid[])[r.k] AS send_id, d.id
+       FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
+       CROSS JOIN LATERAL (
+         SELECT d.id FROM devices d
+          WHERE d.app_id = ($4::uuid[])[r.k] AND d.id = r.device_id AND ${REACHABLE_SQL}
+            AND (($5::int[])[r.k] & ${TYPE_BIT_SQL}) <> 0
+         OFFSET 0) d`,
     [arrayLiteral(ks), arrayLiteral(ids), reqs.map((r) => r.sendId), reqs.map((r) => r.appId), reqs.map((r) => r.mask)],
   )
-  for (const row of res.rows) {
-    const o = out.get(row.send_id)
-    if (!o) continue
-    if (row.missing === null) o.recipients = row.n
-    else o.missing.add(row.missing)
-  }
+  for (const row of res.rows) out.get(row.send_id)?.push(row.id)
   return out
 }
 
-/** Inserts every reachable device of each listed user; answers, per send, device counts per matched user. */
-export async function insertUserDeliveries(c: Tx, reqs: ListRequest[]): Promise<Map<string, Map<string, number>>> {
-  const out = new Map<string, Map<string, number>>()
+/** Every reachable device of each listed user, per send: device ids by user. */
+export async function resolveUsers(c: Tx, reqs: ListRequest[]): Promise<Map<string, Map<string, string[]>>> {
+  const out = new Map<string, Map<string, string[]>>()
   if (reqs.length === 0) return out
   const sendIds: string[] = []
   const appIds: string[] = []
@@ -93,24 +73,24 @@ export async function insertUserDeliveries(c: Tx, reqs: ListRequest[]): Promise<
       masks.push(r.mask)
     }
   }
-  const res = await query<{ send_id: string; uid: string; n: number }>(
+  const res = await query<{ send_id: string; uid: string; id: string }>(
     c,
-    `WITH m AS (
-       SELECT r.send_id, r.uid, d.id, d.app_id, d.device_type
-         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[]) AS r(send_id, app_id, uid, mask)
-         CROSS JOIN LATERAL (
-           SELECT d.id, d.app_id, d.device_type FROM devices d
-            WHERE d.app_id = r.app_id AND d.external_user_id = r.uid AND ${REACHABLE_SQL}
-              AND (r.mask & ${TYPE_BIT_SQL}) <> 0
-           OFFSET 0) d
-     ), ins AS (
-       INSERT INTO deliveries (send_id, device_id, app_id, device_type)
-       SELECT send_id, id, app_id, device_type FROM m ON CONFLICT DO NOTHING
-     )
-     SELECT send_id, uid, count(*)::int AS n FROM m GROUP BY send_id, uid`,
+    `SELECT r.send_id, r.uid, d.id
+       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[]) AS r(send_id, app_id, uid, mask)
+       CROSS JOIN LATERAL (
+         SELECT d.id FROM devices d
+          WHERE d.app_id = r.app_id AND d.external_user_id = r.uid AND ${REACHABLE_SQL}
+            AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+         OFFSET 0) d`,
     [sendIds, appIds, users, masks],
   )
-  for (const row of res.rows) out.get(row.send_id)?.set(row.uid, row.n)
+  for (const row of res.rows) {
+    const byUser = out.get(row.send_id)
+    if (!byUser) continue
+    const list = byUser.get(row.uid)
+    if (list) list.push(row.id)
+    else byUser.set(row.uid, [row.id])
+  }
   return out
 }
 
@@ -169,6 +149,8 @@ export interface SendRow {
   headings: unknown
   contents: unknown
   externalId: string | null
+  /** List targets: the reachable device ids; null for segments. */
+  audience: string[] | null
   recipients: number
   recipientsExact: boolean
   ttlS: number
@@ -185,12 +167,12 @@ export async function insertSends(c: Tx, rows: SendRow[]): Promise<void> {
     c,
     `INSERT INTO sends (app_id, id, lane, target_kind, included_segments, include_player_ids, include_external_user_ids,
                         platforms, message, name, headings, contents, external_id, recipients, recipients_exact,
-                        remaining, ttl_s, queued_at, send_after)
-     SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa
+                        remaining, ttl_s, queued_at, send_after, audience)
+     SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa, au::uuid[]
        FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::text[], $5::jsonb[], $6::jsonb[], $7::jsonb[], $8::jsonb[],
                    $9::jsonb[], $10::text[], $11::jsonb[], $12::jsonb[], $13::text[], $14::int[], $15::bool[], $16::int[],
-                   $17::timestamptz[], $18::timestamptz[])
-         AS x(a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, t, q, sa)`,
+                   $17::timestamptz[], $18::timestamptz[], $19::text[])
+         AS x(a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, t, q, sa, au)`,
     [
       col((r) => r.appId),
       col((r) => r.id),
@@ -210,6 +192,7 @@ export async function insertSends(c: Tx, rows: SendRow[]): Promise<void> {
       col((r) => r.ttlS),
       col((r) => r.queuedAt),
       col((r) => r.sendAfter),
+      col((r) => (r.audience ? arrayLiteral(r.audience) : null)),
     ],
   )
 }

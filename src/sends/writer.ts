@@ -8,13 +8,15 @@ import * as store from './store'
 /** What a send resolved to; `render` turns it into the exact answer bytes (stored for idempotent replays). */
 export interface Resolution {
   recipients: number
+  /** List targets: the reachable device ids (the send's delivery list); null for segments. */
+  audience: string[] | null
   /** Player ids (as sent) that were malformed, unknown or unreachable. */
   invalidPlayers: string[]
   invalidUsers: string[]
 }
 
 export interface SendJob {
-  row: Omit<store.SendRow, 'recipients'>
+  row: Omit<store.SendRow, 'recipients' | 'audience'>
   /** Well-formed, de-duplicated ids (lower-case UUIDs or user ids) and, for players, the spelling each arrived in. */
   players?: { ids: string[]; asSent: Map<string, string>; malformed: string[] }
   users?: string[]
@@ -84,15 +86,15 @@ export class SendWriter {
         const ids = kind === 'players' ? j.players?.ids : j.users
         return ids && ids.length > 0 ? [{ sendId: j.row.id, appId: j.row.appId, ids, mask: j.mask }] : []
       })
-    const players = await store.insertPlayerDeliveries(c, reqs('players'))
-    const users = await store.insertUserDeliveries(c, reqs('users'))
+    const players = await store.resolvePlayers(c, reqs('players'))
+    const users = await store.resolveUsers(c, reqs('users'))
     const sends: store.SendRow[] = []
     const idem: store.IdemRow[] = []
     const out: WrittenSend[] = []
     for (const j of jobs) {
       const r = resolve(j, players.get(j.row.id), users.get(j.row.id))
       const answer = j.render(r)
-      if (r.recipients > 0) sends.push({ ...j.row, recipients: r.recipients })
+      if (r.recipients > 0) sends.push({ ...j.row, recipients: r.recipients, audience: r.audience })
       if (j.idem) {
         idem.push({
           appId: j.row.appId,
@@ -114,18 +116,18 @@ export class SendWriter {
   }
 }
 
-function resolve(j: SendJob, players?: store.PlayerResolution, users?: Map<string, number>): Resolution {
+function resolve(j: SendJob, players?: string[], users?: Map<string, string[]>): Resolution {
   if (j.players) {
+    const matched = new Set(players)
     const invalid = [...j.players.malformed]
     // In request order, as sent.
-    for (const id of j.players.ids) if (players?.missing.has(id) ?? true) invalid.push(j.players.asSent.get(id) ?? id)
-    return { recipients: players?.recipients ?? 0, invalidPlayers: invalid, invalidUsers: [] }
+    for (const id of j.players.ids) if (!matched.has(id)) invalid.push(j.players.asSent.get(id) ?? id)
+    return { recipients: matched.size, audience: [...matched], invalidPlayers: invalid, invalidUsers: [] }
   }
   if (j.users) {
-    const matched = users ?? new Map<string, number>()
-    let n = 0
-    for (const v of matched.values()) n += v
-    return { recipients: n, invalidPlayers: [], invalidUsers: j.users.filter((u) => !matched.has(u)) }
+    const byUser = users ?? new Map<string, string[]>()
+    const audience = [...byUser.values()].flat()
+    return { recipients: audience.length, audience, invalidPlayers: [], invalidUsers: j.users.filter((u) => !byUser.has(u)) }
   }
-  return { recipients: j.segmentEstimate ?? 0, invalidPlayers: [], invalidUsers: [] }
+  return { recipients: j.segmentEstimate ?? 0, audience: null, invalidPlayers: [], invalidUsers: [] }
 }

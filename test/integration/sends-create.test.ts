@@ -35,9 +35,8 @@ t.test('normal shape: {id, recipients}, lane and exactness headers, send and del
   t.ok(r.headers.get('x-pm-request-id'))
   const [row] = await s.sql('SELECT recipients, remaining, lane, target_kind FROM sends WHERE id = $1', [r.json.id])
   t.same(row, { recipients: 2, remaining: 2, lane: 0, target_kind: 'players' })
-  const rows = await s.sql('SELECT device_id, status FROM deliveries WHERE send_id = $1 ORDER BY device_id', [r.json.id])
-  t.same(rows.map((x) => x.device_id).sort(), [a, b].sort())
-  t.ok(rows.every((x) => x.status === 0), 'pending')
+  const [list] = await s.sql('SELECT audience FROM sends WHERE id = $1', [r.json.id])
+  t.same([...list?.audience].sort(), [a, b].sort(), 'the delivery list is written with the send')
 })
 
 t.test('marketing lane by body or header; the body wins', async (t) => {
@@ -67,7 +66,7 @@ t.test('partial shape: malformed, unknown, sandbox and dead ids are dropped and 
   t.notOk(Array.isArray(r.json.errors))
   t.same(r.json.errors.invalid_player_ids.sort(), ['not-a-uuid', unknown, sandbox, dead].sort())
   t.equal(r.json.errors.invalid_external_user_ids, undefined)
-  t.equal(await count(s, 'deliveries'), 1)
+  t.same((await s.sql('SELECT audience FROM sends'))[0]?.audience, [ok])
 })
 
 t.test('nobody reachable: {id: "", recipients: 0, errors: [text]} and nothing stored', async (t) => {
@@ -80,7 +79,6 @@ t.test('nobody reachable: {id: "", recipients: 0, errors: [text]} and nothing st
   t.equal(r.json.recipients, 0)
   t.ok(Array.isArray(r.json.errors) && typeof r.json.errors[0] === 'string')
   t.equal(await count(s, 'sends'), 0)
-  t.equal(await count(s, 'deliveries'), 0)
 })
 
 t.test('dry run: audience resolved for real, nothing stored', async (t) => {
@@ -92,7 +90,6 @@ t.test('dry run: audience resolved for real, nothing stored', async (t) => {
   t.same(r.json, { id: '', recipients: 1, dry_run: true })
   t.equal(r.headers.get('x-pm-recipients-exato'), 'true')
   t.equal(await count(s, 'sends'), 0)
-  t.equal(await count(s, 'deliveries'), 0)
 })
 
 t.test('external user ids: every reachable device of each user; users with none are listed', async (t) => {
@@ -104,8 +101,9 @@ t.test('external user ids: every reachable device of each user; users with none 
   t.equal(r.status, 200)
   t.equal(r.json.recipients, 3, 'one user with 3 devices gives 3 deliveries; a repeated user counts once')
   t.same(r.json.errors, { invalid_external_user_ids: ['bia', 'caio'] })
-  const [row] = await s.sql('SELECT include_external_user_ids, target_kind FROM sends WHERE id = $1', [r.json.id])
+  const [row] = await s.sql('SELECT include_external_user_ids, audience FROM sends WHERE id = $1', [r.json.id])
   t.same(row?.include_external_user_ids, ['ana', 'bia', 'caio', 'ana'], 'the list as sent')
+  t.equal(row?.audience.length, 3)
 })
 
 t.test('platform exclusion flags: absent includes, false excludes, true restricts nothing', async (t) => {
@@ -139,7 +137,7 @@ t.test('segments: estimate, not exact; a union never counts a device twice; sand
   t.equal(r.status, 200)
   t.equal(r.json.recipients, 2)
   t.equal(r.headers.get('x-pm-recipients-exato'), 'false')
-  t.equal(await count(s, 'deliveries'), 0, 'the worker expands segments')
+  t.equal((await s.sql('SELECT audience FROM sends WHERE id = $1', [r.json.id]))[0]?.audience, null, 'the worker expands segments')
   t.equal((await send(s, app, { included_segments: ['Active Users'] })).json.recipients, 1)
   t.equal((await send(s, app, { included_segments: ['Engaged Users'] })).json.recipients, 1)
   const [row] = await s.sql('SELECT included_segments, recipients_exact FROM sends WHERE id = $1', [r.json.id])
@@ -206,7 +204,6 @@ t.test('a refused request writes nothing', async (t) => {
   ]
   for (const [body, status] of cases) t.equal((await send(s, app, body)).status, status, JSON.stringify(body).slice(0, 60))
   t.equal(await count(s, 'sends'), 0)
-  t.equal(await count(s, 'deliveries'), 0)
 })
 
 t.test('auth: 401 without key or for a foreign app_id, 403 paused, 400 app_id missing', async (t) => {

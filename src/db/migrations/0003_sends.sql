@@ -14,6 +14,9 @@ CREATE TABLE sends (
   include_external_user_ids jsonb,
   -- isIos / isAndroid / isAnyWeb after the exclusion logic: which platforms the audience covers.
   platforms           jsonb NOT NULL,
+  -- List targets: the devices that were reachable when the send was accepted (its delivery list, written once, as
+  -- one value). Null for segments, which the delivery engine expands in pages.
+  audience            uuid[],
   -- The validated message the delivery engine renders (src/sends/payload.ts).
   message             jsonb NOT NULL,
   name                text,
@@ -47,7 +50,9 @@ CREATE INDEX sends_app_queued_idx ON sends (app_id, queued_at DESC, id DESC);
 -- The sweeper's scan: due sends nobody has taken.
 CREATE INDEX sends_unpicked_idx ON sends ((COALESCE(send_after, queued_at))) WHERE picked_at IS NULL AND completed_at IS NULL;
 
--- One row per (send, device). status: 0 pending, 1 successful, 2 failed (dead token), 3 errored (attempts exhausted).
+-- One row per (send, device) the delivery engine has attempted: written with the outcome (batched), so a device
+-- costs one write in its send's life. status: 0 in flight/retrying, 1 successful, 2 failed (dead token),
+-- 3 errored (attempts exhausted).
 CREATE TABLE deliveries (
   send_id     uuid NOT NULL,
   device_id   uuid NOT NULL,
