@@ -67,16 +67,26 @@ function decodeAddress(buf: ArrayBuffer): string {
   return text
 }
 
+/** Request ids: a random per-process prefix and a counter, in UUID form; unique across instances, ~free to make. */
+const ID_PREFIX = randomUUID().slice(0, 24)
+let idCounter = 0
+function nextRequestId(): string {
+  idCounter = (idCounter + 1) % 0x1000000000000
+  return ID_PREFIX + idCounter.toString(16).padStart(12, '0')
+}
+
 export class Request {
-  readonly id = randomUUID()
-  readonly method: string
-  readonly path: string
-  readonly rawQuery: string
-  readonly params: string[]
-  /** Only the headers the route declared (uWS frees the request when the handler returns; copying all costs). */
-  readonly headers: Record<string, string> = {}
+  readonly id = nextRequestId()
   aborted = false
-  #peerRaw: ArrayBuffer
+  /** uWS's request: valid only until the route callback returns. A handler that goes async is detached first. */
+  #u: HttpRequest | null
+  #res: HttpResponse
+  #method?: string
+  #path?: string
+  #rawQuery?: string
+  #params?: string[]
+  #headers?: Record<string, string>
+  #peerRaw?: ArrayBuffer
   #peer?: string
   #ip?: string
   #query?: URLSearchParams
@@ -87,26 +97,73 @@ export class Request {
   constructor(
     res: HttpResponse,
     req: HttpRequest,
-    paramCount: number,
+    private readonly paramCount: number,
     readonly bodyLimit: number | null,
-    headerNames: readonly string[],
+    /** Only the headers the route declared are kept (copying every header costs on the cheapest routes). */
+    private readonly headerNames: readonly string[],
     private readonly proxies: ProxyTrust | null,
   ) {
-    this.method = req.getCaseSensitiveMethod()
-    this.path = req.getUrl()
-    this.rawQuery = req.getQuery() ?? ''
-    this.params = []
-    for (let i = 0; i < paramCount; i++) this.params.push(decodeURIComponent(req.getParameter(i)))
-    for (const h of headerNames) {
-      const v = req.getHeader(h)
-      if (v !== '') this.headers[h] = v
+    this.#u = req
+    this.#res = res
+    if (bodyLimit !== null) this.#body = new BodyReader(res, bodyLimit, req.getHeader('content-length'))
+  }
+
+  /** Copies out of uWS everything a handler may read later; called before the route callback returns. */
+  detach(): void {
+    if (!this.#u) return
+    void this.method
+    void this.path
+    void this.rawQuery
+    void this.params
+    void this.headers
+    this.#peerRaw ??= this.#res.getRemoteAddressAsText()
+    this.#u = null
+  }
+
+  #live(): HttpRequest {
+    if (!this.#u) throw new Error('uWS request read after the route callback returned')
+    return this.#u
+  }
+
+  get method(): string {
+    this.#method ??= this.#live().getCaseSensitiveMethod()
+    return this.#method
+  }
+
+  get path(): string {
+    this.#path ??= this.#live().getUrl()
+    return this.#path
+  }
+
+  get rawQuery(): string {
+    this.#rawQuery ??= this.#live().getQuery() ?? ''
+    return this.#rawQuery
+  }
+
+  get params(): string[] {
+    if (!this.#params) {
+      const u = this.#live()
+      this.#params = []
+      for (let i = 0; i < this.paramCount; i++) this.#params.push(decodeURIComponent(u.getParameter(i)))
     }
-    this.#peerRaw = res.getRemoteAddressAsText()
-    if (bodyLimit !== null) this.#body = new BodyReader(res, bodyLimit, this.headers['content-length'] ?? '')
+    return this.#params
+  }
+
+  get headers(): Readonly<Record<string, string>> {
+    if (!this.#headers) {
+      const u = this.#live()
+      this.#headers = {}
+      for (const h of this.headerNames) {
+        const v = u.getHeader(h)
+        if (v !== '') this.#headers[h] = v
+      }
+    }
+    return this.#headers
   }
 
   /** The socket's peer address. */
   get peer(): string {
+    this.#peerRaw ??= this.#res.getRemoteAddressAsText()
     this.#peer ??= decodeAddress(this.#peerRaw)
     return this.#peer
   }

@@ -93,8 +93,9 @@ export class Router {
       } catch (err) {
         out = this.#fromError(err, req)
       }
-      // Synchronous handlers answer in the same tick: no promise on the cheapest routes.
+      // Synchronous handlers answer in the same tick: no promise and no copying on the cheapest routes.
       if (out instanceof Promise) {
+        req.detach()
         out.then(
           (reply) => this.#finish(res, req, reply),
           (err) => this.#finish(res, req, this.#fromError(err, req)),
