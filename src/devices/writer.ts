@@ -4,6 +4,7 @@
 // grow to `maxBatch` while `concurrency` statements are in flight, so throughput follows the database's batch rate.
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
+import { GroupCommit } from '../db/group-commit'
 import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../errors'
 import { dependencyOf } from '../http/dependency-errors'
@@ -22,17 +23,14 @@ export interface WriterOptions {
   devicesPerUser: number
 }
 
-interface Pending {
-  row: RegistrationRow
-  resolve: (id: string) => void
-  reject: (err: unknown) => void
-}
-
-/** One device of a batch: the merged row and every request that asked for it. */
+/** One device of a batch: the merged row and the positions (in the batch) of every request that asked for it. */
 interface Group {
   row: UpsertRow
-  waiters: Pending[]
+  waiters: number[]
 }
+
+/** What each request of a batch gets: its player_id, or the error for it alone. */
+type Results = Array<string | Error>
 
 const RETRYABLE = new Set(['40P01', '40001']) // deadlock, serialization failure
 const PROFILE_KEYS = [
@@ -64,11 +62,7 @@ export function mergeRegistration(earlier: UpsertRow, later: RegistrationRow): U
 }
 
 export class RegistrationWriter {
-  #queue: Pending[] = []
-  #inflight = 0
-  #scheduled = false
-  #stopped = false
-  #idle: Array<() => void> = []
+  readonly #gc: GroupCommit<RegistrationRow, string>
   /** Statements written and registrations they carried (tests and logs read them). */
   readonly stats = { statements: 0, registrations: 0 }
 
@@ -77,76 +71,52 @@ export class RegistrationWriter {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly o: WriterOptions,
-  ) {}
+  ) {
+    this.#gc = new GroupCommit((rows) => this.#write(rows), o)
+  }
 
   get queued(): number {
-    return this.#queue.length
+    return this.#gc.queued
   }
 
   /** Resolves with the player_id once the row is durable. */
   submit(row: RegistrationRow): Promise<string> {
-    if (this.#stopped || this.#queue.length >= this.o.maxQueue) {
-      return Promise.reject(new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'postgres' }))
-    }
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ row, resolve, reject })
-      if (!this.#scheduled && this.#inflight < this.o.concurrency) {
-        this.#scheduled = true
-        setImmediate(() => {
-          this.#scheduled = false
-          this.#pump()
-        })
-      }
-    })
+    return this.#gc.submit(row)
   }
 
   /** Refuses new work and resolves once everything accepted has been written. */
   stop(): Promise<void> {
-    this.#stopped = true
-    if (this.#queue.length === 0 && this.#inflight === 0) return Promise.resolve()
-    return new Promise((resolve) => this.#idle.push(resolve))
+    return this.#gc.stop()
   }
 
-  #pump(): void {
-    while (this.#inflight < this.o.concurrency && this.#queue.length > 0) {
-      const batch = this.#queue.splice(0, this.o.maxBatch)
-      this.#inflight++
-      this.#write(batch).finally(() => {
-        this.#inflight--
-        if (this.#queue.length > 0) this.#pump()
-        else if (this.#inflight === 0) for (const f of this.#idle.splice(0)) f()
-      })
-    }
-  }
-
-  async #write(batch: Pending[]): Promise<void> {
+  async #write(batch: RegistrationRow[]): Promise<Results> {
     this.stats.statements++
     this.stats.registrations += batch.length
     const groups = new Map<string, Group>()
-    for (const p of batch) {
-      const k = rowKey(p.row.app_id, p.row.identifier)
+    batch.forEach((row, i) => {
+      const k = rowKey(row.app_id, row.identifier)
       const g = groups.get(k)
       if (g) {
-        g.row = mergeRegistration(g.row, p.row)
-        g.waiters.push(p)
+        g.row = mergeRegistration(g.row, row)
+        g.waiters.push(i)
       } else {
-        groups.set(k, { row: { ...p.row, id: randomUUID() }, waiters: [p] })
+        groups.set(k, { row: { ...row, id: randomUUID() }, waiters: [i] })
       }
-    }
+    })
     // One lock order for every batch: concurrent batches touching the same rows wait, never deadlock.
     const sorted = [...groups.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1])
-    await this.#attempt(sorted, true)
+    const results: Results = new Array(batch.length)
+    await this.#attempt(sorted, true, results)
+    return results
   }
 
-  async #attempt(groups: Group[], maySplit: boolean): Promise<void> {
+  async #attempt(groups: Group[], maySplit: boolean, results: Results): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
         const refused = await this.#statement(groups)
         for (const g of groups) {
-          for (const w of g.waiters) {
-            if (refused.has(g)) w.reject(new ApiError('EXTERNAL_USER_DEVICE_LIMIT', { limite: this.o.devicesPerUser }))
-            else w.resolve(g.row.id)
-          }
+          const r = refused.has(g) ? new ApiError('EXTERNAL_USER_DEVICE_LIMIT', { limite: this.o.devicesPerUser }) : g.row.id
+          for (const i of g.waiters) results[i] = r
         }
         return
       } catch (err) {
@@ -155,10 +125,11 @@ export class RegistrationWriter {
         if (maySplit && groups.length > 1 && !dependencyOf(err)) {
           // A row the validator let through but Postgres refused must not fail its neighbours: retry each alone.
           this.log.error({ err, rows: groups.length }, 'registration batch failed; retrying row by row')
-          for (const g of groups) await this.#attempt([g], false)
+          for (const g of groups) await this.#attempt([g], false, results)
           return
         }
-        for (const g of groups) for (const w of g.waiters) w.reject(err)
+        const e = err instanceof Error ? err : new Error(String(err))
+        for (const g of groups) for (const i of g.waiters) results[i] = e
         return
       }
     }
