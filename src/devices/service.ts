@@ -1,11 +1,8 @@
 // The devices feature as other parts of the process see it: registration (quota, then group commit), the PUT
 // update, the read shape, and the exporter. Built once per process by src/service.ts.
-import type { Logger } from 'pino'
-import type { Config } from '../config'
+import type { Infra } from '../infra'
 import { type Db, tx } from '../db/pool'
 import { ApiError } from '../errors'
-import type { RedisClient } from '../redis/client'
-import type { Keys } from '../redis/keys'
 import { type Clock, epochSeconds } from '../time'
 import { Exporter } from './export'
 import { DeviceQuotas } from './quota'
@@ -13,14 +10,7 @@ import { applyUpdate, countUserDevices, type DeviceRow, findDevice, lockAll, loc
 import type { DeviceUpdate, RegistrationRow } from './validate'
 import { RegistrationWriter } from './writer'
 
-export interface DeviceServiceDeps {
-  cfg: Config
-  db: Db
-  redis: RedisClient
-  keys: Keys
-  clock: Clock
-  log: Logger
-}
+export type DeviceServiceDeps = Infra
 
 /** spec §Device read shape; playtime, session_count and device_os are shape constants. */
 export function readShape(d: DeviceRow): Record<string, unknown> {

@@ -1,26 +1,14 @@
 // Builds the sends feature for one process: the group-commit writer, the hand-off and its sweeper, the free-plan
 // gate and its measurement job, the per-app counters (sends and reads per second, across instances).
-import type { Logger } from 'pino'
-import type { Config } from '../config'
-import type { Db } from '../db/pool'
-import type { RedisClient } from '../redis/client'
-import type { Keys } from '../redis/keys'
+import type { Infra } from '../infra'
 import { WindowCounter } from '../redis/window-counter'
-import type { Clock } from '../time'
 import { Handoff } from './handoff'
 import { MauGate } from './mau'
 import { SendService } from './service'
 import { deleteExpiredIdempotency } from './store'
 import { SendWriter } from './writer'
 
-export interface SendsDeps {
-  cfg: Config
-  db: Db
-  redis: RedisClient
-  keys: Keys
-  clock: Clock
-  log: Logger
-}
+export type SendsDeps = Infra
 
 export class SendsModule {
   readonly writer: SendWriter
