@@ -78,6 +78,11 @@ async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
   const cfg = loadConfig({ ...localDefaults(), ...process.env })
   switch (cmd) {
+    case 'help':
+    case '--help':
+    case '-h':
+      console.log(USAGE)
+      return
     case 'serve':
       return serve(cfg, rest)
     case 'migrate': {
@@ -148,11 +153,12 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
   console.log(JSON.stringify({ id, revogadas: n }))
 }
 
+/** CONTRACT.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
-  if (err instanceof UsageError) console.error(`pombo: ${err.message}\n${USAGE}`)
+  if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
   else if (err instanceof ConfigError) console.error(`pombo: ${err.message}`)
   else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
-  else console.error(`pombo: ${(err as Error).message ?? err}`)
+  else console.error(`pombo: ${((err as Error).message ?? String(err)).split('\n')[0]}`)
   process.exit(2)
 }
 

@@ -1,39 +1,8 @@
 // 503 on the device routes when Postgres or Redis is unreachable (spec §Device and export routes errors): the
 // service reaches both through TCP proxies this test can cut; nothing is written and the service recovers.
-import { createServer, type Server, type Socket, connect } from 'node:net'
 import t from 'tap'
 import { basic, DATABASE_URL, REDIS_URL, startService } from '../helpers/service'
-
-/** A TCP proxy that can refuse connections and drop the open ones. */
-class Cut {
-  #server: Server | null = null
-  #sockets = new Set<Socket>()
-  port = 0
-  constructor(
-    readonly host: string,
-    readonly target: number,
-  ) {}
-  async open(): Promise<void> {
-    const server = createServer((client) => {
-      const upstream = connect(this.target, this.host)
-      for (const s of [client, upstream]) {
-        this.#sockets.add(s)
-        s.on('close', () => this.#sockets.delete(s))
-        s.on('error', () => {})
-      }
-      client.pipe(upstream).pipe(client)
-    })
-    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve))
-    this.port = (server.address() as { port: number }).port
-    this.#server = server
-  }
-  async cut(): Promise<void> {
-    const s = this.#server
-    this.#server = null
-    for (const sock of this.#sockets) sock.destroy()
-    await new Promise<void>((resolve) => (s ? s.close(() => resolve()) : resolve()))
-  }
-}
+import { Cut } from '../helpers/tcp-cut'
 
 const pg = new URL(DATABASE_URL)
 const rd = new URL(REDIS_URL)
