@@ -1,0 +1,20 @@
+// Delivery credentials once opened from the vault (spec §Delivery credentials). Only src/delivery reads them.
+
+/** A Google service-account JSON (the fields the FCM HTTP v1 flow uses; others are kept as they came). */
+export interface FcmCredential {
+  project_id: string
+  client_email: string
+  private_key: string
+  /** OAuth token endpoint; Google's clients use the one inside the file (CONTRACT.md). */
+  token_uri: string
+  [k: string]: unknown
+}
+
+export interface ApnsCredential {
+  /** The .p8 file contents (PKCS#8 PEM of a P-256 key). */
+  p8: string
+  keyId: string
+  teamId: string
+  bundleId: string
+  env: 'sandbox' | 'production'
+}
