@@ -1,0 +1,189 @@
+// What both fake providers share: a TLS HTTP/2 server on 127.0.0.1:0 with the test certificate, its live sessions
+// (for GOAWAY, drops and SETTINGS changes), timers that close() cancels, and a recorder tests can wait on.
+import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type SecureServerOptions } from 'node:http2'
+import type { AddressInfo } from 'node:net'
+import type { TLSSocket } from 'node:tls'
+import type { Step } from './behaviour'
+import { testTls } from './tls'
+
+export type Req = Http2ServerRequest
+export type Res = Http2ServerResponse
+
+export interface H2Options {
+  allowHTTP1: boolean
+  maxConcurrentStreams: number
+  onRequest(req: Req, res: Res): void
+}
+
+/** Records what a fake received; `waitFor` resolves once n items are in (counted even when bodies are not kept). */
+export class Recorder<T> {
+  readonly items: T[] = []
+  count = 0
+  #waiters: Array<{ n: number; resolve: (items: T[]) => void }> = []
+  constructor(readonly keep: boolean) {}
+
+  push(item: T): void {
+    this.count++
+    if (this.keep) this.items.push(item)
+    if (this.#waiters.length === 0) return
+    this.#waiters = this.#waiters.filter((w) => {
+      if (this.count < w.n) return true
+      w.resolve(this.items.slice())
+      return false
+    })
+  }
+
+  waitFor(n: number, timeoutMs: number, what: string): Promise<T[]> {
+    if (this.count >= n) return Promise.resolve(this.items.slice())
+    return new Promise((resolve, reject) => {
+      const w = {
+        n,
+        resolve: (items: T[]) => {
+          clearTimeout(timer)
+          resolve(items)
+        },
+      }
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((x) => x !== w)
+        reject(new Error(`waited ${timeoutMs} ms for ${n} ${what}, got ${this.count}`))
+      }, timeoutMs)
+      this.#waiters.push(w)
+    })
+  }
+
+  clear(): void {
+    this.items.length = 0
+    this.count = 0
+  }
+}
+
+export class H2Fake {
+  readonly sessions = new Set<Http2Session>()
+  /** Sessions ever accepted: a client that reconnects after GOAWAY shows up here. */
+  sessionsOpened = 0
+  readonly #sockets = new Set<TLSSocket>()
+  readonly #timers = new Set<NodeJS.Timeout>()
+  #settings: { maxConcurrentStreams: number }
+  #closed?: Promise<void>
+  url = ''
+
+  private constructor(readonly server: http2.Http2SecureServer, maxConcurrentStreams: number) {
+    this.#settings = { maxConcurrentStreams }
+  }
+
+  static async start(o: H2Options): Promise<H2Fake> {
+    const { key, cert } = testTls()
+    const opts: SecureServerOptions = { key, cert, allowHTTP1: o.allowHTTP1, settings: { maxConcurrentStreams: o.maxConcurrentStreams } }
+    const server = http2.createSecureServer(opts, o.onRequest)
+    const fake = new H2Fake(server, o.maxConcurrentStreams)
+    server.on('session', (s: Http2Session) => {
+      fake.sessions.add(s)
+      fake.sessionsOpened++
+      s.on('close', () => fake.sessions.delete(s))
+      s.on('error', () => {}) // a client vanishing mid-stream is part of the tests, not a failure of the fake
+    })
+    // A client that did not negotiate h2 by ALPN is cut off (Node would answer it a plain-text 403 instead)
+    server.on('unknownProtocol', (sock: TLSSocket) => sock.destroy())
+    server.on('secureConnection', (sock: TLSSocket) => {
+      fake.#sockets.add(sock)
+      sock.on('close', () => fake.#sockets.delete(sock))
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(0, '127.0.0.1', () => resolve())
+    })
+    fake.url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+    return fake
+  }
+
+  /** Runs fn after ms unless the fake closes first. */
+  later(ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.#timers.delete(t)
+      fn()
+    }, ms)
+    this.#timers.add(t)
+  }
+
+  /** Carries out a step: after its delay, drops the stream or the connection, hangs, or calls answer(). */
+  perform(step: Step, req: Req, res: Res, answer: () => void): void {
+    const act = () => {
+      if (res.destroyed || res.writableEnded) return
+      if (step.name === 'hang') return
+      if (step.name === 'drop') return drop(req)
+      if (step.name === 'drop-session') return dropSession(req)
+      answer()
+    }
+    if (step.delayMs) this.later(step.delayMs, act)
+    else act()
+  }
+
+  /** GOAWAY to every live session (RFC 9113 §6.8), with optional debug data, then a graceful close. */
+  goaway(opaque?: Buffer): void {
+    for (const s of this.sessions) {
+      if (s.closed || s.destroyed) continue
+      s.goaway(http2.constants.NGHTTP2_NO_ERROR, undefined, opaque)
+      s.close()
+    }
+  }
+
+  /** New SETTINGS_MAX_CONCURRENT_STREAMS for new and live sessions (a SETTINGS frame is sent on each). */
+  setMaxConcurrentStreams(n: number): void {
+    this.#settings = { maxConcurrentStreams: n }
+    this.server.updateSettings(this.#settings)
+    for (const s of this.sessions) if (!s.closed && !s.destroyed) s.settings(this.#settings)
+  }
+
+  /** Destroys every connection at once (a crash of the provider's front end). */
+  dropAll(): void {
+    for (const s of this.sessions) s.destroy()
+    for (const sock of this.#sockets) sock.destroy()
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= new Promise<void>((resolve) => {
+      for (const t of this.#timers) clearTimeout(t)
+      this.#timers.clear()
+      this.server.close(() => resolve())
+      this.dropAll()
+    })
+    return this.#closed
+  }
+}
+
+function drop(req: Req): void {
+  if (req.httpVersion === '2.0') req.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR)
+  else req.socket.destroy()
+}
+
+function dropSession(req: Req): void {
+  if (req.httpVersion === '2.0') req.stream.session?.destroy()
+  else req.socket.destroy()
+}
+
+/** Reads a request body up to a cap; resolves null when it is larger (the caller answers 413/400). */
+export function readBody(req: Req, capBytes: number): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    let over = false
+    req.on('data', (c: Buffer) => {
+      size += c.length
+      if (size > capBytes) over = true
+      else chunks.push(c)
+    })
+    req.on('end', () => resolve(over ? null : Buffer.concat(chunks)))
+    req.on('error', () => resolve(null))
+    req.on('aborted', () => resolve(null))
+  })
+}
+
+/** Writes a JSON answer (or an empty one when body is undefined). */
+export function send(res: Res, status: number, headers: Record<string, string>, body?: unknown): void {
+  if (res.destroyed || res.writableEnded) return
+  const text = body === undefined ? '' : JSON.stringify(body)
+  const h: Record<string, string> = { ...headers }
+  if (body !== undefined) h['content-type'] = 'application/json; charset=UTF-8'
+  res.writeHead(status, h)
+  res.end(text)
+}
