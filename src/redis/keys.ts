@@ -8,6 +8,11 @@ export class Keys {
     return `${this.prefix}:ctl:invalidate`
   }
 
+  /** Pub/sub channel: an app's delivery credential changed (`<app_id>:<platform>`); workers drop cached providers. */
+  credentials(): string {
+    return `${this.prefix}:ctl:credentials`
+  }
+
   /** Registrations counted per app per hour, across instances (spec §Limits). */
   registrations(appId: string, hour: number): string {
     return `${this.prefix}:{${appId}}:reg:${hour}`
