@@ -1,6 +1,7 @@
 // Hands committed sends to the data plane: an entry on the app's partition stream (XADD, pipelined per event-loop
-// turn). Redis may lose its data, so Postgres stays the truth: a sweeper re-enqueues every due send that no worker
-// has taken (a scheduled send is first enqueued by the sweeper when its time comes). Workers treat a duplicate
+// turn). Redis may lose its data, so Postgres stays the truth: a sweeper re-enqueues every due, unfinished send that
+// no worker has touched for a grace period (workers refresh `picked_at` while they work on a send; a scheduled send
+// is first enqueued by the sweeper when its time comes). Workers treat a duplicate
 // entry as a no-op, so re-enqueueing is always safe; stream length is capped because the sweeper re-derives
 // anything trimmed.
 import type { Logger } from 'pino'
@@ -70,15 +71,15 @@ export class Handoff {
     if (failed) throw failed[0]
   }
 
-  /** Enqueues due sends nobody took; answers how many. One instance sweeps at a time (Redis lock). */
+  /** Enqueues due, unfinished sends no worker has touched lately; answers how many. One instance at a time (lock). */
   async sweep(limit = 5_000): Promise<number> {
     const now = new Date(this.clock())
     const r = await query<{ app_id: string; id: string; lane: number }>(
       this.db,
       `SELECT app_id, id, lane FROM sends
-        WHERE picked_at IS NULL AND completed_at IS NULL AND COALESCE(send_after, queued_at) <= $1
-          AND ((enqueued_at IS NULL AND send_after IS NOT NULL)
-               OR COALESCE(enqueued_at, queued_at) < $1::timestamptz - make_interval(secs => $2::float8 / 1000))
+        WHERE completed_at IS NULL AND COALESCE(send_after, queued_at) <= $1
+          AND ((enqueued_at IS NULL AND picked_at IS NULL AND send_after IS NOT NULL)
+               OR GREATEST(picked_at, enqueued_at, queued_at) < $1::timestamptz - make_interval(secs => $2::float8 / 1000))
         ORDER BY COALESCE(send_after, queued_at) LIMIT $3`,
       [now, this.s.graceMs, limit],
     )

@@ -167,8 +167,8 @@ export async function insertSends(c: Tx, rows: SendRow[]): Promise<void> {
     c,
     `INSERT INTO sends (app_id, id, lane, target_kind, included_segments, include_player_ids, include_external_user_ids,
                         platforms, message, name, headings, contents, external_id, recipients, recipients_exact,
-                        remaining, ttl_s, queued_at, send_after, audience)
-     SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa, au::uuid[]
+                        remaining, ttl_s, queued_at, send_after, audience, expansion_done)
+     SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa, au::uuid[], rx
        FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::text[], $5::jsonb[], $6::jsonb[], $7::jsonb[], $8::jsonb[],
                    $9::jsonb[], $10::text[], $11::jsonb[], $12::jsonb[], $13::text[], $14::int[], $15::bool[], $16::int[],
                    $17::timestamptz[], $18::timestamptz[], $19::text[])

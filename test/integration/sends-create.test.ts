@@ -167,9 +167,14 @@ t.test('hand-off: the send lands on its partition stream; a lost stream is re-de
   t.equal(await handoff.sweep(), 1)
   t.equal((await redis.xrange(stream, '-', '+')).length, 1)
   t.equal(await handoff.sweep(), 0, 'once re-enqueued it waits another grace period')
-  await s.sql('UPDATE sends SET picked_at = now()')
   clock.advance(s.cfg.jobs.handoffGraceMs + 1)
-  t.equal(await handoff.sweep(), 0, 'a send a worker took is not re-enqueued')
+  await s.sql('UPDATE sends SET picked_at = $1', [new Date(clock.ms)])
+  t.equal(await handoff.sweep(), 0, 'a send a worker is working on (fresh picked_at) is left alone')
+  clock.advance(s.cfg.jobs.handoffGraceMs + 1)
+  t.equal(await handoff.sweep(), 1, 'a send whose worker went silent is enqueued again')
+  await s.sql('UPDATE sends SET completed_at = $1', [new Date(clock.ms)])
+  clock.advance(s.cfg.jobs.handoffGraceMs + 1)
+  t.equal(await handoff.sweep(), 0, 'a completed send never')
 })
 
 t.test('a scheduled send reaches its stream when due, not before', async (t) => {

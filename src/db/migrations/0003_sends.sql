@@ -39,7 +39,8 @@ CREATE TABLE sends (
   ttl_s               integer NOT NULL,
   queued_at           timestamptz NOT NULL,
   send_after          timestamptz,
-  -- When a worker took the send; the sweeper re-enqueues due sends that no worker took (Redis may lose its data).
+  -- A worker's last sign of life on this send (set when it takes the send, refreshed while it works on it); the
+  -- sweeper re-enqueues due, unfinished sends that no worker has touched for a grace period (Redis may lose data).
   picked_at           timestamptz,
   -- When the sweeper last put the send on its work stream (the API's own hand-off is not recorded: queued_at).
   enqueued_at         timestamptz,
@@ -47,8 +48,8 @@ CREATE TABLE sends (
   PRIMARY KEY (app_id, id)
 );
 CREATE INDEX sends_app_queued_idx ON sends (app_id, queued_at DESC, id DESC);
--- The sweeper's scan: due sends nobody has taken.
-CREATE INDEX sends_unpicked_idx ON sends ((COALESCE(send_after, queued_at))) WHERE picked_at IS NULL AND completed_at IS NULL;
+-- The sweeper's scan: unfinished sends.
+CREATE INDEX sends_open_idx ON sends ((COALESCE(send_after, queued_at))) WHERE completed_at IS NULL;
 
 -- One row per (send, device) the delivery engine has attempted: written with the outcome (batched), so a device
 -- costs one write in its send's life. status: 0 in flight/retrying, 1 successful, 2 failed (dead token),

@@ -24,5 +24,10 @@ CREATE INDEX events_app_idx ON events (app_id, seq);
 
 -- Why a send's deliveries stopped short (credential missing or refused, environment mismatch): shown to the caller.
 ALTER TABLE sends ADD COLUMN problem text;
--- Segment expansion: the last device id already paged out of the segment (bounded memory for any size).
+-- Segment expansion: the last device id already paged out of the segment (bounded memory for any size), and
+-- whether the whole segment has been paged out (until then `recipients` is the send-time estimate and the send
+-- cannot close). List sends know their audience from the start.
 ALTER TABLE sends ADD COLUMN expanded_until uuid;
+ALTER TABLE sends ADD COLUMN expansion_done boolean;
+UPDATE sends SET expansion_done = recipients_exact;
+ALTER TABLE sends ALTER COLUMN expansion_done SET NOT NULL;

@@ -1,0 +1,152 @@
+// The work of one send, in pages (bounded memory whatever the audience): devices not yet final, with their tokens.
+// List sends walk their `audience` array by position. Segment sends are expanded page by page into placeholder
+// delivery rows (the audience becomes fixed as it is expanded; `expanded_until` remembers where), and their work is
+// the placeholder rows still pending, walked by device id.
+import { type Db, query } from '../db/pool'
+import { REACHABLE_SQL, segmentWhere } from '../sends/store'
+
+export interface Candidate {
+  deviceId: string
+  /** Null when the device no longer exists (deleted since the send was accepted). */
+  token: string | null
+  deviceType: number
+  /** Still a valid, subscribed device (it may have died since the send was accepted). */
+  valid: boolean
+}
+
+export interface SendMeta {
+  appId: string
+  id: string
+  lane: 0 | 1
+  targetKind: 'players' | 'users' | 'segments'
+  segments: string[]
+  platformMask: number
+  message: Record<string, unknown>
+  ttlS: number
+  /** When delivery may start (send_after or queued_at), epoch ms. */
+  startMs: number
+  audienceLength: number
+  expandedUntil: string | null
+  expansionDone: boolean
+  completed: boolean
+}
+
+export async function loadSend(db: Db, appId: string, sendId: string): Promise<SendMeta | null> {
+  const r = await query<{
+    lane: number
+    target_kind: SendMeta['targetKind']
+    included_segments: string[]
+    platforms: { ios: boolean; android: boolean; web: boolean }
+    message: Record<string, unknown>
+    ttl_s: number
+    start: Date
+    n: number | null
+    expanded_until: string | null
+    expansion_done: boolean
+    completed_at: Date | null
+  }>(
+    db,
+    `SELECT lane, target_kind, included_segments, platforms, message, ttl_s, COALESCE(send_after, queued_at) AS start,
+            cardinality(audience) AS n, expanded_until, expansion_done, completed_at
+       FROM sends WHERE app_id = $1 AND id = $2`,
+    [appId, sendId],
+  )
+  const x = r.rows[0]
+  if (!x) return null
+  return {
+    appId,
+    id: sendId,
+    lane: x.lane as 0 | 1,
+    targetKind: x.target_kind,
+    segments: x.included_segments,
+    platformMask: (x.platforms.ios ? 1 : 0) | (x.platforms.android ? 2 : 0) | (x.platforms.web ? 4 : 0),
+    message: x.message,
+    ttlS: x.ttl_s,
+    startMs: x.start.getTime(),
+    audienceLength: x.n ?? 0,
+    expandedUntil: x.expanded_until,
+    expansionDone: x.expansion_done,
+    completed: x.completed_at !== null,
+  }
+}
+
+/** Positions [from, from + size) of a list send's audience, minus devices already final. 1-based positions. */
+export async function listPage(db: Db, s: SendMeta, from: number, size: number): Promise<Candidate[]> {
+  const r = await query<{ id: string; identifier: string | null; device_type: number | null; valid: boolean | null }>(
+    db,
+    `SELECT a.id, d.identifier, d.device_type, d.valid
+       FROM sends s, unnest(s.audience[$3:$4]) WITH ORDINALITY AS a(id, pos)
+       LEFT JOIN LATERAL (
+         SELECT d.identifier, d.device_type, (${REACHABLE_SQL}) AS valid FROM devices d
+          WHERE d.app_id = $1 AND d.id = a.id OFFSET 0) d ON true
+      WHERE s.app_id = $1 AND s.id = $2
+        AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.send_id = $2 AND x.device_id = a.id AND x.status <> 0)
+      ORDER BY a.pos`,
+    [s.appId, s.id, from, from + size - 1],
+  )
+  return r.rows.map((x) => ({ deviceId: x.id, token: x.identifier, deviceType: x.device_type ?? 1, valid: x.valid === true }))
+}
+
+/**
+ * Pages the next devices of a segment into placeholder rows; answers how many were added (0: expansion is over,
+ * and the send's recipients and remaining are set to what was expanded).
+ */
+export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date): Promise<number> {
+  const r = await query<{ n: number; last: string | null }>(
+    db,
+    `WITH page AS (
+       SELECT d.id, d.device_type FROM devices d
+        WHERE d.app_id = $1 AND ${REACHABLE_SQL}
+          AND ($3::int & (CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)) <> 0
+          AND ${segmentWhere(s.segments, '$5::timestamptz')}
+          AND ($4::uuid IS NULL OR d.id > $4::uuid)
+        ORDER BY d.id LIMIT $6
+     ), ins AS (
+       INSERT INTO deliveries (send_id, device_id, app_id, device_type)
+       SELECT $2, id, $1, device_type FROM page ON CONFLICT DO NOTHING
+     )
+     SELECT count(*)::int AS n, (SELECT id FROM page ORDER BY id DESC LIMIT 1) AS last FROM page`,
+    [s.appId, s.id, s.platformMask, s.expandedUntil, now, size],
+  )
+  const { n, last } = r.rows[0] ?? { n: 0, last: null }
+  if (n > 0) {
+    await query(db, 'UPDATE sends SET expanded_until = $3 WHERE app_id = $1 AND id = $2', [s.appId, s.id, last])
+    s.expandedUntil = last
+  } else {
+    await query(
+      db,
+      `UPDATE sends SET expansion_done = true,
+              recipients = (SELECT count(*) FROM deliveries WHERE send_id = $2),
+              remaining = (SELECT count(*) FROM deliveries WHERE send_id = $2 AND status = 0)
+        WHERE app_id = $1 AND id = $2`,
+      [s.appId, s.id],
+    )
+    s.expansionDone = true
+  }
+  return n
+}
+
+/** A segment send's pending placeholder rows after `after` (device id order), with tokens. */
+export async function segmentPage(db: Db, s: SendMeta, after: string | null, size: number): Promise<Candidate[]> {
+  const r = await query<{ id: string; identifier: string | null; device_type: number; valid: boolean | null }>(
+    db,
+    `SELECT x.device_id AS id, d.identifier, x.device_type, d.valid
+       FROM deliveries x
+       LEFT JOIN LATERAL (
+         SELECT d.identifier, (${REACHABLE_SQL}) AS valid FROM devices d
+          WHERE d.app_id = $1 AND d.id = x.device_id OFFSET 0) d ON true
+      WHERE x.send_id = $2 AND x.status = 0 AND ($3::uuid IS NULL OR x.device_id > $3::uuid)
+      ORDER BY x.device_id LIMIT $4`,
+    [s.appId, s.id, after, size],
+  )
+  return r.rows.map((x) => ({ deviceId: x.id, token: x.identifier, deviceType: x.device_type, valid: x.valid === true }))
+}
+
+/** Marks the send as taken by a worker (the sweeper stops re-enqueueing it). */
+export async function markPicked(db: Db, appId: string, sendId: string, now: Date): Promise<void> {
+  await query(db, 'UPDATE sends SET picked_at = COALESCE(picked_at, $3) WHERE app_id = $1 AND id = $2', [appId, sendId, now])
+}
+
+export async function setProblem(db: Db, appId: string, sendId: string, problem: string): Promise<void> {
+  await query(db, 'UPDATE sends SET problem = COALESCE(problem, $3) WHERE app_id = $1 AND id = $2', [appId, sendId, problem])
+}
