@@ -231,7 +231,7 @@ export async function startFakeApns(opts: ApnsOptions = {}) {
       script.reset()
     },
     /** GOAWAY to every connection, carrying APNs's JSON reason as debug data, then a graceful close. */
-    goaway: (reason = 'Shutdown') => h2.goaway(Buffer.from(JSON.stringify({ reason }))),
+    goaway: (reason = 'Shutdown', o: { refuseInFlight?: boolean } = {}) => h2.goaway(Buffer.from(JSON.stringify({ reason })), o),
     dropAll: () => h2.dropAll(),
     setMaxConcurrentStreams: (n: number) => h2.setMaxConcurrentStreams(n),
     get sessions(): number {

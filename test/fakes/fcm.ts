@@ -117,7 +117,7 @@ export async function startFakeFcm(opts: FcmOptions = {}) {
     tokenRequests.push(rec)
     const refuse = (error: string, description: string) => {
       rec.error = error
-      answer(res, 400, {}, tokenError(error, description))
+      send(res, 400, {}, tokenError(error, description))
     }
     if (form.get('grant_type') !== JWT_BEARER) return refuse('unsupported_grant_type', `Invalid grant_type: ${form.get('grant_type') ?? ''}`)
     const assertion = form.get('assertion')
@@ -148,7 +148,7 @@ export async function startFakeFcm(opts: FcmOptions = {}) {
     issued.set(accessToken, { clientEmail: rec.clientEmail as string, projectId: acct.projectId, scopes, expiresAtMs: now() + ttlS * 1000 })
     tokensIssued++
     rec.status = 200
-    answer(res, 200, {}, { access_token: accessToken, expires_in: ttlS, token_type: 'Bearer' })
+    send(res, 200, {}, { access_token: accessToken, expires_in: ttlS, token_type: 'Bearer' })
   }
 
   async function onSend(req: Req, res: Res, project: string): Promise<void> {
@@ -266,7 +266,8 @@ export async function startFakeFcm(opts: FcmOptions = {}) {
       tokenRequests.length = 0
       script.reset()
     },
-    goaway: () => h2.goaway(),
+    /** GOAWAY to every connection; see H2Fake.goaway for refuseInFlight. */
+    goaway: (o: { refuseInFlight?: boolean } = {}) => h2.goaway(undefined, o),
     dropAll: () => h2.dropAll(),
     setMaxConcurrentStreams: (n: number) => h2.setMaxConcurrentStreams(n),
     get sessions(): number {

@@ -63,6 +63,7 @@ export class H2Fake {
   sessionsOpened = 0
   readonly #sockets = new Set<TLSSocket>()
   readonly #timers = new Set<NodeJS.Timeout>()
+  readonly #open = new WeakMap<Http2Session, Set<number>>() // stream ids in flight, per session
   #settings: { maxConcurrentStreams: number }
   #closed?: Promise<void>
   url = ''
@@ -77,6 +78,14 @@ export class H2Fake {
     const server = http2.createSecureServer(opts, o.onRequest)
     const fake = new H2Fake(server, o.maxConcurrentStreams)
     server.on('session', (s: Http2Session) => {
+      const open = new Set<number>()
+      fake.#open.set(s, open)
+      s.on('stream', (st: http2.ServerHttp2Stream) => {
+        if (st.id === undefined) return
+        const id = st.id
+        open.add(id)
+        st.on('close', () => open.delete(id))
+      })
       fake.sessions.add(s)
       fake.sessionsOpened++
       s.on('close', () => fake.sessions.delete(s))
@@ -118,11 +127,17 @@ export class H2Fake {
     else act()
   }
 
-  /** GOAWAY to every live session (RFC 9113 §6.8), with optional debug data, then a graceful close. */
-  goaway(opaque?: Buffer): void {
+  /** GOAWAY to every live session (RFC 9113 §6.8), with optional debug data, then a graceful close. By default
+   *  the last-stream-id covers every stream received, so requests in flight are still answered; with refuseInFlight
+   *  it stops below the oldest open stream, and the client sees those refused (REFUSED_STREAM: never processed,
+   *  safe to retry elsewhere). A stream 1 still open cannot be refused this way (Node reads 0 as "all received"). */
+  goaway(opaque?: Buffer, o: { refuseInFlight?: boolean } = {}): void {
     for (const s of this.sessions) {
       if (s.closed || s.destroyed) continue
-      s.goaway(http2.constants.NGHTTP2_NO_ERROR, undefined, opaque)
+      const open = this.#open.get(s)
+      const oldest = open && open.size > 0 ? Math.min(...open) : 0
+      const last = o.refuseInFlight && oldest > 1 ? oldest - 2 : undefined
+      s.goaway(http2.constants.NGHTTP2_NO_ERROR, last, opaque)
       s.close()
     }
   }

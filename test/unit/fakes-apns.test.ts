@@ -178,6 +178,27 @@ t.test('GOAWAY carries the JSON reason; SETTINGS carry the stream cap', async (t
   t.same(await Promise.all(held), ['closed', 'closed'], 'streams still open when the fake closes are cut')
 })
 
+t.test('GOAWAY either lets requests in flight finish or refuses them (never processed: safe to retry)', async (t) => {
+  for (const refuseInFlight of [false, true]) {
+    const f = await startFakeApns()
+    t.teardown(() => f.close())
+    const k = f.key()
+    const c = new RawH2Client(f.url)
+    t.teardown(() => c.close())
+    const h = headers({ 'apns-topic': 'any.app' }, k)
+    t.equal((await c.post('/3/device/warm', h, payload)).status, 200)
+    f.script('slow', 'slow:200')
+    const inFlight = c.post('/3/device/slow', h, payload).then((a) => a.status, (e: Error) => e.message)
+    await f.waitForRequests(2)
+    f.goaway('Shutdown', { refuseInFlight })
+    if (refuseInFlight) t.match(await inFlight, /REFUSED_STREAM/, 'refused')
+    else t.equal(await inFlight, 200, 'answered before the connection closes')
+    const again = new RawH2Client(f.url)
+    t.equal((await again.post('/3/device/next', h, payload)).status, 200, 'a new connection works')
+    await again.close()
+  }
+})
+
 t.test('HTTP/1.1 is refused; a new token too soon on one connection is TooManyProviderTokenUpdates', async (t) => {
   const err = await new Promise<Error | null>((resolve) => {
     const req = https.request(`${apns.url}/3/device/x`, { method: 'POST', ca: testCa() }, () => resolve(null))
