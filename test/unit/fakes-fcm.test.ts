@@ -9,6 +9,7 @@ import t from 'tap'
 import { parseBehaviour } from '../fakes/behaviour'
 import { FCM_SCOPE, type FakeFcm, JWT_BEARER, type ServiceAccount, startFakeFcm } from '../fakes/fcm'
 import { RawH2Client } from '../fakes/h2-client'
+import { startFakeProviders } from '../fakes/index'
 import { testCa, testTls } from '../fakes/tls'
 
 const nowS = () => Math.floor(Date.now() / 1000)
@@ -245,6 +246,13 @@ t.test('a process started with NODE_EXTRA_CA_CERTS trusts the fake without being
   const code = `fetch(process.argv[1], { method: 'POST', body: 'grant_type=x' }).then(async (r) => console.log(r.status, (await r.json()).error))`
   const { stdout } = await promisify(execFile)(process.execPath, ['-e', code, fcm.tokenUri], { env: { ...process.env, NODE_EXTRA_CA_CERTS: testTls().caFile } })
   t.equal(stdout.trim(), '400 unsupported_grant_type')
+})
+
+t.test('startFakeProviders gives both fakes, their environment, and tears them down with the test', async (t) => {
+  const p = await startFakeProviders(t, { apns: { environment: 'sandbox' } })
+  t.match(p.env, { PM_FCM_BASE_URL: /^https:\/\/127\.0\.0\.1:\d+$/, PM_APNS_BASE_URL: /^https:\/\/127\.0\.0\.1:\d+$/, NODE_EXTRA_CA_CERTS: testTls().caFile })
+  t.equal(p.ca, testCa())
+  t.equal(p.apns.environment, 'sandbox')
 })
 
 t.test('record: false keeps counts only (the bench)', async (t) => {
