@@ -8,6 +8,7 @@ import { migrate } from './db/migrate'
 import { ApiError } from './errors'
 import { createLogger } from './log'
 import { ALL_ROLES, type Role, Service } from './service'
+import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
 
 const USAGE = `usage:
@@ -17,7 +18,11 @@ const USAGE = `usage:
   pombo app pause APP_ID | pombo app resume APP_ID
   pombo app plan APP_ID free|pro
   pombo app rotate-key APP_ID [--sandbox]
-  pombo key revoke APP_ID [--kid KID]`
+  pombo key revoke APP_ID [--kid KID]
+  pombo credentials fcm APP_ID SERVICE_ACCOUNT.json [--config google-services.json] [--package NAME]
+  pombo credentials apns APP_ID --p8 FILE --key-id ID --team-id ID --bundle-id ID --env sandbox|production
+  pombo credentials apns-env APP_ID sandbox|production
+  pombo credentials delete APP_ID fcm|apns`
 
 class UsageError extends Error {}
 
@@ -94,6 +99,8 @@ async function main(argv: string[]): Promise<void> {
       return appCommand(cfg, rest)
     case 'key':
       return keyCommand(cfg, rest)
+    case 'credentials':
+      return credentialsCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
   }

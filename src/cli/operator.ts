@@ -4,15 +4,20 @@ import { AppDirectory } from '../apps/directory'
 import { AppService } from '../apps/service'
 import type { Config } from '../config'
 import { migrate } from '../db/migrate'
-import { createPool } from '../db/pool'
+import { createPool, type Db } from '../db/pool'
 import { createLogger } from '../log'
-import { connectRedis } from '../redis/client'
+import { connectRedis, type RedisClient } from '../redis/client'
 import { Keys } from '../redis/keys'
 import { systemClock } from '../time'
 import { Vault } from '../vault'
 
 export interface OperatorTools {
   apps: AppService
+  db: Db
+  redis: RedisClient
+  keys: Keys
+  dir: AppDirectory
+  vault: Vault
 }
 
 export async function withOperatorTools<T>(cfg: Config, fn: (t: OperatorTools) => Promise<T>): Promise<T> {
@@ -20,8 +25,10 @@ export async function withOperatorTools<T>(cfg: Config, fn: (t: OperatorTools) =
   const db = createPool(cfg.databaseUrl, cfg.dbSchema, 2)
   const redis = await connectRedis(cfg.redisUrl, 'pombo-cli')
   try {
-    const dir = new AppDirectory(db, redis, new Keys(cfg.redisPrefix), createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock)
-    return await fn({ apps: new AppService(db, dir, new Vault(cfg.vaultKey), cfg, systemClock) })
+    const keys = new Keys(cfg.redisPrefix)
+    const dir = new AppDirectory(db, redis, keys, createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock)
+    const vault = new Vault(cfg.vaultKey)
+    return await fn({ apps: new AppService(db, dir, vault, cfg, systemClock), db, redis, keys, dir, vault })
   } finally {
     redis.disconnect()
     await db.end()

@@ -1,0 +1,85 @@
+// Storing, switching and deleting delivery credentials: input already validated (validate.ts); each change is one
+// transaction (credential + firebase_params together), published to every instance after it commits.
+import type { AppDirectory } from '../apps/directory'
+import { findApp } from '../apps/store'
+import { type Db, type Tx, tx } from '../db/pool'
+import { ApiError } from '../errors'
+import type { RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
+import type { Clock } from '../time'
+import type { Vault } from '../vault'
+import * as store from './store'
+import type { ApnsEnv, CredentialOf, FirebaseParams, MetaOf, Platform } from './validate'
+import { CredentialError } from './validate'
+
+export interface CredentialDeps {
+  db: Db
+  vault: Vault
+  dir: AppDirectory
+  redis: RedisClient
+  keys: Keys
+  now: Clock
+}
+
+export interface Saved<P extends Platform> {
+  meta: MetaOf<P>
+  updatedAt: Date
+}
+
+export class CredentialService {
+  constructor(private readonly d: CredentialDeps) {}
+
+  /** Stores (or replaces) a credential; with `firebaseParams` the app's public parameters change in the same commit. */
+  async save<P extends Platform>(
+    appId: string,
+    platform: P,
+    credential: CredentialOf<P>,
+    meta: MetaOf<P>,
+    firebaseParams?: FirebaseParams,
+  ): Promise<Saved<P>> {
+    this.d.vault.require()
+    const at = new Date(this.d.now())
+    await tx(this.d.db, async (c) => {
+      await this.#requireApp(c, appId)
+      await store.saveCredential(c, this.d.vault, appId, platform, credential, meta, at)
+      if (firebaseParams) await store.setFirebaseParams(c, appId, firebaseParams)
+    })
+    await this.#publish(appId, platform)
+    return { meta, updatedAt: at }
+  }
+
+  /** Switches the APNs environment without a new key (spec: changeable at any time, effective immediately). */
+  async setApnsEnv(appId: string, env: ApnsEnv): Promise<Saved<'apns'>> {
+    this.d.vault.require()
+    const at = new Date(this.d.now())
+    const meta = await tx(this.d.db, async (c) => {
+      await this.#requireApp(c, appId)
+      const cur = await store.loadCredential(c, this.d.vault, appId, 'apns', true)
+      if (!cur) throw new CredentialError('this app has no APNs credential; store one with pombo credentials apns')
+      const meta = { ...cur.meta, env }
+      await store.saveCredential(c, this.d.vault, appId, 'apns', { ...cur.credential, env }, meta, at)
+      return meta
+    })
+    await this.#publish(appId, 'apns')
+    return { meta, updatedAt: at }
+  }
+
+  /** Deletes the credential (firebase_params, public, stay); returns whether there was one. */
+  async delete(appId: string, platform: Platform): Promise<boolean> {
+    const deleted = await tx(this.d.db, async (c) => {
+      await this.#requireApp(c, appId)
+      return store.deleteCredential(c, appId, platform)
+    })
+    // Published even when nothing was deleted: a worker holding a stale provider drops it all the same.
+    await this.#publish(appId, platform)
+    return deleted
+  }
+
+  async #requireApp(c: Tx, appId: string): Promise<void> {
+    if (!(await findApp(c, appId, true))) throw new ApiError('APP_NOT_FOUND')
+  }
+
+  #publish(appId: string, platform: Platform): Promise<void> {
+    return store.publishCredentialChange(this.d.redis, this.d.keys, this.d.dir, appId, platform)
+  }
+}

@@ -1,0 +1,43 @@
+// Runs the real `pombo` entry point as a child process against a test service's namespace (schema + Redis prefix).
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { DATABASE_URL, REDIS_URL, type TestService, VAULT_KEY } from './service'
+
+const MAIN = join(__dirname, '..', '..', 'src', 'main.ts')
+
+export interface Run {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+export function pombo(s: TestService, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', MAIN, ...args],
+      {
+        env: {
+          ...process.env,
+          DATABASE_URL,
+          REDIS_URL,
+          PM_DB_SCHEMA: s.cfg.dbSchema,
+          PM_REDIS_PREFIX: s.cfg.redisPrefix,
+          PM_VAULT_KEY: VAULT_KEY,
+          PM_PLATFORM_KEY: '',
+          ...env,
+        },
+      },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    )
+  })
+}
+
+/** CONTRACT.md: bad input exits non-zero (2) with a one-line reason. */
+export function oneLineFailure(t: Test, r: Run, pattern: RegExp): void {
+  t.equal(r.code, 2, 'exits 2')
+  t.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr.trim()}`)
+  t.match(r.stderr, pattern)
+  t.equal(r.stdout, '', 'prints nothing on stdout')
+}
