@@ -36,7 +36,7 @@ t.test('normal shape: {id, recipients}, lane and exactness headers, send and del
   const [row] = await s.sql('SELECT recipients, remaining, lane, target_kind FROM sends WHERE id = $1', [r.json.id])
   t.same(row, { recipients: 2, remaining: 2, lane: 0, target_kind: 'players' })
   const [list] = await s.sql('SELECT audience FROM sends WHERE id = $1', [r.json.id])
-  t.same([...list?.audience].sort(), [a, b].sort(), 'the delivery list is written with the send')
+  t.same([...(list?.audience ?? [])].sort(), [a, b].sort(), 'the delivery list is written with the send')
 })
 
 t.test('marketing lane by body or header; the body wins', async (t) => {
