@@ -1,0 +1,147 @@
+// The FCM HTTP v1 `messages:send` body for one device, built from the send's rendering (src/sends/payload.ts).
+// Fields: firebase.google.com/docs/reference/fcm/rest/v1/projects.messages (Message, AndroidConfig,
+// AndroidNotification, WebpushConfig, ApnsConfig). Pure: same input, same bytes.
+//   data      map<string,string>: the caller's data as text (objects/arrays JSON-encoded, spec §request fields "on the
+//             Android path values travel as text"), pm_url, pm_msg_id, pm_rcpt (spec §Payload carried to the device),
+//             and the full language maps as pmx_contents/pmx_headings/pmx_subtitle (spec §Language selection "full
+//             language maps still travel") when they fit FCM's 4,096 bytes, else left out (the resolved text is shown).
+//   android   device_type 1: priority, ttl "<n>s", collapse_key, notification {title, body, icon, color, sound,
+//             channel_id, image}; texts by pickText (`en`, else first alphabetical).
+//   webpush   device_types 5/7/8: headers TTL/Urgency (RFC 8030 §5.2, §5.3; Topic §5.4 when the collapse id is a
+//             valid one), notification {title, body, icon, image}, fcm_options.link = pm_url when it is https.
+//   apns      device_type 0 when routed through FCM: headers and an `aps` block like the direct path, texts by pickText.
+import { pickText } from '../../sends/payload'
+import type { TextMap } from '../../sends/types'
+import type { Push, Target } from './types'
+
+/** FCM: "4096 bytes for most messages … This includes both the keys and the values." */
+export const FCM_DATA_LIMIT_BYTES = 4096
+const WEB_TYPES = new Set([5, 7, 8])
+/** RFC 8030 §5.4: Topic is at most 32 characters of the URL- and filename-safe base64 alphabet. */
+const WEB_TOPIC = /^[A-Za-z0-9_-]{1,32}$/
+
+type Json = Record<string, unknown>
+
+/** The rendering's members as the builders read them (payload.ts header). */
+export interface Rendering {
+  contents: TextMap
+  headings?: TextMap
+  subtitle?: TextMap
+  data: Json
+  big_picture?: string
+  large_icon?: string
+  ios_attachments?: Record<string, string>
+  small_icon?: string
+  android_channel_id?: string
+  android_accent_color?: string
+  ios_sound?: string
+  android_sound?: string
+  collapse_id?: string
+  content_available: boolean
+  mutable_content: boolean
+}
+
+export const rendering = (push: Push): Rendering => push.message as unknown as Rendering
+
+/** FCM data values are strings: strings as they are, anything else as its JSON text. */
+export function asText(v: unknown): string {
+  return typeof v === 'string' ? v : JSON.stringify(v ?? null)
+}
+
+/** Caller data + pm_url as text, then pm_msg_id and pm_rcpt; the language maps when they fit `budget` bytes. */
+export function fcmData(m: Rendering, push: Push, budgetBytes: number): Record<string, string> {
+  const data: Record<string, string> = {}
+  let bytes = 0
+  const put = (k: string, v: string) => {
+    data[k] = v
+    bytes += Buffer.byteLength(k) + Buffer.byteLength(v)
+  }
+  for (const [k, v] of Object.entries(m.data ?? {})) put(k, asText(v))
+  put('pm_msg_id', push.sendId)
+  put('pm_rcpt', push.proof)
+  const maps: Array<[string, string]> = [['pmx_contents', JSON.stringify(m.contents)]]
+  if (m.headings) maps.push(['pmx_headings', JSON.stringify(m.headings)])
+  if (m.subtitle) maps.push(['pmx_subtitle', JSON.stringify(m.subtitle)])
+  const extra = maps.reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0)
+  if (bytes + extra <= budgetBytes) for (const [k, v] of maps) put(k, v)
+  return data
+}
+
+/** Drops undefined members so the wire shows only what was set. */
+function compact<T extends Json>(o: T): T {
+  for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k]
+  return o
+}
+
+const utf8 = (s: string | undefined) => (s === undefined ? 0 : Buffer.byteLength(s))
+
+export function fcmMessage(target: Target, push: Push, nowMs: number): { message: Json } {
+  const m = rendering(push)
+  const title = pickText(m.headings)
+  const body = pickText(m.contents)
+  // The visible texts count against the same 4,096 bytes as data on FCM's side.
+  const data = fcmData(m, push, FCM_DATA_LIMIT_BYTES - utf8(title) - utf8(body))
+  const message: Json = { token: target.token, data }
+  const url = typeof m.data?.pm_url === 'string' ? m.data.pm_url : undefined
+  if (target.deviceType === 0) message.apns = apnsConfig(m, push, nowMs, title, body)
+  else if (WEB_TYPES.has(target.deviceType)) message.webpush = webpushConfig(m, push, title, body, url)
+  else message.android = androidConfig(m, push, title, body)
+  return { message }
+}
+
+function androidConfig(m: Rendering, push: Push, title: string | undefined, body: string | undefined): Json {
+  return compact({
+    priority: push.lane === 0 ? 'HIGH' : 'NORMAL',
+    ttl: `${push.ttlS}s`, // google.protobuf.Duration in JSON: seconds with an "s" suffix
+    collapse_key: m.collapse_id,
+    notification: compact({
+      title,
+      body,
+      icon: m.small_icon,
+      color: m.android_accent_color,
+      sound: m.android_sound,
+      channel_id: m.android_channel_id,
+      image: m.big_picture,
+    }),
+  })
+}
+
+function webpushConfig(m: Rendering, push: Push, title: string | undefined, body: string | undefined, url: string | undefined): Json {
+  return compact({
+    headers: compact({
+      TTL: String(push.ttlS),
+      Urgency: push.lane === 0 ? 'high' : 'normal',
+      Topic: m.collapse_id !== undefined && WEB_TOPIC.test(m.collapse_id) ? m.collapse_id : undefined,
+    }),
+    notification: compact({ title, body, icon: m.large_icon, image: m.big_picture }),
+    // WebpushFcmOptions.link: "For all URL values, HTTPS is required."
+    fcm_options: url?.startsWith('https://') ? { link: url } : undefined,
+  })
+}
+
+function apnsConfig(m: Rendering, push: Push, nowMs: number, title: string | undefined, body: string | undefined): Json {
+  const subtitle = pickText(m.subtitle)
+  const background = m.content_available && !title && !subtitle && !body
+  const aps = compact({
+    alert: background ? undefined : compact({ title, subtitle, body }),
+    sound: background ? undefined : m.ios_sound,
+    'mutable-content': m.mutable_content ? 1 : undefined,
+    'content-available': m.content_available ? 1 : undefined,
+  })
+  return compact({
+    headers: compact({
+      'apns-push-type': background ? 'background' : 'alert',
+      'apns-priority': background || push.lane === 1 ? '5' : '10',
+      'apns-expiration': String(apnsExpiration(push.ttlS, nowMs)),
+      'apns-collapse-id': m.collapse_id,
+    }),
+    payload: { aps },
+    fcm_options: m.big_picture ? { image: m.big_picture } : undefined,
+  })
+}
+
+/** apns-expiration: epoch seconds until which APNs keeps retrying; 0 = deliver once or drop (Apple, "Sending
+ *  notification requests to APNs"). */
+export function apnsExpiration(ttlS: number, nowMs: number): number {
+  return ttlS <= 0 ? 0 : Math.floor(nowMs / 1000) + ttlS
+}

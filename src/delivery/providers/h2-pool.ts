@@ -1,0 +1,266 @@
+// Pooled HTTP/2 client sessions per provider origin (issue 5 §Providers: "several HTTP/2 sessions per provider host,
+// streams bounded by the server's setting, reconnect on GOAWAY, timeouts"). Never throws and never hangs: a request
+// that gets no complete answer resolves as a failure (status 0), which providers turn into a transient outcome.
+//
+// - Sessions are grouped by origin plus an optional `group` (APNs keeps one signing key per connection, because
+//   Apple limits provider-token changes per connection: TooManyProviderTokenUpdates).
+// - A group opens up to `sessionsPerOrigin` sessions lazily (a new one only when every open one is busy) and picks
+//   the least-loaded session under the peer's SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §5.1.2, §6.5.2), read from
+//   each SETTINGS frame (none is started before the first); beyond that, requests wait in FIFO order.
+// - GOAWAY, close or error retires a session at once (new requests go to a new one); its in-flight streams end as
+//   failures, except streams the server refused unprocessed (REFUSED_STREAM, also what a GOAWAY's last-stream-id
+//   leaves behind): those are sent again once, since the server did not act on them (RFC 9113 §8.7).
+// - Trust: Node's roots plus `ca` when given (tests); a service process also honours NODE_EXTRA_CA_CERTS, which Node
+//   adds to its default store at start-up.
+import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
+import { rootCertificates } from 'node:tls'
+
+export interface H2Response {
+  status: number
+  headers: IncomingHttpHeaders
+  body: Buffer
+}
+export interface H2Failure {
+  status: 0
+  /** timeout: no answer in time; connection: the stream or session died; closed: the pool was closed. */
+  failure: 'timeout' | 'connection' | 'closed'
+  detail: string
+}
+export type H2Result = H2Response | H2Failure
+
+export interface H2PoolOptions {
+  /** Sessions per origin (and group); default 2. One process is CPU-bound near 8k requests/s (STACK.md). */
+  sessionsPerOrigin?: number
+  /** Per-request deadline, including time spent waiting for a free stream; default 10 s. */
+  timeoutMs?: number
+  /** Extra CA certificates (PEM) trusted besides Node's roots. */
+  ca?: string | string[]
+  /** Ceiling on streams per session whatever the peer allows (its default is unlimited); default 1,000. */
+  maxStreamsCap?: number
+}
+
+export interface RequestOptions {
+  /** Sessions are shared only within one (origin, group). */
+  group?: string
+  timeoutMs?: number
+}
+
+interface Conn {
+  session: ClientHttp2Session
+  active: number
+  maxStreams: number
+  usable: boolean
+  connected: boolean
+}
+
+interface Group {
+  origin: string
+  conns: Conn[]
+  waiting: Pending[]
+}
+
+interface Pending {
+  group: Group
+  headers: OutgoingHttpHeaders
+  body: string | Buffer | undefined
+  resolve: (r: H2Result) => void
+  timer: NodeJS.Timeout
+  stream?: ClientHttp2Stream
+  settled: boolean
+  resent: boolean
+}
+
+const { NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL } = http2.constants
+
+export class H2Pool {
+  readonly #groups = new Map<string, Group>()
+  readonly #sessions: number
+  readonly #timeoutMs: number
+  readonly #maxStreamsCap: number
+  readonly #ca: string[] | undefined
+  #closed = false
+  /** Sessions ever opened: tests read it to see reconnections. */
+  sessionsOpened = 0
+
+  constructor(o: H2PoolOptions = {}) {
+    this.#sessions = Math.max(1, o.sessionsPerOrigin ?? 2)
+    this.#timeoutMs = o.timeoutMs ?? 10_000
+    this.#maxStreamsCap = o.maxStreamsCap ?? 1_000
+    const extra = o.ca === undefined ? [] : Array.isArray(o.ca) ? o.ca : [o.ca]
+    // `ca` replaces the default store in tls.connect, so the roots are put back beside the extra certificates.
+    this.#ca = extra.length ? [...rootCertificates, ...extra] : undefined
+  }
+
+  /** One request; headers carry the pseudo-headers (':method', ':path'). Resolves, never rejects. */
+  request(origin: string, headers: OutgoingHttpHeaders, body?: string | Buffer, o: RequestOptions = {}): Promise<H2Result> {
+    if (this.#closed) return Promise.resolve(failure('closed', 'pool closed'))
+    const key = o.group === undefined ? origin : `${origin}#${o.group}`
+    let group = this.#groups.get(key)
+    if (!group) {
+      group = { origin, conns: [], waiting: [] }
+      this.#groups.set(key, group)
+    }
+    const g = group
+    return new Promise<H2Result>((resolve) => {
+      const p: Pending = { group: g, headers, body, resolve, settled: false, resent: false, timer: undefined as unknown as NodeJS.Timeout }
+      p.timer = setTimeout(() => this.#timeout(p), o.timeoutMs ?? this.#timeoutMs)
+      this.#dispatch(p)
+    })
+  }
+
+  /** Live sessions and streams in flight per origin key: for tests and diagnostics. */
+  stats(): Record<string, { sessions: number; active: number; waiting: number; maxStreams: number[] }> {
+    const out: Record<string, { sessions: number; active: number; waiting: number; maxStreams: number[] }> = {}
+    for (const [k, g] of this.#groups) {
+      out[k] = {
+        sessions: g.conns.length,
+        active: g.conns.reduce((n, c) => n + c.active, 0),
+        waiting: g.waiting.length,
+        maxStreams: g.conns.map((c) => c.maxStreams),
+      }
+    }
+    return out
+  }
+
+  /** Fails whatever is waiting or in flight and destroys every session; later requests resolve 'closed'. */
+  async close(): Promise<void> {
+    this.#closed = true
+    const closing: Promise<void>[] = []
+    for (const g of this.#groups.values()) {
+      for (const p of g.waiting.splice(0)) this.#settle(p, failure('closed', 'pool closed'))
+      for (const c of g.conns.splice(0)) {
+        c.usable = false
+        if (c.session.destroyed) continue
+        closing.push(new Promise((resolve) => c.session.once('close', () => resolve())))
+        c.session.destroy()
+      }
+    }
+    this.#groups.clear()
+    await Promise.all(closing)
+  }
+
+  #dispatch(p: Pending): void {
+    if (p.settled) return
+    if (this.#closed) {
+      this.#settle(p, failure('closed', 'pool closed'))
+      return
+    }
+    const c = this.#pick(p.group)
+    if (c) this.#start(c, p)
+    else p.group.waiting.push(p)
+  }
+
+  /** The least-loaded usable session with a free stream; opens another while the group is below its size and busy. */
+  #pick(g: Group): Conn | undefined {
+    let best: Conn | undefined
+    for (const c of g.conns) if (c.usable && c.active < c.maxStreams && (!best || c.active < best.active)) best = c
+    if ((!best || best.active > 0) && g.conns.length < this.#sessions) return this.#open(g)
+    return best
+  }
+
+  #open(g: Group): Conn {
+    const session = http2.connect(g.origin, { ca: this.#ca, settings: { enablePush: false } })
+    this.sessionsOpened++
+    // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
+    const c: Conn = { session, active: 0, maxStreams: 0, usable: true, connected: false }
+    g.conns.push(c)
+    session.once('connect', () => {
+      c.connected = true
+    })
+    session.on('remoteSettings', (s) => {
+      c.connected = true
+      c.maxStreams = Math.max(1, Math.min(this.#maxStreamsCap, s.maxConcurrentStreams ?? this.#maxStreamsCap))
+      this.#drain(g)
+    })
+    session.on('goaway', () => this.#retire(g, c))
+    session.on('close', () => this.#retire(g, c))
+    // The failure reaches each request through its stream's close; a session that never connected also fails the
+    // requests waiting for it, so an unreachable host answers at once instead of reconnecting in a loop.
+    session.on('error', (err: Error) => this.#retire(g, c, c.connected ? undefined : err))
+    return c
+  }
+
+  #retire(g: Group, c: Conn, connectError?: Error): void {
+    if (c.usable) {
+      c.usable = false
+      g.conns = g.conns.filter((x) => x !== c)
+      if (c.active === 0 && !c.session.destroyed) c.session.close()
+    }
+    if (connectError) {
+      for (const p of g.waiting.splice(0)) this.#settle(p, failure('connection', `connect ${g.origin}: ${connectError.message}`))
+      return
+    }
+    this.#drain(g)
+  }
+
+  /** Starts waiting requests while some session has room. */
+  #drain(g: Group): void {
+    while (g.waiting.length > 0 && !this.#closed) {
+      const c = this.#pick(g)
+      if (!c) return
+      this.#start(c, g.waiting.shift() as Pending)
+    }
+  }
+
+  #start(c: Conn, p: Pending): void {
+    let stream: ClientHttp2Stream
+    try {
+      stream = c.session.request(p.headers, { endStream: p.body === undefined })
+    } catch (err) {
+      // A session that went away between pick and request: retire it and try the next one (or a new one).
+      this.#retire(p.group, c)
+      if (p.resent) this.#settle(p, failure('connection', (err as Error).message))
+      else {
+        p.resent = true
+        this.#dispatch(p)
+      }
+      return
+    }
+    c.active++
+    p.stream = stream
+    let head: IncomingHttpHeaders | undefined
+    const chunks: Buffer[] = []
+    stream.on('response', (h) => {
+      head = h
+    })
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk))
+    stream.on('end', () => {
+      if (head) this.#settle(p, { status: Number(head[':status']), headers: head, body: Buffer.concat(chunks) })
+    })
+    stream.on('error', () => {}) // settled by 'close' below
+    stream.on('close', () => {
+      c.active--
+      if (!c.usable && c.active === 0 && !c.session.destroyed) c.session.close()
+      if (!p.settled) {
+        if (stream.rstCode === NGHTTP2_REFUSED_STREAM && !p.resent) {
+          p.resent = true
+          p.stream = undefined
+          this.#dispatch(p)
+        } else {
+          this.#settle(p, failure('connection', `stream closed without a complete answer (rst ${stream.rstCode ?? 'none'})`))
+        }
+      }
+      this.#drain(p.group)
+    })
+    if (p.body !== undefined) stream.end(p.body)
+  }
+
+  #timeout(p: Pending): void {
+    if (p.settled) return
+    const i = p.group.waiting.indexOf(p)
+    if (i >= 0) p.group.waiting.splice(i, 1)
+    this.#settle(p, failure('timeout', p.stream ? 'no answer in time' : 'no free stream in time'))
+    if (p.stream && !p.stream.closed) p.stream.close(NGHTTP2_CANCEL)
+  }
+
+  #settle(p: Pending, r: H2Result): void {
+    if (p.settled) return
+    p.settled = true
+    clearTimeout(p.timer)
+    p.resolve(r)
+  }
+}
+
+function failure(kind: H2Failure['failure'], detail: string): H2Failure {
+  return { status: 0, failure: kind, detail }
+}

@@ -1,0 +1,73 @@
+// Providers by platform, and a small cache of them per (app, platform, credential version): the FCM access token and
+// the APNs provider token live as long as the credential version does (a new version, e.g. an environment change,
+// gets a fresh provider at once; spec §Delivery credentials "effective immediately").
+import { type Clock, systemClock } from '../../time'
+import type { ApnsCredential, FcmCredential } from '../credentials-types'
+import { ApnsProvider } from './apns'
+import { ApnsTokens } from './apns-token'
+import { FcmProvider } from './fcm'
+import type { H2Pool } from './h2-pool'
+import type { Provider } from './types'
+
+export type Platform = 'fcm' | 'apns'
+
+export interface ProviderDeps {
+  pool: H2Pool
+  /** cfg.fcmBaseUrl */
+  fcmBaseUrl: string
+  /** cfg.apnsBaseUrl (null: Apple's host by the credential's environment) */
+  apnsBaseUrl: string | null
+  clock?: Clock
+  /** One provider token per APNs signing key across apps; providerFor makes one per call when absent. */
+  apnsTokens?: ApnsTokens
+}
+
+export function providerFor(platform: 'fcm', credential: FcmCredential, deps: ProviderDeps): Provider
+export function providerFor(platform: 'apns', credential: ApnsCredential, deps: ProviderDeps): Provider
+export function providerFor(platform: Platform, credential: FcmCredential | ApnsCredential, deps: ProviderDeps): Provider
+export function providerFor(platform: Platform, credential: FcmCredential | ApnsCredential, deps: ProviderDeps): Provider {
+  const clock = deps.clock ?? systemClock
+  if (platform === 'fcm') return new FcmProvider(credential as FcmCredential, { baseUrl: deps.fcmBaseUrl, pool: deps.pool, clock })
+  return new ApnsProvider(credential as ApnsCredential, { baseUrl: deps.apnsBaseUrl, pool: deps.pool, clock, tokens: deps.apnsTokens })
+}
+
+/** Which provider a device goes through by default: iOS (0) to APNs, Android (1) and web (5, 7, 8) to FCM. */
+export function platformOf(deviceType: number): Platform {
+  return deviceType === 0 ? 'apns' : 'fcm'
+}
+
+export class ProviderCache {
+  readonly #byApp = new Map<string, { version: string | number; provider: Provider }>()
+  readonly #deps: ProviderDeps
+
+  constructor(deps: ProviderDeps) {
+    this.#deps = { ...deps, apnsTokens: deps.apnsTokens ?? new ApnsTokens() }
+  }
+
+  /** The provider for this credential version; an older version of the same (app, platform) is closed. */
+  get(appId: string, platform: Platform, version: string | number, credential: FcmCredential | ApnsCredential): Provider {
+    const key = `${appId}:${platform}`
+    const hit = this.#byApp.get(key)
+    if (hit?.version === version) return hit.provider
+    if (hit) void hit.provider.close()
+    const provider = providerFor(platform, credential, this.#deps)
+    this.#byApp.set(key, { version, provider })
+    return provider
+  }
+
+  /** The credential was deleted (or the app went away): forget its provider(s). */
+  evict(appId: string, platform?: Platform): void {
+    for (const p of platform ? [platform] : (['fcm', 'apns'] as const)) {
+      const hit = this.#byApp.get(`${appId}:${p}`)
+      if (!hit) continue
+      this.#byApp.delete(`${appId}:${p}`)
+      void hit.provider.close()
+    }
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#byApp.values()]
+    this.#byApp.clear()
+    await Promise.all(all.map((h) => h.provider.close()))
+  }
+}

@@ -1,0 +1,174 @@
+// FcmProvider against the fake FCM over TLS HTTP/2: what FCM receives, every outcome class from scripted answers,
+// and the OAuth access token (obtained once, shared, refreshed before expiry, fetched again after a 401).
+import t from 'tap'
+import type { FcmCredential } from '../../src/delivery/credentials-types'
+import { FcmProvider } from '../../src/delivery/providers/fcm'
+import { H2Pool } from '../../src/delivery/providers/h2-pool'
+import { FCM_SCOPE, type FakeFcm, startFakeFcm } from '../fakes/fcm'
+import { testCa } from '../fakes/tls'
+import { android, PROOF, pushFor, SEND_ID, web } from '../helpers/push'
+
+let nowMs = Date.now()
+const clock = () => nowMs
+let fcm: FakeFcm
+let pool: H2Pool
+let sa: FcmCredential
+let provider: FcmProvider
+t.before(async () => {
+  fcm = await startFakeFcm({ now: clock })
+  pool = new H2Pool({ ca: testCa(), timeoutMs: 600 })
+  sa = fcm.serviceAccount('pombo-test') as unknown as FcmCredential
+  provider = new FcmProvider(sa, { baseUrl: fcm.url, pool, clock })
+})
+t.teardown(async () => {
+  await pool.close()
+  await fcm.close()
+})
+
+t.test('Android: the message FCM receives', async (t) => {
+  const push = pushFor({
+    contents: { pt: 'Olá', en: 'Hello' },
+    headings: { fr: 'Bonjour', es: 'Hola' },
+    data: { n: 1, obj: { a: [1] }, s: 'x' },
+    url: 'https://example.com/p',
+    small_icon: 'ic_stat',
+    android_accent_color: '#00FF00',
+    android_sound: 'ping',
+    android_channel_id: 'promo',
+    big_picture: 'https://img.example.com/x.png',
+    collapse_id: 'c1',
+    ttl: 120,
+    priority: 10,
+  })
+  t.strictSame(await provider.send(android('tok-android'), push), { kind: 'accepted' })
+  const rec = fcm.delivered.find((r) => r.target === 'tok-android')
+  t.match(rec, { httpVersion: '2.0', project: 'pombo-test', clientEmail: sa.client_email, status: 200 })
+  t.match(rec?.headers, { authorization: /^Bearer ya29\./, 'content-type': 'application/json' })
+  t.strictSame(rec?.body, {
+    message: {
+      token: 'tok-android',
+      data: {
+        n: '1',
+        obj: '{"a":[1]}',
+        pm_url: 'https://example.com/p',
+        s: 'x',
+        pm_msg_id: SEND_ID,
+        pm_rcpt: PROOF,
+        pmx_contents: '{"en":"Hello","pt":"Olá"}',
+        pmx_headings: '{"es":"Hola","fr":"Bonjour"}',
+      },
+      android: {
+        priority: 'HIGH',
+        ttl: '120s',
+        collapse_key: 'c1',
+        notification: {
+          title: 'Hola',
+          body: 'Hello',
+          icon: 'ic_stat',
+          color: '#00FF00',
+          sound: 'ping',
+          channel_id: 'promo',
+          image: 'https://img.example.com/x.png',
+        },
+      },
+    },
+  })
+})
+
+t.test('web push: the message FCM receives', async (t) => {
+  const push = pushFor({ contents: { de: 'Hallo', pt: 'Olá' }, large_icon: 'https://img.example.com/i.png', url: 'https://example.com/w', priority: 'marketing', ttl: 30 })
+  t.strictSame(await provider.send(web('tok-web', 8), push), { kind: 'accepted' })
+  const rec = fcm.delivered.find((r) => r.target === 'tok-web')
+  t.strictSame(rec?.body.message.webpush, {
+    headers: { TTL: '30', Urgency: 'normal' },
+    notification: { body: 'Hallo', icon: 'https://img.example.com/i.png' },
+    fcm_options: { link: 'https://example.com/w' },
+  })
+  t.strictSame(rec?.body.message.data, { pm_url: 'https://example.com/w', pm_msg_id: SEND_ID, pm_rcpt: PROOF, pmx_contents: '{"de":"Hallo","pt":"Olá"}' })
+  t.notOk('android' in (rec?.body.message ?? {}))
+})
+
+t.test('every outcome class from scripted answers', async (t) => {
+  const cases: Array<[string, string, unknown]> = [
+    ['o-unreg', 'unregistered', { kind: 'dead-token', reason: 'UNREGISTERED' }],
+    ['o-invalid', 'invalid-argument', { kind: 'dead-token', reason: 'INVALID_ARGUMENT: invalid registration token' }],
+    ['o-sender', 'sender-id-mismatch', { kind: 'credential', reason: 'SENDER_ID_MISMATCH: SenderId mismatch' }],
+    ['o-3p', 'third-party-auth-error', { kind: 'credential', reason: 'THIRD_PARTY_AUTH_ERROR: Auth error from APNS or Web Push Service' }],
+    ['o-quota', 'quota:7', { kind: 'quota', retryAfterMs: 7_000 }],
+    ['o-503', 'unavailable', { kind: 'transient', reason: 'UNAVAILABLE' }],
+    ['o-503-ra', 'unavailable:5', { kind: 'transient', reason: 'UNAVAILABLE', retryAfterMs: 5_000 }],
+    ['o-500', 'internal', { kind: 'transient', reason: 'INTERNAL' }],
+    ['o-slow', 'slow:100', { kind: 'accepted' }],
+  ]
+  const issued = fcm.tokensIssued
+  for (const [token, behaviour] of cases) fcm.script(token, behaviour)
+  const got = await Promise.all(cases.map(([token]) => provider.send(android(token), pushFor())))
+  for (const [i, [token, behaviour, want]] of cases.entries()) t.strictSame(got[i], want, `${token}: ${behaviour}`)
+  t.equal(fcm.tokensIssued, issued, 'THIRD_PARTY_AUTH_ERROR is not our access token: no new one fetched')
+})
+
+t.test('a malformed field is rejected, not a dead token', async (t) => {
+  const push = pushFor()
+  push.message = { ...push.message, android_accent_color: 'green' } // past the door's check, FCM names the field
+  t.strictSame(await provider.send(android('o-color'), push), { kind: 'rejected', reason: 'INVALID_ARGUMENT message.android.notification.color' })
+})
+
+t.test('no answer in time, a reset stream, a dropped connection: transient, and the next send goes through', async (t) => {
+  fcm.script('o-hang', 'hang')
+  fcm.script('o-drop', 'drop')
+  fcm.script('o-drop-session', 'drop-session')
+  // One at a time: a dropped connection also ends whatever else was in flight on it (as transient, never hanging).
+  const drop = await provider.send(android('o-drop'), pushFor())
+  const dropSession = await provider.send(android('o-drop-session'), pushFor())
+  const hang = await provider.send(android('o-hang'), pushFor())
+  t.match(hang, { kind: 'transient', reason: /^timeout/ })
+  t.match(drop, { kind: 'transient', reason: /^connection/ })
+  t.match(dropSession, { kind: 'transient', reason: /^connection/ })
+  t.strictSame(await provider.send(android('o-after-drop'), pushFor()), { kind: 'accepted' })
+})
+
+t.test('the access token: fetched once for concurrent sends, reused, refreshed 5 minutes before expiry', async (t) => {
+  const local = new FcmProvider(fcm.serviceAccount('pombo-test') as unknown as FcmCredential, { baseUrl: fcm.url, pool, clock })
+  const before = fcm.tokensIssued
+  const outcomes = await Promise.all(Array.from({ length: 30 }, (_, i) => local.send(android(`a-${i}`), pushFor())))
+  t.ok(outcomes.every((o) => o.kind === 'accepted'))
+  t.equal(fcm.tokensIssued, before + 1, 'one fetch shared by 30 concurrent sends')
+  t.equal(local.auth.fetches, 1)
+  const claims = fcm.tokenRequests.at(-1)?.claims as Record<string, number | string>
+  t.match(claims, { scope: FCM_SCOPE, aud: fcm.tokenUri, iss: /@pombo-test\.iam\.gserviceaccount\.com$/ })
+  t.equal(Number(claims.exp) - Number(claims.iat), 3600)
+
+  nowMs += 54 * 60_000
+  await local.send(android('a-54'), pushFor())
+  t.equal(local.auth.fetches, 1, 'still fresh at 54 minutes')
+  nowMs += 2 * 60_000
+  t.strictSame(await local.send(android('a-56'), pushFor()), { kind: 'accepted' })
+  t.equal(local.auth.fetches, 2, 'at 56 minutes (4 before expiry) a new token')
+})
+
+t.test('a 401 drops the access token and retries once; a revoked account is a credential outcome', async (t) => {
+  const acct = fcm.serviceAccount('pombo-test')
+  const local = new FcmProvider(acct as unknown as FcmCredential, { baseUrl: fcm.url, pool, clock })
+  t.strictSame(await local.send(android('r-1'), pushFor()), { kind: 'accepted' })
+  fcm.expireAccessTokens()
+  const sent = fcm.stats().requests
+  t.strictSame(await local.send(android('r-2'), pushFor()), { kind: 'accepted' })
+  t.equal(local.auth.fetches, 2)
+  t.equal(fcm.stats().requests - sent, 2, 'the 401, then the retry')
+
+  fcm.revoke(acct.client_email)
+  t.match(await local.send(android('r-3'), pushFor()), { kind: 'credential', reason: /^oauth invalid_grant/ })
+  t.equal(local.auth.fetches, 3)
+})
+
+t.test('a service account whose key is not a key is a credential outcome, nothing sent', async (t) => {
+  const bad = { ...fcm.serviceAccount('pombo-test'), private_key: 'not a key' } as unknown as FcmCredential
+  const sent = fcm.stats().requests
+  t.match(await new FcmProvider(bad, { baseUrl: fcm.url, pool, clock }).send(android('k-1'), pushFor()), { kind: 'credential', reason: /^service account unusable/ })
+  t.equal(fcm.stats().requests, sent)
+})
+
+t.test('another project than the account\'s: credential', async (t) => {
+  const other = { ...fcm.serviceAccount('pombo-test'), project_id: 'someone-else' } as unknown as FcmCredential
+  t.match(await new FcmProvider(other, { baseUrl: fcm.url, pool, clock }).send(android('p-1'), pushFor()), { kind: 'credential', reason: /^PERMISSION_DENIED/ })
+})

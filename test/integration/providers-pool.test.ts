@@ -1,0 +1,126 @@
+// The HTTP/2 pool against the fake FCM over TLS: GOAWAY and dropped connections (reconnect and continue, nothing
+// hangs), streams bounded by the server's SETTINGS_MAX_CONCURRENT_STREAMS, several sessions, unreachable hosts.
+import { createServer } from 'node:net'
+import t from 'tap'
+import type { FcmCredential } from '../../src/delivery/credentials-types'
+import { FcmProvider } from '../../src/delivery/providers/fcm'
+import { H2Pool } from '../../src/delivery/providers/h2-pool'
+import type { Outcome } from '../../src/delivery/providers/types'
+import { type FakeFcm, startFakeFcm } from '../fakes/fcm'
+import { testCa } from '../fakes/tls'
+import { android, pushFor } from '../helpers/push'
+
+let fcm: FakeFcm
+let sa: FcmCredential
+t.before(async () => {
+  fcm = await startFakeFcm()
+  sa = fcm.serviceAccount('pombo-test') as unknown as FcmCredential
+})
+t.teardown(() => fcm.close())
+
+function setup(t: { teardown(fn: () => unknown): void }, o: ConstructorParameters<typeof H2Pool>[0] = {}) {
+  const pool = new H2Pool({ ca: testCa(), timeoutMs: 2_000, ...o })
+  t.teardown(() => pool.close())
+  return { pool, provider: new FcmProvider(sa, { baseUrl: fcm.url, pool }) }
+}
+function kinds(os: Outcome[]): Record<string, number> {
+  const m: Record<string, number> = {}
+  for (const o of os) m[o.kind] = (m[o.kind] ?? 0) + 1
+  return m
+}
+const tick = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+t.test('GOAWAY mid-flight: every request settles, new ones go over a new session', async (t) => {
+  const { pool, provider } = setup(t)
+  fcm.script(/^ga-/, 'slow:200')
+  const inflight = Array.from({ length: 40 }, (_, i) => provider.send(android(`ga-${i}`), pushFor()))
+  await tick(80)
+  const opened = pool.sessionsOpened
+  fcm.goaway()
+  const outcomes = await Promise.all(inflight)
+  t.equal(outcomes.length, 40, 'none hangs')
+  t.same(kinds(outcomes), { accepted: 40 }, 'streams the server had taken are answered')
+  const after = await Promise.all(Array.from({ length: 20 }, (_, i) => provider.send(android(`gb-${i}`), pushFor())))
+  t.same(kinds(after), { accepted: 20 })
+  t.ok(pool.sessionsOpened > opened, 'reconnected')
+})
+
+t.test('the connection cut under load: in-flight requests are transient, the next ones go through', async (t) => {
+  const { pool, provider } = setup(t)
+  await provider.send(android('warm'), pushFor())
+  fcm.script(/^cut-/, 'slow:300')
+  const inflight = Array.from({ length: 30 }, (_, i) => provider.send(android(`cut-${i}`), pushFor()))
+  await tick(80)
+  const opened = pool.sessionsOpened
+  fcm.dropAll()
+  const outcomes = await Promise.all(inflight)
+  t.same(kinds(outcomes), { transient: 30 })
+  t.ok(outcomes.every((o) => o.kind === 'transient' && o.reason.startsWith('connection')))
+  t.strictSame(await provider.send(android('after-cut'), pushFor()), { kind: 'accepted' })
+  t.ok(pool.sessionsOpened > opened)
+})
+
+t.test('streams per session never exceed the server\'s SETTINGS_MAX_CONCURRENT_STREAMS', async (t) => {
+  fcm.setMaxConcurrentStreams(3)
+  t.teardown(() => fcm.setMaxConcurrentStreams(100))
+  const { pool, provider } = setup(t, { sessionsPerOrigin: 2 })
+  await provider.send(android('ms-warm'), pushFor()) // the token fetch and the sessions are up
+  fcm.script(/^ms-\d/, 'slow:150')
+  const inflight = Array.from({ length: 20 }, (_, i) => provider.send(android(`ms-${i}`), pushFor()))
+  let peak = 0
+  let peakWaiting = 0
+  const timer = setInterval(() => {
+    const s = pool.stats()[fcm.url]
+    peak = Math.max(peak, s?.active ?? 0)
+    peakWaiting = Math.max(peakWaiting, s?.waiting ?? 0)
+  }, 5)
+  const outcomes = await Promise.all(inflight)
+  clearInterval(timer)
+  t.same(kinds(outcomes), { accepted: 20 })
+  t.strictSame(pool.stats()[fcm.url]?.maxStreams, [3, 3], 'read from the server\'s SETTINGS')
+  t.ok(peak <= 6, `at most 2 sessions × 3 streams in flight (peak ${peak})`)
+  t.ok(peak >= 4, `both sessions used (peak ${peak})`)
+  t.ok(peakWaiting > 0, 'the rest waited for a free stream')
+})
+
+t.test('a lower limit announced on a live session is honoured', async (t) => {
+  const { pool, provider } = setup(t, { sessionsPerOrigin: 1 })
+  await provider.send(android('ls-warm'), pushFor())
+  fcm.setMaxConcurrentStreams(2)
+  t.teardown(() => fcm.setMaxConcurrentStreams(100))
+  await tick(50)
+  t.strictSame(pool.stats()[fcm.url]?.maxStreams, [2])
+  fcm.script(/^ls-\d/, 'slow:100')
+  const inflight = Array.from({ length: 6 }, (_, i) => provider.send(android(`ls-${i}`), pushFor()))
+  await tick(30)
+  t.equal(pool.stats()[fcm.url]?.active, 2)
+  t.same(kinds(await Promise.all(inflight)), { accepted: 6 })
+})
+
+t.test('a request waiting for a stream also times out', async (t) => {
+  fcm.setMaxConcurrentStreams(1)
+  t.teardown(() => fcm.setMaxConcurrentStreams(100))
+  const { provider } = setup(t, { sessionsPerOrigin: 1, timeoutMs: 300 })
+  await provider.send(android('wt-warm'), pushFor())
+  fcm.script('wt-hang', 'hang')
+  const [hung, queued] = await Promise.all([provider.send(android('wt-hang'), pushFor()), provider.send(android('wt-next'), pushFor())])
+  t.match(hung, { kind: 'transient', reason: 'timeout: no answer in time' })
+  t.match(queued, { kind: 'transient', reason: /^timeout/ })
+})
+
+t.test('an unreachable host answers transient at once; a closed pool answers closed', async (t) => {
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer()
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port
+      s.close(() => resolve(p))
+    })
+  })
+  const pool = new H2Pool({ ca: testCa(), timeoutMs: 5_000 })
+  const started = Date.now()
+  const rs = await Promise.all(Array.from({ length: 5 }, () => pool.request(`https://127.0.0.1:${port}`, { ':method': 'GET', ':path': '/' })))
+  t.ok(rs.every((r) => r.status === 0 && 'failure' in r && r.failure === 'connection'))
+  t.ok(Date.now() - started < 2_000, 'no waiting for the timeout')
+  await pool.close()
+  t.match(await pool.request(fcm.url, { ':method': 'GET', ':path': '/' }), { status: 0, failure: 'closed' })
+})
