@@ -25,6 +25,7 @@ export interface Config {
   readonly partitions: number
   /** Background jobs: the hand-off sweeper and the MAU measurement. */
   readonly jobs: Jobs
+  readonly delivery: Delivery
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
   readonly proPrice: string
   readonly gitCommit: string
@@ -74,6 +75,26 @@ export interface Jobs {
   /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
   readonly streamMaxLen: number
 }
+
+/** The delivery engine (src/delivery). */
+export interface Delivery {
+  readonly leaseMs: number
+  readonly heartbeatMs: number
+  /** Provider requests in flight per app (its actor's window). */
+  readonly inflightPerApp: number
+  /** Devices fetched per page of a send. */
+  readonly pageSize: number
+  /** Waits before the 2nd and 3rd attempts of a transient failure (spec: three attempts in all). */
+  readonly retryDelaysMs: readonly number[]
+}
+
+export const DEFAULT_DELIVERY: Delivery = Object.freeze({
+  leaseMs: 10_000,
+  heartbeatMs: 10_000,
+  inflightPerApp: 256,
+  pageSize: 500,
+  retryDelaysMs: Object.freeze([1_000, 5_000]),
+})
 
 export const DEFAULT_JOBS: Jobs = Object.freeze({
   sweepEveryMs: 1_000,
@@ -185,6 +206,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       mauEveryMs: int(env, 'PM_MAU_EVERY_S', DEFAULT_JOBS.mauEveryMs / 1000, 1) * 1000,
     }),
     proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
+    delivery: Object.freeze({
+      ...DEFAULT_DELIVERY,
+      inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
+      pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
+    }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
     ...overrides,

@@ -14,6 +14,7 @@ import { createPool, type Db } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
 import { constantJson } from './http/reply'
+import { DeliveryModule } from './delivery/module'
 import { HttpServer } from './http/server'
 import { SendsModule } from './sends/module'
 import { sendRoutes } from './sends/routes'
@@ -34,6 +35,8 @@ export interface ServiceOptions {
   migrate?: boolean
   /** Run the periodic jobs (sweeper, MAU measurement); tests that drive them by hand turn this off. */
   jobs?: boolean
+  /** Extra CA the delivery engine trusts (tests against the fake providers). */
+  providerCa?: string
 }
 
 /** Everything a feature may need; built once per process. */
@@ -58,6 +61,7 @@ export interface Deps {
 
 export class Service {
   api: HttpServer | null = null
+  delivery: DeliveryModule | null = null
   dashboard: HttpServer | null = null
   #stopped = false
 
@@ -98,6 +102,10 @@ export class Service {
         await svc.api.listen(cfg.host, cfg.port)
       }
       if (opts.jobs !== false && (roles.has('api') || roles.has('worker'))) deps.sends.startJobs()
+      if (roles.has('worker')) {
+        svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa })
+        await svc.delivery.start()
+      }
       if (roles.has('dashboard')) {
         svc.dashboard = new HttpServer('dashboard', log, proxies)
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
@@ -128,6 +136,7 @@ export class Service {
     if (this.#stopped) return
     this.#stopped = true
     await Promise.all([this.api?.close(), this.dashboard?.close()])
+    await this.delivery?.stop()
     await this.deps.devices.stop()
     await this.deps.sends.stop()
     await this.deps.dir.stop()

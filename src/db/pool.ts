@@ -5,7 +5,9 @@ import pg from 'pg'
 export type Db = pg.Pool
 export type Tx = pg.PoolClient
 
-const CONN_STATES = /^(08|57P|53300)/
+// Connection exceptions (class 08, but not 08P01: a protocol violation is our statement's fault), shutdowns (57P),
+// too many connections (53300).
+const CONN_STATES = /^(08(?!P01)|57P|53300)/
 
 /** Marks errors that mean "Postgres is unreachable" (not "the statement was wrong"). */
 export function tagPgError(err: unknown): never {

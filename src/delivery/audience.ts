@@ -10,6 +10,8 @@ export interface Candidate {
   /** Null when the device no longer exists (deleted since the send was accepted). */
   token: string | null
   deviceType: number
+  /** Which provider carries it (spec §Device transporte): apns → APNs, fcm → FCM. */
+  transporte: 'fcm' | 'apns'
   /** Still a valid, subscribed device (it may have died since the send was accepted). */
   valid: boolean
 }
@@ -72,19 +74,30 @@ export async function loadSend(db: Db, appId: string, sendId: string): Promise<S
 
 /** Positions [from, from + size) of a list send's audience, minus devices already final. 1-based positions. */
 export async function listPage(db: Db, s: SendMeta, from: number, size: number): Promise<Candidate[]> {
-  const r = await query<{ id: string; identifier: string | null; device_type: number | null; valid: boolean | null }>(
+  const r = await query<Row & { device_type: number | null }>(
     db,
-    `SELECT a.id, d.identifier, d.device_type, d.valid
+    `SELECT a.id, d.identifier, d.device_type, d.transporte, d.valid
        FROM sends s, unnest(s.audience[$3:$4]) WITH ORDINALITY AS a(id, pos)
        LEFT JOIN LATERAL (
-         SELECT d.identifier, d.device_type, (${REACHABLE_SQL}) AS valid FROM devices d
+         SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
           WHERE d.app_id = $1 AND d.id = a.id OFFSET 0) d ON true
       WHERE s.app_id = $1 AND s.id = $2
         AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.send_id = $2 AND x.device_id = a.id AND x.status <> 0)
       ORDER BY a.pos`,
     [s.appId, s.id, from, from + size - 1],
   )
-  return r.rows.map((x) => ({ deviceId: x.id, token: x.identifier, deviceType: x.device_type ?? 1, valid: x.valid === true }))
+  return r.rows.map((x) => candidate(x, x.device_type ?? 1))
+}
+
+interface Row {
+  id: string
+  identifier: string | null
+  transporte: 'fcm' | 'apns' | null
+  valid: boolean | null
+}
+
+function candidate(x: Row, deviceType: number): Candidate {
+  return { deviceId: x.id, token: x.identifier, deviceType, transporte: x.transporte ?? 'fcm', valid: x.valid === true }
 }
 
 /**
@@ -128,18 +141,18 @@ export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date
 
 /** A segment send's pending placeholder rows after `after` (device id order), with tokens. */
 export async function segmentPage(db: Db, s: SendMeta, after: string | null, size: number): Promise<Candidate[]> {
-  const r = await query<{ id: string; identifier: string | null; device_type: number; valid: boolean | null }>(
+  const r = await query<Row & { device_type: number }>(
     db,
-    `SELECT x.device_id AS id, d.identifier, x.device_type, d.valid
+    `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid
        FROM deliveries x
        LEFT JOIN LATERAL (
-         SELECT d.identifier, (${REACHABLE_SQL}) AS valid FROM devices d
+         SELECT d.identifier, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
           WHERE d.app_id = $1 AND d.id = x.device_id OFFSET 0) d ON true
       WHERE x.send_id = $2 AND x.status = 0 AND ($3::uuid IS NULL OR x.device_id > $3::uuid)
       ORDER BY x.device_id LIMIT $4`,
     [s.appId, s.id, after, size],
   )
-  return r.rows.map((x) => ({ deviceId: x.id, token: x.identifier, deviceType: x.device_type, valid: x.valid === true }))
+  return r.rows.map((x) => candidate(x, x.device_type))
 }
 
 /** Marks the send as taken by a worker (the sweeper stops re-enqueueing it). */

@@ -3,7 +3,7 @@ export type Dependency = 'postgres' | 'redis'
 
 const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'])
 // Postgres SQLSTATE classes 08 (connection exception) and 57P (operator intervention: shutdown, cannot connect now).
-const PG_STATES = /^(08|57P|53300)/
+const PG_STATES = /^(08(?!P01)|57P|53300)/
 
 export function dependencyOf(err: unknown): Dependency | null {
   if (!(err instanceof Error)) return null

@@ -47,4 +47,14 @@ export class Keys {
   job(name: string): string {
     return `${this.prefix}:job:${name}`
   }
+
+  /** A work partition's lease: the worker that owns it, for a few seconds at a time. */
+  lease(partition: number): string {
+    return `${this.prefix}:{p${partition}}:lease`
+  }
+
+  /** Live delivery workers and their last heartbeat (a sorted set): leases are shared out among them. */
+  workers(): string {
+    return `${this.prefix}:workers`
+  }
 }

@@ -122,7 +122,8 @@ export function segmentWhere(names: readonly string[], nowParam: string): string
     if (n === 'Engaged Users') return `d.last_receipt_at >= ${nowParam} - interval '7 days'`
     return 'true' // Subscribed Users, Total Subscriptions: every reachable device
   })
-  return `(${parts.join(' OR ')})`
+  // The parameter is always referenced, so the statement's parameter count does not depend on the segments named.
+  return `(${nowParam} IS NOT NULL AND (${parts.join(' OR ')}))`
 }
 
 export async function countSegment(db: Db, appId: string, names: readonly string[], mask: number, now: Date): Promise<number> {

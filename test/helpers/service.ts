@@ -35,6 +35,8 @@ export interface StartOptions {
   shareWith?: TestService
   /** Run the periodic jobs (sweeper, MAU); off by default so tests drive them by hand, deterministically. */
   jobs?: boolean
+  /** CA the delivery engine trusts (the fake providers'). */
+  providerCa?: string
 }
 
 export interface Answer {
@@ -146,6 +148,7 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
     clock: o.clock?.now,
     migrate: !o.shareWith,
     jobs: o.jobs ?? false,
+    providerCa: o.providerCa,
   })
   const ts = new TestService(svc, cfg, logs)
   t.teardown(async () => {

@@ -139,6 +139,7 @@ t.test('segments: estimate, not exact; a union never counts a device twice; sand
   t.equal(r.headers.get('x-pm-recipients-exato'), 'false')
   t.equal((await s.sql('SELECT audience FROM sends WHERE id = $1', [r.json.id]))[0]?.audience, null, 'the worker expands segments')
   t.equal((await send(s, app, { included_segments: ['Active Users'] })).json.recipients, 1)
+  t.equal((await send(s, app, { included_segments: ['Total Subscriptions'] })).json.recipients, 2, 'a segment alone')
   t.equal((await send(s, app, { included_segments: ['Engaged Users'] })).json.recipients, 1)
   const [row] = await s.sql('SELECT included_segments, recipients_exact FROM sends WHERE id = $1', [r.json.id])
   t.same(row?.included_segments, ['Subscribed Users', 'Active Users'])

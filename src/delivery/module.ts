@@ -1,0 +1,113 @@
+// Builds the delivery engine of a worker process: the HTTP/2 pool and providers, credentials (cached, dropped on
+// change), receipt keys, the outcome recorder and the partition worker with its actors.
+import { receiptKeyAad } from '../apps/service'
+import type { AppDirectory } from '../apps/directory'
+import { loadCredential, onCredentialChange } from '../credentials/store'
+import { query } from '../db/pool'
+import type { Infra } from '../infra'
+import type { Vault } from '../vault'
+import type { Platform, ProviderSource } from './actor'
+import { OutcomeRecorder } from './outcomes'
+import { H2Pool } from './providers/h2-pool'
+import { ProviderCache } from './providers/index'
+import type { Provider } from './providers/types'
+import { DeliveryWorker } from './worker'
+
+export interface DeliveryDeps extends Infra {
+  vault: Vault
+  dir: AppDirectory
+  /** Extra CA for the providers' TLS (tests against the fakes); production trusts Node's roots. */
+  ca?: string
+}
+
+/** Credentials are re-read at most this often even without a change notice (a missed message heals itself). */
+const CREDENTIAL_TTL_MS = 30_000
+
+export class DeliveryModule implements ProviderSource {
+  readonly pool: H2Pool
+  readonly recorder: OutcomeRecorder
+  readonly worker: DeliveryWorker
+  readonly #providers: ProviderCache
+  readonly #credentials = new Map<string, { at: number; value: Promise<{ version: number; credential: unknown } | null> }>()
+  readonly #receiptKeys = new Map<string, Promise<Buffer>>()
+  #unsubscribe: (() => void) | null = null
+
+  constructor(private readonly d: DeliveryDeps) {
+    const { cfg, db, redis, keys, clock, log } = d
+    this.pool = new H2Pool({ ca: d.ca })
+    this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock })
+    this.recorder = new OutcomeRecorder(db, clock, log)
+    this.worker = new DeliveryWorker(
+      db,
+      redis,
+      keys,
+      { partitions: cfg.partitions, leaseMs: cfg.delivery.leaseMs, readCount: 100, heartbeatMs: cfg.delivery.heartbeatMs },
+      {
+        db,
+        recorder: this.recorder,
+        providers: this,
+        clock,
+        log,
+        receiptKey: (appId) => this.#receiptKey(appId),
+        ratePerMin: async (appId) => (await d.dir.app(appId))?.ratePorMin ?? 60_000,
+        maxInflight: cfg.delivery.inflightPerApp,
+        pageSize: cfg.delivery.pageSize,
+        retryDelaysMs: cfg.delivery.retryDelaysMs,
+      },
+      log,
+      clock,
+    )
+  }
+
+  async start(): Promise<void> {
+    this.#unsubscribe = await onCredentialChange(this.d.redis, this.d.keys, (change) => {
+      if (change === 'all') {
+        this.#credentials.clear()
+        return
+      }
+      this.#credentials.delete(`${change.appId}:${change.platform}`)
+      this.#providers.evict(change.appId, change.platform)
+    })
+    await this.worker.start()
+  }
+
+  async stop(): Promise<void> {
+    await this.worker.stop()
+    await this.recorder.stop()
+    this.#unsubscribe?.()
+    await this.#providers.close()
+    await this.pool.close()
+  }
+
+  /** ProviderSource: null when the app has no credential for the platform (its deliveries stop at once). */
+  async get(appId: string, platform: Platform): Promise<Provider | null> {
+    const key = `${appId}:${platform}`
+    let hit = this.#credentials.get(key)
+    if (!hit || this.d.clock() - hit.at > CREDENTIAL_TTL_MS) {
+      const value = loadCredential(this.d.db, this.d.vault, appId, platform).then((c) =>
+        c ? { version: c.updatedAt.getTime(), credential: c.credential } : null,
+      )
+      hit = { at: this.d.clock(), value }
+      this.#credentials.set(key, hit)
+      value.catch(() => this.#credentials.delete(key))
+    }
+    const c = await hit.value
+    if (!c) return null
+    return this.#providers.get(appId, platform, c.version, c.credential as never)
+  }
+
+  /** The app's receipt key, opened from the vault once per process. */
+  #receiptKey(appId: string): Promise<Buffer> {
+    let k = this.#receiptKeys.get(appId)
+    if (!k) {
+      k = query<{ receipt_key_enc: Buffer }>(this.d.db, 'SELECT receipt_key_enc FROM apps WHERE id = $1', [appId]).then((r) => {
+        const sealed = r.rows[0]?.receipt_key_enc
+        if (!sealed) throw new Error(`app ${appId} has no receipt key`)
+        return Buffer.from(this.d.vault.open(sealed, receiptKeyAad(appId)).toString('utf8'), 'hex')
+      })
+      this.#receiptKeys.set(appId, k)
+      k.catch(() => this.#receiptKeys.delete(appId))
+    }
+    return k
+  }
+}

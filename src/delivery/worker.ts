@@ -1,0 +1,196 @@
+// A delivery worker: holds leases on a fair share of the work partitions, reads their streams through one consumer
+// group, and runs one actor per app with work. A partition has one owner at a time (its lease), so an app's actor
+// runs in one process only; when a worker dies its leases lapse, another takes them and claims the pending entries.
+// A stream entry is acknowledged only when every device of its send has a durable outcome.
+import { hostname } from 'node:os'
+import { randomBytes } from 'node:crypto'
+import type { Logger } from 'pino'
+import type { Db } from '../db/pool'
+import { query } from '../db/pool'
+import type { RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
+import { type Clock, systemClock } from '../time'
+import { type ActorDeps, AppActor } from './actor'
+import { abortableSleep } from './pacer'
+
+export interface WorkerSettings {
+  partitions: number
+  leaseMs: number
+  /** Stream entries read per call. */
+  readCount: number
+  /** While a worker works on a send it refreshes the send's `picked_at` this often (the sweeper's sign of life). */
+  heartbeatMs: number
+}
+
+const GROUP = 'workers'
+
+// Renews a lease only if it is still ours.
+const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`
+
+export class DeliveryWorker {
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`
+  readonly #owned = new Set<number>()
+  readonly #actors = new Map<string, AppActor>()
+  /** Stream entries per send, acknowledged together when the send is finished. */
+  readonly #entries = new Map<string, Array<{ stream: string; id: string }>>()
+  readonly #stop = new AbortController()
+  #reader: RedisClient | null = null
+  #loops: Promise<unknown>[] = []
+  readonly #clock: Clock
+
+  constructor(
+    private readonly db: Db,
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly s: WorkerSettings,
+    private readonly actorDeps: Omit<ActorDeps, 'finished'>,
+    private readonly log: Logger,
+    clock?: Clock,
+  ) {
+    this.#clock = clock ?? systemClock
+  }
+
+  get ownedPartitions(): number[] {
+    return [...this.#owned].sort((a, b) => a - b)
+  }
+
+  async start(): Promise<void> {
+    this.#reader = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
+    this.#reader.on('error', () => {})
+    await this.#balance()
+    this.#loops = [this.#every(this.s.leaseMs / 3, () => this.#balance()), this.#every(this.s.heartbeatMs, () => this.#heartbeat()), this.#read()]
+  }
+
+  /** Stops reading, lets actors finish what is in flight, releases the leases. Pending entries stay for the next owner. */
+  async stop(): Promise<void> {
+    this.#stop.abort()
+    await Promise.all([...this.#actors.values()].map((a) => a.stop()))
+    await Promise.allSettled(this.#loops)
+    for (const p of this.#owned) await this.redis.eval(RELEASE, 1, this.keys.lease(p), this.id).catch(() => {})
+    this.#owned.clear()
+    await this.redis.zrem(this.keys.workers(), this.id).catch(() => {})
+    this.#reader?.disconnect()
+  }
+
+  async #every(ms: number, f: () => Promise<void>): Promise<void> {
+    while (!this.#stop.signal.aborted) {
+      await abortableSleep(ms, this.#stop.signal)
+      if (this.#stop.signal.aborted) return
+      await f().catch((err) => this.log.warn({ err: String(err) }, 'worker housekeeping failed'))
+    }
+  }
+
+  /** Renew our leases, then take free partitions up to a fair share of the live workers. */
+  async #balance(): Promise<void> {
+    const now = Date.now()
+    await this.redis.zadd(this.keys.workers(), now, this.id)
+    await this.redis.zremrangebyscore(this.keys.workers(), 0, now - this.s.leaseMs * 2)
+    const live = Math.max(1, await this.redis.zcard(this.keys.workers()))
+    for (const p of [...this.#owned]) {
+      if (Number(await this.redis.eval(RENEW, 1, this.keys.lease(p), this.id, this.s.leaseMs)) !== 1) {
+        this.#owned.delete(p) // lost it (Redis flushed, or we stalled past the lease)
+        this.log.warn({ partition: p }, 'partition lease lost')
+      }
+    }
+    const share = Math.ceil(this.s.partitions / live)
+    for (let p = 0; p < this.s.partitions && this.#owned.size < share; p++) {
+      if (this.#owned.has(p)) continue
+      if ((await this.redis.set(this.keys.lease(p), this.id, 'PX', this.s.leaseMs, 'NX')) === 'OK') {
+        await this.#adopt(p)
+      }
+    }
+  }
+
+  /** A partition just became ours: make sure its group exists and claim what its previous owner left pending. */
+  async #adopt(p: number): Promise<void> {
+    const stream = this.keys.workStream(p)
+    await this.#ensureGroup(stream)
+    this.#owned.add(p)
+    let cursor = '0-0'
+    do {
+      const [next, entries] = (await this.redis.xautoclaim(stream, GROUP, this.id, 0, cursor, 'COUNT', 500)) as [
+        string,
+        Array<[string, string[]] | null>,
+      ]
+      for (const e of entries) if (e) this.#dispatch(stream, e[0], e[1])
+      cursor = next
+    } while (cursor !== '0-0')
+  }
+
+  async #ensureGroup(stream: string): Promise<void> {
+    // From the start of the stream: entries added before the group existed are work too.
+    await this.redis.xgroup('CREATE', stream, GROUP, '0', 'MKSTREAM').catch((err: Error) => {
+      if (!/BUSYGROUP/.test(err.message)) throw err
+    })
+  }
+
+  async #read(): Promise<void> {
+    const reader = this.#reader as RedisClient
+    while (!this.#stop.signal.aborted) {
+      const owned = this.ownedPartitions
+      if (owned.length === 0) {
+        await new Promise((r) => setTimeout(r, 200))
+        continue
+      }
+      const streams = owned.map((p) => this.keys.workStream(p))
+      try {
+        const res = (await reader.xreadgroup(
+          'GROUP',
+          GROUP,
+          this.id,
+          'COUNT',
+          this.s.readCount,
+          'BLOCK',
+          500,
+          'STREAMS',
+          ...streams,
+          ...streams.map(() => '>'),
+        )) as Array<[string, Array<[string, string[]]>]> | null
+        for (const [stream, entries] of res ?? []) for (const [id, fields] of entries) this.#dispatch(stream, id, fields)
+      } catch (err) {
+        // Redis lost the group (flushed): recreate it; the sweeper re-enqueues what was lost.
+        if (/NOGROUP/.test(String(err))) for (const s of streams) await this.#ensureGroup(s).catch(() => {})
+        else await new Promise((r) => setTimeout(r, 200))
+      }
+    }
+  }
+
+  #dispatch(stream: string, id: string, fields: string[]): void {
+    const f: Record<string, string> = {}
+    for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string
+    const appId = f.a
+    const sendId = f.s
+    if (!appId || !sendId) {
+      void this.redis.xack(stream, GROUP, id)
+      return
+    }
+    const list = this.#entries.get(sendId) ?? []
+    list.push({ stream, id })
+    this.#entries.set(sendId, list)
+    let actor = this.#actors.get(appId)
+    if (!actor) {
+      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s) })
+      this.#actors.set(appId, actor)
+    }
+    actor.add(sendId).catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
+  }
+
+  #finished(_appId: string, sendId: string): void {
+    const entries = this.#entries.get(sendId) ?? []
+    this.#entries.delete(sendId)
+    for (const e of entries) void this.redis.xack(e.stream, GROUP, e.id).catch(() => {})
+  }
+
+  /** Refreshes picked_at of every send an actor is working on: the sweeper leaves them alone. */
+  async #heartbeat(): Promise<void> {
+    const rows: Array<[string, string]> = []
+    for (const [appId, a] of this.#actors) for (const s of a.activeSends()) rows.push([appId, s])
+    if (rows.length === 0) return
+    await query(
+      this.db,
+      'UPDATE sends SET picked_at = $3 FROM unnest($1::uuid[], $2::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i',
+      [rows.map((r) => r[0]), rows.map((r) => r[1]), new Date(this.#clock())],
+    )
+  }
+}
