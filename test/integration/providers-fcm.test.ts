@@ -88,6 +88,15 @@ t.test('web push: the message FCM receives', async (t) => {
   t.notOk('android' in (rec?.body.message ?? {}))
 })
 
+t.test('iOS through FCM: an apns block FCM accepts', async (t) => {
+  const push = pushFor({ contents: { en: 'Hi' }, subtitle: { en: 'Sub' }, content_available: true, ttl: 60 })
+  t.strictSame(await provider.send({ deviceId: 'dev-i', token: 'tok-ios-fcm', deviceType: 0 }, push), { kind: 'accepted' })
+  const m = fcm.delivered.find((r) => r.target === 'tok-ios-fcm')?.body.message
+  t.strictSame(m?.apns?.payload, { aps: { alert: { body: 'Hi', subtitle: 'Sub' }, 'content-available': 1 } })
+  t.match(m?.apns?.headers, { 'apns-push-type': 'alert', 'apns-priority': '10', 'apns-expiration': String(Math.floor(nowMs / 1000) + 60) })
+  t.equal(m?.data.pm_rcpt, PROOF)
+})
+
 t.test('every outcome class from scripted answers', async (t) => {
   const cases: Array<[string, string, unknown]> = [
     ['o-unreg', 'unregistered', { kind: 'dead-token', reason: 'UNREGISTERED' }],

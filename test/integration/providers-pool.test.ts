@@ -45,6 +45,24 @@ t.test('GOAWAY mid-flight: every request settles, new ones go over a new session
   t.ok(pool.sessionsOpened > opened, 'reconnected')
 })
 
+t.test('GOAWAY refusing the streams in flight: they are sent again on a new session and answered', async (t) => {
+  const { pool, provider } = setup(t, { sessionsPerOrigin: 1 })
+  await provider.send(android('gr-warm'), pushFor()) // stream 1 done: the fake can refuse from stream 3 on
+  fcm.script(/^gr-\d/, 'slow:200')
+  const inflight = Array.from({ length: 10 }, (_, i) => provider.send(android(`gr-${i}`), pushFor()))
+  await tick(80)
+  fcm.goaway({ refuseInFlight: true })
+  t.same(kinds(await Promise.all(inflight)), { accepted: 10 })
+  t.ok(pool.streamsResent > 0, `refused streams sent again (${pool.streamsResent})`)
+  t.equal(pool.sessionsOpened, 2)
+})
+
+t.test('an origin that cannot be connected to resolves as a failure', async (t) => {
+  const pool = new H2Pool()
+  t.teardown(() => pool.close())
+  t.match(await pool.request('ftp://nowhere', { ':method': 'GET', ':path': '/' }), { status: 0, failure: 'connection' })
+})
+
 t.test('the connection cut under load: in-flight requests are transient, the next ones go through', async (t) => {
   const { pool, provider } = setup(t)
   await provider.send(android('warm'), pushFor())

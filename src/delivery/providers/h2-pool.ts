@@ -81,6 +81,8 @@ export class H2Pool {
   #closed = false
   /** Sessions ever opened: tests read it to see reconnections. */
   sessionsOpened = 0
+  /** Streams the server refused unprocessed and that were sent again. */
+  streamsResent = 0
 
   constructor(o: H2PoolOptions = {}) {
     this.#sessions = Math.max(1, o.sessionsPerOrigin ?? 2)
@@ -104,7 +106,11 @@ export class H2Pool {
     return new Promise<H2Result>((resolve) => {
       const p: Pending = { group: g, headers, body, resolve, settled: false, resent: false, timer: undefined as unknown as NodeJS.Timeout }
       p.timer = setTimeout(() => this.#timeout(p), o.timeoutMs ?? this.#timeoutMs)
-      this.#dispatch(p)
+      try {
+        this.#dispatch(p)
+      } catch (err) {
+        this.#settle(p, failure('connection', (err as Error).message)) // e.g. an origin http2.connect refuses
+      }
     })
   }
 
@@ -234,6 +240,7 @@ export class H2Pool {
       if (!p.settled) {
         if (stream.rstCode === NGHTTP2_REFUSED_STREAM && !p.resent) {
           p.resent = true
+          this.streamsResent++
           p.stream = undefined
           this.#dispatch(p)
         } else {

@@ -1,0 +1,93 @@
+// `npx tsx bench/providers.ts [seconds] [concurrency]`: FcmProvider against a raw node:http2 client, both posting to
+// the fake FCM (in its own process, so the client's core is the one measured) in the same run, alternated twice.
+// The raw client posts a prebuilt-per-request body with one access token over one session: the floor STACK.md
+// quotes (~8,300 requests/s per process). The provider pays for the message build, the pool and classification.
+import { type ChildProcess, fork } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import http2 from 'node:http2'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FcmCredential } from '../src/delivery/credentials-types'
+import { FcmProvider } from '../src/delivery/providers/fcm'
+import { H2Pool } from '../src/delivery/providers/h2-pool'
+import { startFakeFcm } from '../test/fakes/fcm'
+import { testCa } from '../test/fakes/tls'
+import { pushFor } from '../test/helpers/push'
+
+interface Ready {
+  url: string
+  sa: FcmCredential
+}
+
+async function child(): Promise<void> {
+  const fcm = await startFakeFcm({ record: false, maxConcurrentStreams: 1000 })
+  process.send?.({ url: fcm.url, sa: fcm.serviceAccount('pombo-bench') })
+}
+
+async function forever(seconds: number, concurrency: number, one: (i: number) => Promise<boolean>): Promise<number> {
+  const end = Date.now() + seconds * 1000
+  let ok = 0
+  let seq = 0
+  const worker = async () => {
+    while (Date.now() < end) if (await one(seq++)) ok++
+  }
+  const started = Date.now()
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return ok / ((Date.now() - started) / 1000)
+}
+
+async function main(): Promise<void> {
+  const seconds = Number(process.argv[2] ?? 4)
+  const concurrency = Number(process.argv[3] ?? 256)
+  process.env.PM_TEST_TLS_DIR ??= mkdtempSync(join(tmpdir(), 'pombo-bench-tls-'))
+  const ca = testCa() // written to PM_TEST_TLS_DIR before the fake starts, so both sides share it
+  const proc: ChildProcess = fork(__filename, ['--child'], { execArgv: ['--import', 'tsx'], env: process.env })
+  const { url, sa } = await new Promise<Ready>((resolve) => proc.once('message', (m) => resolve(m as Ready)))
+  try {
+    const pool = new H2Pool({ ca, sessionsPerOrigin: 2 })
+    const provider = new FcmProvider(sa, { baseUrl: url, pool })
+    const push = pushFor({ contents: { en: 'Hello', pt: 'Olá' }, headings: { en: 'Bench' }, data: { order: 42, tag: 'x' }, url: 'https://example.com/o/42' })
+    const t = await provider.auth.token()
+    if (!('token' in t)) throw new Error(`no access token: ${JSON.stringify(t.outcome)}`)
+    const raw = http2.connect(url, { ca: [ca] })
+    const path = `/v1/projects/${sa.project_id}/messages:send`
+    const rawOne = (i: number) =>
+      new Promise<boolean>((resolve) => {
+        const body = JSON.stringify({ message: { token: `raw-${i}`, data: { order: '42', tag: 'x', pm_msg_id: push.sendId, pm_rcpt: push.proof }, android: { priority: 'HIGH', ttl: '259200s', notification: { title: 'Bench', body: 'Hello' } } } })
+        const s = raw.request({ ':method': 'POST', ':path': path, authorization: `Bearer ${t.token}`, 'content-type': 'application/json' })
+        let status = 0
+        s.on('response', (h) => {
+          status = Number(h[':status'])
+        })
+        s.on('data', () => {})
+        s.on('error', () => resolve(false))
+        s.on('end', () => resolve(status === 200))
+        s.end(body)
+      })
+    const providerOne = async (i: number) => (await provider.send({ deviceId: `d${i}`, token: `prov-${i}`, deviceType: 1 }, push)).kind === 'accepted'
+    await forever(1, concurrency, rawOne) // warm-up
+    await forever(1, concurrency, providerOne)
+    const rows: string[] = []
+    for (let round = 1; round <= 2; round++) {
+      const r = await forever(seconds, concurrency, rawOne)
+      const p = await forever(seconds, concurrency, providerOne)
+      rows.push(`round ${round}: raw ${r.toFixed(0)}/s  provider ${p.toFixed(0)}/s  ratio ${(p / r).toFixed(2)}`)
+    }
+    console.log(`fake FCM in its own process; ${seconds} s per run; ${concurrency} in flight; client rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`)
+    for (const row of rows) console.log(row)
+    raw.close()
+    await pool.close()
+  } finally {
+    proc.kill()
+  }
+}
+
+if (process.argv.includes('--child')) void child()
+else
+  main().then(
+    () => process.exit(0),
+    (err) => {
+      console.error(err)
+      process.exit(1)
+    },
+  )

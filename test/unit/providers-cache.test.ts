@@ -1,0 +1,36 @@
+// Providers by platform and their cache per (app, platform, credential version); nothing is sent here.
+import t from 'tap'
+import type { ApnsCredential, FcmCredential } from '../../src/delivery/credentials-types'
+import { ApnsProvider } from '../../src/delivery/providers/apns'
+import { FcmProvider } from '../../src/delivery/providers/fcm'
+import { H2Pool } from '../../src/delivery/providers/h2-pool'
+import { platformOf, ProviderCache, providerFor } from '../../src/delivery/providers/index'
+
+const fcmCred: FcmCredential = { project_id: 'p', client_email: 'a@p.iam.gserviceaccount.com', private_key: 'k', token_uri: 'https://oauth2.googleapis.com/token' }
+const apnsCred: ApnsCredential = { p8: 'k', keyId: 'ABCDEFGHIJ', teamId: 'KLMNOPQRST', bundleId: 'com.example.app', env: 'sandbox' }
+
+t.test('providerFor and platformOf', async (t) => {
+  const pool = new H2Pool()
+  t.teardown(() => pool.close())
+  const deps = { pool, fcmBaseUrl: 'https://fcm.googleapis.com', apnsBaseUrl: null }
+  t.type(providerFor('fcm', fcmCred, deps), FcmProvider)
+  t.type(providerFor('apns', apnsCred, deps), ApnsProvider)
+  t.equal(platformOf(0), 'apns')
+  for (const type of [1, 5, 7, 8]) t.equal(platformOf(type), 'fcm')
+})
+
+t.test('one provider per credential version; a new version replaces it; evict forgets', async (t) => {
+  const pool = new H2Pool()
+  t.teardown(() => pool.close())
+  const cache = new ProviderCache({ pool, fcmBaseUrl: 'https://fcm.googleapis.com', apnsBaseUrl: null })
+  const a1 = cache.get('app', 'apns', 1, apnsCred)
+  t.equal(cache.get('app', 'apns', 1, apnsCred), a1, 'same version, same provider (and token)')
+  const a2 = cache.get('app', 'apns', 2, { ...apnsCred, env: 'production' })
+  t.not(a2, a1, 'environment changed: a new provider at once')
+  const other = cache.get('other', 'apns', 1, apnsCred) as ApnsProvider
+  t.equal(other.tokens, (a2 as ApnsProvider).tokens, 'one provider-token cache shared by every app')
+  const f = cache.get('app', 'fcm', 1, fcmCred)
+  cache.evict('app')
+  t.not(cache.get('app', 'fcm', 1, fcmCred), f)
+  await cache.close()
+})
