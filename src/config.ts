@@ -208,6 +208,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
     delivery: Object.freeze({
       ...DEFAULT_DELIVERY,
+      leaseMs: int(env, 'PM_LEASE_MS', DEFAULT_DELIVERY.leaseMs, 100),
+      heartbeatMs: int(env, 'PM_HEARTBEAT_MS', DEFAULT_DELIVERY.heartbeatMs, 100),
       inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
       pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
     }),
