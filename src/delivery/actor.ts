@@ -50,6 +50,8 @@ interface Active {
   exhausted: boolean
   inflight: number
   retries: Retry[]
+  /** Fetched, not yet dispatched (a marketing send yields to transactional work between devices). */
+  buffer: Array<{ c: Candidate; attempts: number }>
   /** Platforms this send no longer attempts (no credential, credential refused). */
   broken: Set<Platform>
   badTokens: string[]
@@ -98,6 +100,7 @@ export class AppActor {
       exhausted: false,
       inflight: 0,
       retries: [],
+      buffer: [],
       broken: new Set(),
       badTokens: [],
       apnsAccepted: 0,
@@ -130,15 +133,18 @@ export class AppActor {
         this.#wake = null
         continue
       }
-      const page = await this.#page(s)
-      if (page.length === 0) {
+      if (s.buffer.length === 0) s.buffer = await this.#page(s)
+      if (s.buffer.length === 0) {
         if (s.exhausted && s.retries.length === 0 && s.inflight === 0) await this.#finish(s)
         else await new Promise((r) => setTimeout(r, 20))
         continue
       }
-      for (const item of page) {
+      while (s.buffer.length > 0) {
+        // Transactional work overtakes a marketing send between two devices, not after a whole page.
+        if (s.meta.lane === 1 && this.#transactionalWaiting()) break
         if (!(await this.#pacer.take(signal))) break
         while (this.#inflight >= this.d.maxInflight) await new Promise<void>((r) => (this.#slot = r))
+        const item = s.buffer.shift() as { c: Candidate; attempts: number }
         this.#inflight++
         s.inflight++
         this.#deliver(s, item.c, item.attempts).finally(() => {
@@ -152,14 +158,23 @@ export class AppActor {
     while (this.#inflight > 0) await new Promise<void>((r) => (this.#slot = r))
   }
 
-  /** Transactional first; within a lane, the oldest send. */
+  /** Transactional first; within a lane, the oldest send that has something to do. */
   #next(): Active | undefined {
     for (const lane of this.#lanes) {
-      for (const s of lane.values()) {
-        if (!s.exhausted || s.retries.length > 0 || s.inflight === 0) return s
-      }
+      for (const s of lane.values()) if (this.#hasWork(s)) return s
     }
     return undefined
+  }
+
+  #hasWork(s: Active): boolean {
+    const now = this.#clock()
+    const finishable = s.exhausted && s.retries.length === 0 && s.inflight === 0
+    return s.buffer.length > 0 || !s.exhausted || s.retries.some((r) => r.atMs <= now) || finishable
+  }
+
+  #transactionalWaiting(): boolean {
+    for (const s of this.#lanes[0].values()) if (s.buffer.length > 0 || !s.exhausted || s.retries.some((r) => r.atMs <= this.#clock())) return true
+    return false
   }
 
   async #page(s: Active): Promise<Array<{ c: Candidate; attempts: number }>> {

@@ -128,10 +128,11 @@ export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date
   } else {
     await query(
       db,
-      `UPDATE sends SET expansion_done = true,
-              recipients = (SELECT count(*) FROM deliveries WHERE send_id = $2),
-              remaining = (SELECT count(*) FROM deliveries WHERE send_id = $2 AND status = 0)
-        WHERE app_id = $1 AND id = $2`,
+      // The placeholder count is final now (only this actor expands); `remaining` is derived from the row's own
+      // counters, which a concurrent outcome batch may have just moved (the row lock makes this read them fresh).
+      `WITH n AS (SELECT count(*)::int AS n FROM deliveries WHERE send_id = $2)
+       UPDATE sends SET expansion_done = true, recipients = n.n, remaining = n.n - (successful + failed + errored)
+         FROM n WHERE app_id = $1 AND id = $2`,
       [s.appId, s.id],
     )
     s.expansionDone = true

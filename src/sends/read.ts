@@ -24,11 +24,12 @@ interface SendDbRow {
   android_failed: number
   ios_successful: number
   ios_failed: number
+  problem: string | null
 }
 
 const COLUMNS = `id, successful, failed, errored, remaining, converted, recebidos, queued_at, send_after, completed_at, name,
   headings, contents, included_segments, include_player_ids, include_external_user_ids, android_successful,
-  android_failed, ios_successful, ios_failed`
+  android_failed, ios_successful, ios_failed, problem`
 
 /** What a free-plan reader sees instead of `recebidos` (spec §Notification read shape). */
 export const RECEBIDOS_GATE = {
@@ -69,6 +70,9 @@ export function readShape(r: SendDbRow, plan: Plan): Record<string, unknown> {
       ttfd_ms: null,
       duracao_ms: r.completed_at ? r.completed_at.getTime() - r.queued_at.getTime() : null,
     },
+    // Why deliveries stopped short, when they did: a missing or refused credential (with the provider's reason,
+    // e.g. BadEnvironmentKeyIdInToken), or a suspected sandbox/production mismatch. Null otherwise.
+    pm_problema: r.problem,
   }
 }
 

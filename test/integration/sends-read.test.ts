@@ -29,7 +29,7 @@ t.test('GET one: the full read shape; free plan withholds recebidos behind a gat
   const n = r.json
   t.same(Object.keys(n).sort(), [
     'completed_at', 'contents', 'converted', 'errored', 'failed', 'headings', 'id', 'include_external_user_ids',
-    'include_player_ids', 'included_segments', 'name', 'platform_delivery_stats', 'pm_metricas', 'queued_at',
+    'include_player_ids', 'included_segments', 'name', 'platform_delivery_stats', 'pm_metricas', 'pm_problema', 'queued_at',
     'recebidos', 'recebidos_gate', 'remaining', 'send_after', 'successful',
   ])
   t.equal(n.id, sent.json.id)
@@ -49,6 +49,7 @@ t.test('GET one: the full read shape; free plan withholds recebidos behind a gat
   t.same(n.platform_delivery_stats, { android: { successful: 0, failed: 0 }, ios: { successful: 0, failed: 0 } })
   t.same(Object.keys(n.pm_metricas).sort(), ['cobertura_recibo_pct', 'duracao_ms', 'ttfd_ms', 'via'])
   t.equal(n.pm_metricas.ttfd_ms, null)
+  t.equal(n.pm_problema, null)
 
   await s.svc.deps.apps.setPlan(app.id, 'pro')
   await s.sql('UPDATE sends SET successful = 3, recebidos = 2, remaining = 0, completed_at = queued_at + interval \'1500 ms\'')
