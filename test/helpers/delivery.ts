@@ -9,11 +9,12 @@ type Tap = Parameters<typeof startService>[0]
 export type App = Awaited<ReturnType<TestService['createApp']>>
 export const BUNDLE_ID = 'com.pombo.demo'
 
-export async function startDelivery(t: Tap, o: { clock?: FakeClock; env?: Record<string, string> } = {}) {
+export async function startDelivery(t: Tap, o: { clock?: FakeClock; env?: Record<string, string>; jobs?: boolean } = {}) {
   const fakes = await startFakeProviders(t, { apns: { bundleId: BUNDLE_ID } })
   const s = await startService(t, {
     roles: ['api', 'worker'],
     clock: o.clock,
+    jobs: o.jobs,
     providerCa: fakes.ca,
     env: { PM_FCM_BASE_URL: fakes.fcm.url, PM_APNS_BASE_URL: fakes.apns.url, PM_PARTITIONS: '4', ...o.env },
   })
