@@ -182,10 +182,17 @@ export class DeliveryWorker {
     for (const e of entries) void this.redis.xack(e.stream, GROUP, e.id).catch(() => {})
   }
 
-  /** Refreshes picked_at of every send an actor is working on: the sweeper leaves them alone. */
+  /** Refreshes picked_at of every send an actor is working on (the sweeper leaves them alone); retires idle actors. */
   async #heartbeat(): Promise<void> {
     const rows: Array<[string, string]> = []
-    for (const [appId, a] of this.#actors) for (const s of a.activeSends()) rows.push([appId, s])
+    for (const [appId, a] of this.#actors) {
+      if (a.idle) {
+        this.#actors.delete(appId) // memory stays bounded by the apps with work, not every app ever seen
+        void a.stop()
+        continue
+      }
+      for (const s of a.activeSends()) rows.push([appId, s])
+    }
     if (rows.length === 0) return
     await query(
       this.db,
