@@ -75,8 +75,11 @@ export class AppActor {
     this.#clock = d.clock ?? systemClock
   }
 
+  /** Sends being loaded by add(): an actor with one is not idle. */
+  #adding = 0
+
   get idle(): boolean {
-    return this.#lanes[0].size === 0 && this.#lanes[1].size === 0 && this.#inflight === 0
+    return this.#lanes[0].size === 0 && this.#lanes[1].size === 0 && this.#inflight === 0 && this.#adding === 0
   }
 
   /** Ids of the sends this actor is working on (the worker refreshes their heartbeat). */
@@ -87,6 +90,15 @@ export class AppActor {
   /** A stream entry named this send; duplicates are harmless. */
   async add(sendId: string): Promise<void> {
     if (this.#lanes[0].has(sendId) || this.#lanes[1].has(sendId)) return
+    this.#adding++
+    try {
+      await this.#add(sendId)
+    } finally {
+      this.#adding--
+    }
+  }
+
+  async #add(sendId: string): Promise<void> {
     const meta = await loadSend(this.d.db, this.appId, sendId)
     if (!meta || meta.completed) {
       this.d.finished(this.appId, sendId)
