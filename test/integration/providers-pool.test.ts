@@ -1,6 +1,6 @@
 // The HTTP/2 pool against the fake FCM over TLS: GOAWAY and dropped connections (reconnect and continue, nothing
 // hangs), streams bounded by the server's SETTINGS_MAX_CONCURRENT_STREAMS, several sessions, unreachable hosts.
-import { createServer } from 'node:net'
+import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
 import type { FcmCredential } from '../../src/delivery/credentials-types'
 import { FcmProvider } from '../../src/delivery/providers/fcm'
@@ -124,6 +124,60 @@ t.test('a request waiting for a stream also times out', async (t) => {
   const [hung, queued] = await Promise.all([provider.send(android('wt-hang'), pushFor()), provider.send(android('wt-next'), pushFor())])
   t.match(hung, { kind: 'transient', reason: 'timeout: no answer in time' })
   t.match(queued, { kind: 'transient', reason: /^timeout/ })
+})
+
+/** A TCP proxy to the fake that can go silent (bytes swallowed both ways, nothing closed): a half-dead path. */
+async function freezableProxy(t: { teardown(fn: () => unknown): void }, target: string) {
+  const { port: targetPort } = new URL(target)
+  const sockets = new Set<Socket>()
+  const state = { frozen: false }
+  const server = createServer((client) => {
+    const upstream = connect(Number(targetPort), '127.0.0.1')
+    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      sockets.add(a)
+      a.on('data', (chunk) => {
+        if (!state.frozen) b.write(chunk)
+      })
+      a.on('close', () => {
+        sockets.delete(a)
+        b.destroy()
+      })
+      a.on('error', () => {})
+    }
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return { url: `https://127.0.0.1:${(server.address() as { port: number }).port}`, state }
+}
+
+t.test('a session that went silent fails its PING after a timeout and is replaced', async (t) => {
+  const proxy = await freezableProxy(t, fcm.url)
+  const pool = new H2Pool({ ca: testCa(), timeoutMs: 300, pingTimeoutMs: 300, sessionsPerOrigin: 1 })
+  t.teardown(() => pool.close())
+  const provider = new FcmProvider(sa, { baseUrl: proxy.url, pool })
+  t.strictSame(await provider.send(android('fz-1'), pushFor()), { kind: 'accepted' })
+  const opened = pool.sessionsOpened // the token endpoint's session and the proxied one
+  proxy.state.frozen = true
+  t.match(await provider.send(android('fz-2'), pushFor()), { kind: 'transient', reason: 'timeout: no answer in time' })
+  await tick(450)
+  t.strictSame(pool.stats()[proxy.url]?.sessions, 0, 'the silent session is gone')
+  proxy.state.frozen = false
+  t.strictSame(await provider.send(android('fz-3'), pushFor()), { kind: 'accepted' })
+  t.equal(pool.sessionsOpened, opened + 1, 'one new session')
+})
+
+t.test('a slow answer alone does not cost the session (its PING is answered)', async (t) => {
+  const { pool, provider } = setup(t, { sessionsPerOrigin: 1, timeoutMs: 200, pingTimeoutMs: 300 })
+  await provider.send(android('sl-warm'), pushFor())
+  fcm.script('sl-hang', 'hang')
+  t.match(await provider.send(android('sl-hang'), pushFor()), { kind: 'transient', reason: 'timeout: no answer in time' })
+  const opened = pool.sessionsOpened
+  await tick(100)
+  t.strictSame(await provider.send(android('sl-next'), pushFor()), { kind: 'accepted' })
+  t.equal(pool.sessionsOpened, opened, 'the same session')
 })
 
 t.test('an unreachable host answers transient at once; a closed pool answers closed', async (t) => {

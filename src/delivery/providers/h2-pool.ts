@@ -10,6 +10,7 @@
 // - GOAWAY, close or error retires a session at once (new requests go to a new one); its in-flight streams end as
 //   failures, except streams the server refused unprocessed (REFUSED_STREAM, also what a GOAWAY's last-stream-id
 //   leaves behind): those are sent again once, since the server did not act on them (RFC 9113 §8.7).
+// - A request timing out makes its session answer a PING; no answer in time and the session is destroyed.
 // - Trust: Node's roots plus `ca` when given (tests); a service process also honours NODE_EXTRA_CA_CERTS, which Node
 //   adds to its default store at start-up.
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
@@ -37,6 +38,8 @@ export interface H2PoolOptions {
   ca?: string | string[]
   /** Ceiling on streams per session whatever the peer allows (its default is unlimited); default 1,000. */
   maxStreamsCap?: number
+  /** After a request times out, the session must answer a PING within this long or it is destroyed; default 3 s. */
+  pingTimeoutMs?: number
 }
 
 export interface RequestOptions {
@@ -51,6 +54,7 @@ interface Conn {
   maxStreams: number
   usable: boolean
   connected: boolean
+  pinging: boolean
 }
 
 interface Group {
@@ -66,6 +70,7 @@ interface Pending {
   resolve: (r: H2Result) => void
   timer: NodeJS.Timeout
   stream?: ClientHttp2Stream
+  conn?: Conn
   settled: boolean
   resent: boolean
 }
@@ -77,6 +82,7 @@ export class H2Pool {
   readonly #sessions: number
   readonly #timeoutMs: number
   readonly #maxStreamsCap: number
+  readonly #pingTimeoutMs: number
   readonly #ca: string[] | undefined
   #closed = false
   /** Sessions ever opened: tests read it to see reconnections. */
@@ -88,6 +94,7 @@ export class H2Pool {
     this.#sessions = Math.max(1, o.sessionsPerOrigin ?? 2)
     this.#timeoutMs = o.timeoutMs ?? 10_000
     this.#maxStreamsCap = o.maxStreamsCap ?? 1_000
+    this.#pingTimeoutMs = o.pingTimeoutMs ?? 3_000
     const extra = o.ca === undefined ? [] : Array.isArray(o.ca) ? o.ca : [o.ca]
     // `ca` replaces the default store in tls.connect, so the roots are put back beside the extra certificates.
     this.#ca = extra.length ? [...rootCertificates, ...extra] : undefined
@@ -168,7 +175,7 @@ export class H2Pool {
     const session = http2.connect(g.origin, { ca: this.#ca, settings: { enablePush: false } })
     this.sessionsOpened++
     // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
-    const c: Conn = { session, active: 0, maxStreams: 0, usable: true, connected: false }
+    const c: Conn = { session, active: 0, maxStreams: 0, usable: true, connected: false, pinging: false }
     g.conns.push(c)
     session.once('connect', () => {
       c.connected = true
@@ -224,6 +231,7 @@ export class H2Pool {
     }
     c.active++
     p.stream = stream
+    p.conn = c
     let head: IncomingHttpHeaders | undefined
     const chunks: Buffer[] = []
     stream.on('response', (h) => {
@@ -258,6 +266,29 @@ export class H2Pool {
     if (i >= 0) p.group.waiting.splice(i, 1)
     this.#settle(p, failure('timeout', p.stream ? 'no answer in time' : 'no free stream in time'))
     if (p.stream && !p.stream.closed) p.stream.close(NGHTTP2_CANCEL)
+    if (p.conn) this.#probe(p.group, p.conn)
+  }
+
+  /** A slow answer or a dead peer? A PING tells them apart (RFC 9113 §6.7): a session whose TCP path went silent
+   *  (no RST, no FIN) would otherwise keep taking requests that all time out. */
+  #probe(g: Group, c: Conn): void {
+    if (c.pinging || !c.usable || c.session.destroyed) return
+    c.pinging = true
+    const kill = () => {
+      this.#retire(g, c)
+      c.session.destroy() // its streams close now and settle as connection failures
+    }
+    const timer = setTimeout(kill, this.#pingTimeoutMs)
+    try {
+      c.session.ping((err) => {
+        clearTimeout(timer)
+        c.pinging = false
+        if (err && !c.session.destroyed) kill()
+      })
+    } catch {
+      clearTimeout(timer)
+      kill()
+    }
   }
 
   #settle(p: Pending, r: H2Result): void {
