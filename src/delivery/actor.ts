@@ -75,11 +75,11 @@ export class AppActor {
     this.#clock = d.clock ?? systemClock
   }
 
-  /** Sends being loaded by add(): an actor with one is not idle. */
-  #adding = 0
+  /** Sends being loaded by add(): an actor with one is not idle, and a duplicate entry does not load it twice. */
+  readonly #loading = new Set<string>()
 
   get idle(): boolean {
-    return this.#lanes[0].size === 0 && this.#lanes[1].size === 0 && this.#inflight === 0 && this.#adding === 0
+    return this.#lanes[0].size === 0 && this.#lanes[1].size === 0 && this.#inflight === 0 && this.#loading.size === 0
   }
 
   /** Ids of the sends this actor is working on (the worker refreshes their heartbeat). */
@@ -89,12 +89,12 @@ export class AppActor {
 
   /** A stream entry named this send; duplicates are harmless. */
   async add(sendId: string): Promise<void> {
-    if (this.#lanes[0].has(sendId) || this.#lanes[1].has(sendId)) return
-    this.#adding++
+    if (this.#lanes[0].has(sendId) || this.#lanes[1].has(sendId) || this.#loading.has(sendId)) return
+    this.#loading.add(sendId)
     try {
       await this.#add(sendId)
     } finally {
-      this.#adding--
+      this.#loading.delete(sendId)
     }
   }
 
