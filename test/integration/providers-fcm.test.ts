@@ -155,6 +155,18 @@ t.test('the access token: fetched once for concurrent sends, reused, refreshed 5
   t.equal(local.auth.fetches, 2, 'at 56 minutes (4 before expiry) a new token')
 })
 
+t.test('the token endpoint down during the early refresh: the current token serves until it expires', async (t) => {
+  const acct = fcm.serviceAccount('pombo-test') as unknown as FcmCredential
+  const local = new FcmProvider(acct, { baseUrl: fcm.url, pool, clock })
+  t.strictSame(await local.send(android('d-1'), pushFor()), { kind: 'accepted' })
+  acct.token_uri = 'https://127.0.0.1:1/token' // nothing listens there: the refresh fails to connect
+  nowMs += 57 * 60_000
+  t.strictSame(await local.send(android('d-57'), pushFor()), { kind: 'accepted' }, 'refresh failed, old token still valid')
+  t.equal(local.auth.fetches, 2)
+  nowMs += 3 * 60_000
+  t.match(await local.send(android('d-60'), pushFor()), { kind: 'transient', reason: /^connection/ }, 'expired and no new one')
+})
+
 t.test('a 401 drops the access token and retries once; a revoked account is a credential outcome', async (t) => {
   const acct = fcm.serviceAccount('pombo-test')
   const local = new FcmProvider(acct as unknown as FcmCredential, { baseUrl: fcm.url, pool, clock })

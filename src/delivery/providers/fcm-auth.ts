@@ -78,7 +78,7 @@ export class FcmAuth {
       ':path': `${url.pathname}${url.search}`,
       'content-type': 'application/x-www-form-urlencoded',
     }, form)
-    if ('failure' in r) return { outcome: failureOutcome(r) }
+    if ('failure' in r) return this.#stillValid(startedMs) ?? { outcome: failureOutcome(r) }
     let j: Record<string, unknown> = {}
     try {
       j = JSON.parse(r.body.toString())
@@ -91,6 +91,12 @@ export class FcmAuth {
     // RFC 6749 §5.2: 400/401 with `error` (invalid_grant: key deleted, clock skew, wrong audience; invalid_client …).
     const reason = `oauth ${typeof j.error === 'string' ? j.error : `HTTP ${r.status}`}${typeof j.error_description === 'string' ? `: ${j.error_description.slice(0, 200)}` : ''}`
     if (r.status >= 400 && r.status < 500 && r.status !== 429) return { outcome: { kind: 'credential', reason } }
-    return { outcome: { kind: 'transient', reason } }
+    return this.#stillValid(startedMs) ?? { outcome: { kind: 'transient', reason } }
+  }
+
+  /** A refresh that failed for a transient reason inside the early window: the current token still has minutes. */
+  #stillValid(nowMs: number): TokenResult | undefined {
+    const c = this.#cached
+    return c && nowMs < c.expiresAtMs - 30_000 ? { token: c.token } : undefined
   }
 }
