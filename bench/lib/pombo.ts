@@ -16,6 +16,7 @@ export interface Pombo {
   port: number
   pid: number
   schema: string
+  prefix: string
   child: ChildProcess
   createApp(body?: Record<string, unknown>): Promise<{ id: string; api_key: string; receipt_key: string }>
   stop(): Promise<void>
@@ -35,14 +36,45 @@ export async function waitFor(url: string, timeoutMs = 20_000): Promise<void> {
   }
 }
 
+export interface PomboOptions {
+  /** Join a running deployment (its schema and Redis prefix): a second process of it, e.g. a worker. Its schema
+   *  and keys are left alone on stop. */
+  shared?: { schema: string; prefix: string }
+  /** Where the child's stdout (its log) goes: default ignored; a file descriptor keeps it for a post-mortem. */
+  stdout?: 'ignore' | 'inherit' | number
+}
+
+/** A process without the API role is ready once its delivery worker has joined `<prefix>:workers`. */
+async function workerJoined(prefix: string, pid: number, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+  const redis = new Redis(REDIS_URL)
+  try {
+    const until = Date.now() + timeoutMs
+    for (;;) {
+      const ids = await redis.zrange(`${prefix}:workers`, '0', '-1')
+      if (ids.some((w) => w.includes(`:${pid}:`))) return
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`worker ${pid} exited (${child.exitCode ?? child.signalCode})`)
+      if (Date.now() > until) throw new Error(`worker ${pid} did not join ${prefix}:workers`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  } finally {
+    redis.disconnect()
+  }
+}
+
 /** `env` is added to the child's environment: benchmarks name the settings they change (CONTRACT.md). */
-export async function startPombo(port: number, env: Record<string, string> = {}, roles = 'api', nodeArgs: string[] = []): Promise<Pombo> {
+export async function startPombo(
+  port: number,
+  env: Record<string, string> = {},
+  roles = 'api',
+  nodeArgs: string[] = [],
+  o: PomboOptions = {},
+): Promise<Pombo> {
   const id = randomBytes(4).toString('hex')
-  const schema = `bench_${id}`
-  const prefix = `pmb_${id}`
+  const schema = o.shared?.schema ?? `bench_${id}`
+  const prefix = o.shared?.prefix ?? `pmb_${id}`
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', 'serve', '--roles', roles], {
     cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', o.stdout ?? 'ignore', 'inherit'],
     env: {
       ...process.env,
       DATABASE_URL,
@@ -58,12 +90,19 @@ export async function startPombo(port: number, env: Record<string, string> = {},
     },
   })
   const url = `http://127.0.0.1:${port}`
-  await waitFor(`${url}/`)
+  try {
+    if (roles.split(',').includes('api')) await waitFor(`${url}/`)
+    else await workerJoined(prefix, child.pid as number, child)
+  } catch (err) {
+    child.kill('SIGKILL')
+    throw err
+  }
   return {
     url,
     port,
     pid: child.pid as number,
     schema,
+    prefix,
     child,
     async createApp(body = {}) {
       const r = await fetch(`${url}/api/v1/apps`, {
@@ -75,9 +114,12 @@ export async function startPombo(port: number, env: Record<string, string> = {},
       return (await r.json()) as { id: string; api_key: string; receipt_key: string }
     },
     async stop() {
-      const exited = new Promise((r) => child.once('exit', r))
-      child.kill('SIGTERM')
-      await exited
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r))
+        child.kill('SIGTERM')
+        await exited
+      }
+      if (o.shared) return
       const c = new pg.Client({ connectionString: DATABASE_URL })
       await c.connect()
       await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)

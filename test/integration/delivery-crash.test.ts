@@ -1,0 +1,241 @@
+// Crash tests of the delivery engine (issue 5, Acceptance): two `pombo serve --roles worker` processes share one
+// deployment (schema + Redis prefix) with an in-process API; a 20,000-device send is under way when one worker is
+// SIGKILLed, or when every Redis key of the deployment is deleted. Every device must get the message at least once
+// and every counter must end exact (each device counted once), with the send closed.
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Redis from 'ioredis'
+import t, { type Test } from 'tap'
+import { type Pombo, startPombo } from '../../bench/lib/pombo'
+import { CredentialService } from '../../src/credentials/service'
+import { parseServiceAccount } from '../../src/credentials/validate'
+import { partitionOf } from '../../src/redis/partitions'
+import { startFakeProviders } from '../fakes'
+import { basic, REDIS_URL, startService, VAULT_KEY } from '../helpers/service'
+
+const DEVICES = 20_000
+const PARTITIONS = 4
+/** Short lease, heartbeat and grace so a takeover and a re-enqueue happen within seconds. */
+const WORKER_ENV = {
+  PM_PARTITIONS: String(PARTITIONS),
+  PM_LEASE_MS: '2000',
+  PM_HEARTBEAT_MS: '1000',
+  PM_HANDOFF_GRACE_MS: '3000',
+  PM_DEFAULT_PLAN: 'pro',
+  PM_VAULT_KEY: VAULT_KEY,
+  PM_LOG_LEVEL: 'info',
+  // The test runner's own instrumentation is not for the workers.
+  NODE_OPTIONS: '',
+}
+
+type Tap = Test
+
+async function deployment(t: Tap) {
+  const fakes = await startFakeProviders(t)
+  const s = await startService(t, {
+    roles: ['api'],
+    env: { PM_PARTITIONS: String(PARTITIONS), PM_DEFAULT_PLAN: 'pro', PM_FCM_BASE_URL: fakes.fcm.url, PM_APNS_BASE_URL: fakes.apns.url },
+  })
+  const app = await s.createApp({ rate_por_min: 10_000_000 })
+  const { credential, meta } = parseServiceAccount(JSON.stringify(fakes.fcm.serviceAccount('pombo-crash')))
+  await new CredentialService({ ...s.svc.deps, now: s.svc.deps.clock }).save(app.id, 'fcm', credential, meta)
+  // Registration's columns, written straight (the API would take longer than the test is worth).
+  const ids = (
+    await s.sql<{ id: string }>(
+      `INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types,
+                            invalid_identifier, last_active, created_at, updated_at)
+       SELECT $1, gen_random_uuid(), 'crash-' || i, 1, false, 'fcm', 'en', 1, false, now(), now(), now()
+         FROM generate_series(1, $2::int) AS i
+       RETURNING id`,
+      [app.id, DEVICES],
+    )
+  ).map((r) => r.id)
+  await s.sql('ANALYZE devices')
+
+  const workers: Pombo[] = []
+  const logs: string[] = []
+  t.teardown(async () => {
+    await Promise.all(workers.map((w) => w.stop()))
+    if (!process.env.PM_KEEP_WORKER_LOGS) for (const f of logs) rmSync(f, { force: true })
+  })
+  async function worker(): Promise<Pombo> {
+    const log = join(tmpdir(), `pombo-crash-${s.cfg.redisPrefix}-${workers.length}.log`)
+    logs.push(log)
+    const fd = openSync(log, 'w')
+    try {
+      const w = await startPombo(0, { ...fakes.env, ...WORKER_ENV }, 'worker', [], {
+        shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix },
+        stdout: fd,
+      })
+      workers.push(w)
+      return w
+    } finally {
+      closeSync(fd)
+    }
+  }
+  const redis = new Redis(REDIS_URL)
+  t.teardown(() => redis.disconnect())
+  const partition = partitionOf(app.id, PARTITIONS)
+
+  return {
+    s,
+    fcm: fakes.fcm,
+    app,
+    ids,
+    redis,
+    workers,
+    worker,
+    /** Worker log lines (JSON) at warn or worse, for the diagnosis when an assertion fails. */
+    troubles(): string[] {
+      return logs.flatMap((f) => {
+        try {
+          return readFileSync(f, 'utf8')
+            .split('\n')
+            .filter((l) => /"level":(40|50|60)/.test(l))
+            .map((l) => `${f}: ${l}`)
+        } catch {
+          return []
+        }
+      })
+    },
+    /** The pid of the worker holding the app's partition lease (null while nobody holds it). */
+    async owner(): Promise<number | null> {
+      const id = await redis.get(`${s.cfg.redisPrefix}:{p${partition}}:lease`)
+      return id ? Number(id.split(':').at(-2)) : null
+    },
+    stream: `${s.cfg.redisPrefix}:{p${partition}}:work`,
+    async send(body: Record<string, unknown>): Promise<string> {
+      const r = await s.call('POST', '/api/v1/notifications', {
+        body: { app_id: app.id, contents: { en: 'Crash test' }, ...body },
+        headers: basic(app.api_key),
+      })
+      if (r.status !== 200 || !r.json.id) throw new Error(`send: ${r.status} ${r.text}`)
+      return r.json.id
+    },
+    /** Resolves once the fake has accepted `n` messages (duplicates included). */
+    async delivered(n: number, timeoutMs = 30_000): Promise<void> {
+      const until = Date.now() + timeoutMs
+      while (fakes.fcm.stats().delivered < n) {
+        if (Date.now() > until) throw new Error(`only ${fakes.fcm.stats().delivered} of ${n} delivered`)
+        await new Promise((r) => setTimeout(r, 5))
+      }
+    },
+  }
+}
+
+type Deployment = Awaited<ReturnType<typeof deployment>>
+
+async function closed(d: Deployment, sendIds: string[], timeoutMs: number): Promise<Array<Record<string, unknown>>> {
+  const until = Date.now() + timeoutMs
+  for (;;) {
+    const rows = await d.s.sql('SELECT * FROM sends WHERE id = ANY($1::uuid[])', [sendIds])
+    if (rows.length === sendIds.length && rows.every((r) => r.remaining === 0 && r.completed_at)) return rows
+    if (Date.now() > until) {
+      const open = rows.filter((r) => !(r.remaining === 0 && r.completed_at))
+      const counts = await d.s.sql(
+        'SELECT send_id, status, count(*)::int AS n FROM deliveries WHERE send_id = ANY($1::uuid[]) GROUP BY 1, 2 ORDER BY 1, 2',
+        [sendIds],
+      )
+      throw new Error(
+        `sends did not close: ${JSON.stringify(open.map((r) => ({ id: r.id, recipients: r.recipients, successful: r.successful, failed: r.failed, errored: r.errored, remaining: r.remaining, expansion_done: r.expansion_done, completed_at: r.completed_at })))}\n` +
+          `deliveries: ${JSON.stringify(counts)}\nfake: ${JSON.stringify(d.fcm.stats())}\n${d.troubles().slice(-30).join('\n')}`,
+      )
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** Every device got the message at least once; each counted once; the sends are closed. */
+async function exact(t: Tap, d: Deployment, sendIds: string[], rows: Array<Record<string, unknown>>): Promise<void> {
+  const tokens = new Set(d.fcm.delivered.map((r) => r.target))
+  const missing = d.ids.length - (await d.s.sql("SELECT count(*)::int AS n FROM devices WHERE identifier = ANY($1::text[])", [[...tokens]]))[0]?.n
+  t.equal(tokens.size, DEVICES, `every device received the message (${d.fcm.delivered.length} accepted, ${d.fcm.delivered.length - tokens.size} duplicates)`)
+  t.equal(missing, 0, 'no device left out')
+  let recipients = 0
+  for (const r of rows) {
+    recipients += r.recipients as number
+    t.equal((r.successful as number) + (r.failed as number) + (r.errored as number), r.recipients, `send ${r.id}: successful + failed + errored = recipients`)
+    t.equal(r.successful, r.recipients, `send ${r.id}: every device counted successful, once`)
+    t.equal(r.android_successful, r.successful, `send ${r.id}: platform stats agree`)
+    t.equal(r.remaining, 0)
+    t.ok(r.completed_at, 'closed')
+  }
+  t.equal(recipients, DEVICES, 'recipients cover the whole audience')
+  const [final] = await d.s.sql<{ ok: number; other: number }>(
+    'SELECT count(*) FILTER (WHERE status = 1)::int AS ok, count(*) FILTER (WHERE status <> 1)::int AS other FROM deliveries WHERE send_id = ANY($1::uuid[])',
+    [sendIds],
+  )
+  t.same(final, { ok: DEVICES, other: 0 }, 'one successful delivery row per device')
+  // The actor acknowledges the send's entries just after it closes: give it a moment.
+  let pending: unknown[] = []
+  for (let i = 0; i < 50; i++) {
+    pending = (await d.redis.xpending(d.stream, 'workers', '-', '+', 100).catch(() => [])) as unknown[]
+    if (pending.length === 0) break
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  t.same(pending, [], 'no stream entry left pending')
+}
+
+t.test('a worker SIGKILLed mid-send: the other takes its partitions over and finishes; counters exact', async (t) => {
+  const d = await deployment(t)
+  d.fcm.setDefaultBehaviour('slow:20') // answers in flight when the kill lands
+  await d.worker()
+  await d.worker()
+  const sendId = await d.send({ included_segments: ['Subscribed Users'] })
+  await d.delivered(DEVICES * 0.3)
+  const victimPid = await d.owner()
+  const victim = d.workers.find((w) => w.pid === victimPid)
+  const survivor = d.workers.find((w) => w.pid !== victimPid) as Pombo
+  t.ok(victim, 'a worker holds the app partition')
+  const before = d.fcm.stats().delivered
+  ;(victim as Pombo).child.kill('SIGKILL')
+  t.ok(before < DEVICES, `killed mid-way (${before} of ${DEVICES} accepted)`)
+
+  const [row] = await closed(d, [sendId], 60_000)
+  t.equal(await d.owner(), survivor.pid, 'the survivor holds the partition now')
+  t.equal(row?.recipients, DEVICES)
+  await exact(t, d, [sendId], row ? [row] : [])
+})
+
+t.test("the deployment's Redis keys deleted mid-send: workers recreate the group, the sweeper re-enqueues; counters exact", async (t) => {
+  const d = await deployment(t)
+  d.fcm.setDefaultBehaviour('slow:20')
+  await d.worker()
+  await d.worker()
+  const sendIds: string[] = []
+  const lists = Array.from({ length: DEVICES / 2_000 }, (_, i) => d.ids.slice(i * 2_000, (i + 1) * 2_000))
+  // Half the sends are under way when Redis loses the keys…
+  for (const ids of lists.slice(0, 5)) sendIds.push(await d.send({ include_player_ids: ids }))
+  await d.delivered(DEVICES * 0.15)
+  // …the other half are on the work stream, not yet read: the workers are held still (SIGSTOP) while they are
+  // accepted, so their stream entries exist only in the Redis that is about to lose them.
+  for (const w of d.workers) process.kill(w.pid, 'SIGSTOP')
+  try {
+    for (const ids of lists.slice(5)) sendIds.push(await d.send({ include_player_ids: ids }))
+    t.equal(await d.redis.xlen(d.stream), 5 + 5, 'the unread sends wait on the work stream')
+    let deleted = 0
+    let cursor = '0'
+    do {
+      const [next, keys] = await d.redis.scan(cursor, 'MATCH', `${d.s.cfg.redisPrefix}:*`, 'COUNT', 1000)
+      if (keys.length) deleted += await d.redis.del(...keys)
+      cursor = next
+    } while (cursor !== '0')
+    t.ok(deleted > 0, `deleted ${deleted} keys at ${d.fcm.stats().delivered} of ${DEVICES} accepted`)
+  } finally {
+    for (const w of d.workers) process.kill(w.pid, 'SIGCONT')
+  }
+
+  const rows = await closed(d, sendIds, 60_000)
+  await exact(t, d, sendIds, rows)
+  const [{ enqueued } = { enqueued: 0 }] = await d.s.sql<{ enqueued: number }>(
+    'SELECT count(*)::int AS enqueued FROM sends WHERE id = ANY($1::uuid[]) AND enqueued_at IS NOT NULL',
+    [sendIds.slice(5)],
+  )
+  // A reader blocked in XREADGROUP when the workers were stopped is handed the first new entry at once (it waits in
+  // the stopped worker's socket, and survives the deletion); the others exist only in Redis and come back through
+  // the sweeper.
+  t.ok(enqueued >= 4, `the lost sends were re-enqueued by the sweeper (${enqueued} of 5)`)
+  const groups = (await d.redis.xinfo('GROUPS', d.stream)) as unknown[][]
+  t.ok(groups.some((g) => g[1] === 'workers'), 'the workers recreated their consumer group')
+})
