@@ -19,7 +19,7 @@ export class SendsModule {
 
   constructor(private readonly d: SendsDeps) {
     const { cfg, db, redis, keys, clock, log } = d
-    this.writer = new SendWriter(db, log, {
+    this.writer = new SendWriter(db, {
       maxBatch: cfg.limits.sendBatchMax,
       concurrency: cfg.limits.sendWriters,
       maxQueue: 20_000,

@@ -29,7 +29,7 @@ function arrayLiteral(values: ReadonlyArray<string | number>): string {
  * up by primary key: LATERAL … OFFSET 0 keeps the planner from turning it into a join whose plan depends on table
  * statistics (a fresh devices table once got a 2,000 × 2,000 nested loop).
  */
-export async function resolvePlayers(c: Tx, reqs: ListRequest[]): Promise<Map<string, string[]>> {
+export async function resolvePlayers(c: Db | Tx, reqs: ListRequest[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>()
   if (reqs.length === 0) return out
   const ks: number[] = []
@@ -57,7 +57,7 @@ export async function resolvePlayers(c: Tx, reqs: ListRequest[]): Promise<Map<st
 }
 
 /** Every reachable device of each listed user, per send: device ids by user. */
-export async function resolveUsers(c: Tx, reqs: ListRequest[]): Promise<Map<string, Map<string, string[]>>> {
+export async function resolveUsers(c: Db | Tx, reqs: ListRequest[]): Promise<Map<string, Map<string, string[]>>> {
   const out = new Map<string, Map<string, string[]>>()
   if (reqs.length === 0) return out
   const sendIds: string[] = []
@@ -152,6 +152,8 @@ export interface SendRow {
   externalId: string | null
   /** List targets: the reachable device ids; null for segments. */
   audience: string[] | null
+  /** The idempotency key the send is recorded under, if any: written only together with its record. */
+  idemKey: string | null
   recipients: number
   recipientsExact: boolean
   ttlS: number
@@ -161,19 +163,39 @@ export interface SendRow {
 
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v))
 
-export async function insertSends(c: Tx, rows: SendRow[]): Promise<void> {
-  if (rows.length === 0) return
+/**
+ * Writes a batch's send rows and idempotency records in ONE autocommitted statement (one round trip, no explicit
+ * transaction): the records are inserted first (an expired record under the same key is replaced), and a send that
+ * carries a key is inserted only if its record was — so a key already held by a live record (a lost race) writes
+ * nothing for that send. Answers the (app, key) pairs that were written.
+ */
+export async function writeSends(db: Db | Tx, rows: SendRow[], idem: IdemRow[]): Promise<Set<string>> {
+  if (rows.length === 0 && idem.length === 0) return new Set()
   const col = <T>(f: (r: SendRow) => T): T[] => rows.map(f)
-  await query(
-    c,
-    `INSERT INTO sends (app_id, id, lane, target_kind, included_segments, include_player_ids, include_external_user_ids,
-                        platforms, message, name, headings, contents, external_id, recipients, recipients_exact,
-                        remaining, ttl_s, queued_at, send_after, audience, expansion_done)
-     SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa, au::uuid[], rx
-       FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::text[], $5::jsonb[], $6::jsonb[], $7::jsonb[], $8::jsonb[],
-                   $9::jsonb[], $10::text[], $11::jsonb[], $12::jsonb[], $13::text[], $14::int[], $15::bool[], $16::int[],
-                   $17::timestamptz[], $18::timestamptz[], $19::text[])
-         AS x(a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, t, q, sa, au)`,
+  const icol = <T>(f: (r: IdemRow) => T): T[] => idem.map(f)
+  const r = await query<{ app_id: string; key: string }>(
+    db,
+    `WITH i AS (
+       INSERT INTO idempotency (app_id, key, body_hash, status, lane, exact, response, created_at, expires_at)
+       SELECT * FROM unnest($21::uuid[], $22::text[], $23::text[], $24::smallint[], $25::smallint[], $26::bool[],
+                            $27::text[], $28::timestamptz[], $29::timestamptz[])
+       ON CONFLICT (app_id, key) DO UPDATE
+          SET body_hash = excluded.body_hash, status = excluded.status, lane = excluded.lane, exact = excluded.exact,
+              response = excluded.response, created_at = excluded.created_at, expires_at = excluded.expires_at
+        WHERE idempotency.expires_at <= excluded.created_at -- an expired record is replaced; a live one is a lost race
+       RETURNING app_id, key
+     ), s AS (
+       INSERT INTO sends (app_id, id, lane, target_kind, included_segments, include_player_ids, include_external_user_ids,
+                          platforms, message, name, headings, contents, external_id, recipients, recipients_exact,
+                          remaining, ttl_s, queued_at, send_after, audience, expansion_done)
+       SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa, au::uuid[], rx
+         FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::text[], $5::jsonb[], $6::jsonb[], $7::jsonb[], $8::jsonb[],
+                     $9::jsonb[], $10::text[], $11::jsonb[], $12::jsonb[], $13::text[], $14::int[], $15::bool[], $16::int[],
+                     $17::timestamptz[], $18::timestamptz[], $19::text[], $20::text[])
+           AS x(a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, t, q, sa, au, ik)
+        WHERE x.ik IS NULL OR EXISTS (SELECT 1 FROM i WHERE i.app_id = x.a AND i.key = x.ik)
+     )
+     SELECT app_id, key FROM i`,
     [
       col((r) => r.appId),
       col((r) => r.id),
@@ -194,8 +216,19 @@ export async function insertSends(c: Tx, rows: SendRow[]): Promise<void> {
       col((r) => r.queuedAt),
       col((r) => r.sendAfter),
       col((r) => (r.audience ? arrayLiteral(r.audience) : null)),
+      col((r) => r.idemKey),
+      icol((x) => x.appId),
+      icol((x) => x.key),
+      icol((x) => x.bodyHash),
+      icol((x) => x.status),
+      icol((x) => x.lane),
+      icol((x) => x.exact),
+      icol((x) => x.response),
+      icol((x) => x.createdAt),
+      icol((x) => x.expiresAt),
     ],
   )
+  return new Set(r.rows.map((x) => `${x.app_id}:${x.key}`))
 }
 
 export interface IdemRow {
@@ -208,34 +241,6 @@ export interface IdemRow {
   response: string
   createdAt: Date
   expiresAt: Date
-}
-
-/** Inserts the records; answers how many keys were already held by a live record (a lost race: the batch must not commit). */
-export async function insertIdempotency(c: Tx, rows: IdemRow[]): Promise<number> {
-  if (rows.length === 0) return 0
-  const col = <T>(f: (r: IdemRow) => T): T[] => rows.map(f)
-  const r = await query(
-    c,
-    `INSERT INTO idempotency (app_id, key, body_hash, status, lane, exact, response, created_at, expires_at)
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::smallint[], $5::smallint[], $6::bool[], $7::text[],
-                          $8::timestamptz[], $9::timestamptz[])
-     ON CONFLICT (app_id, key) DO UPDATE
-        SET body_hash = excluded.body_hash, status = excluded.status, lane = excluded.lane, exact = excluded.exact,
-            response = excluded.response, created_at = excluded.created_at, expires_at = excluded.expires_at
-      WHERE idempotency.expires_at <= excluded.created_at -- an expired record is replaced; a live one is a lost race`,
-    [
-      col((x) => x.appId),
-      col((x) => x.key),
-      col((x) => x.bodyHash),
-      col((x) => x.status),
-      col((x) => x.lane),
-      col((x) => x.exact),
-      col((x) => x.response),
-      col((x) => x.createdAt),
-      col((x) => x.expiresAt),
-    ],
-  )
-  return rows.length - (r.rowCount ?? 0)
 }
 
 export interface StoredAnswer {

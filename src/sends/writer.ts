@@ -1,7 +1,6 @@
 // The send hot path's database side: many requests' sends written in one transaction (group commit), the audience
 // resolved inside Postgres, each caller answered after the commit with the answer it will also replay from then on.
-import type { Logger } from 'pino'
-import { type Db, type Tx, tx } from '../db/pool'
+import type { Db } from '../db/pool'
 import { GroupCommit, type GroupCommitOptions } from '../db/group-commit'
 import * as store from './store'
 
@@ -16,7 +15,7 @@ export interface Resolution {
 }
 
 export interface SendJob {
-  row: Omit<store.SendRow, 'recipients' | 'audience'>
+  row: Omit<store.SendRow, 'recipients' | 'audience' | 'idemKey'>
   /** Well-formed, de-duplicated ids (lower-case UUIDs or user ids) and, for players, the spelling each arrived in. */
   players?: { ids: string[]; asSent: Map<string, string>; malformed: string[] }
   users?: string[]
@@ -41,7 +40,6 @@ export class SendWriter {
 
   constructor(
     private readonly db: Db,
-    private readonly log: Logger,
     opts: GroupCommitOptions,
   ) {
     // A batch carries at most ~2,000 listed ids: a list send of 2,000 goes alone, so several of them are written
@@ -61,40 +59,34 @@ export class SendWriter {
     return this.#gc.stop()
   }
 
+  /**
+   * Two round trips per batch and no explicit transaction: the audiences are resolved (a read), then the sends and
+   * their idempotency records are written by one statement. A send whose key another request holds is not written
+   * and answers IdempotencyRace (the service then replays the winner's answer).
+   */
   async #writeBatch(jobs: SendJob[]): Promise<Array<WrittenSend | Error>> {
-    try {
-      return await tx(this.db, (c) => this.#write(c, jobs))
-    } catch (err) {
-      if (!(err instanceof IdempotencyRace) || jobs.length === 1) throw err
-      // One lost race must not fail its neighbours: write each alone; only the loser gets the race error.
-      this.log.warn({ jobs: jobs.length }, 'idempotency race in a send batch; writing one by one')
-      const out: Array<WrittenSend | Error> = []
-      for (const j of jobs) {
-        try {
-          out.push(...(await tx(this.db, (c) => this.#write(c, [j]))))
-        } catch (e) {
-          out.push(e as Error)
-        }
-      }
-      return out
-    }
-  }
-
-  async #write(c: Tx, jobs: SendJob[]): Promise<WrittenSend[]> {
     const reqs = (kind: 'players' | 'users') =>
       jobs.flatMap((j) => {
         const ids = kind === 'players' ? j.players?.ids : j.users
         return ids && ids.length > 0 ? [{ sendId: j.row.id, appId: j.row.appId, ids, mask: j.mask }] : []
       })
-    const players = await store.resolvePlayers(c, reqs('players'))
-    const users = await store.resolveUsers(c, reqs('users'))
+    const players = await store.resolvePlayers(this.db, reqs('players'))
+    const users = await store.resolveUsers(this.db, reqs('users'))
     const sends: store.SendRow[] = []
     const idem: store.IdemRow[] = []
-    const out: WrittenSend[] = []
+    const written: Array<WrittenSend | Error> = []
+    // ON CONFLICT cannot touch one row twice in a statement: a second send with the same key in this batch lost.
+    const keys = new Set<string>()
     for (const j of jobs) {
+      const idemKey = j.idem ? `${j.row.appId}:${j.idem.key}` : null
+      if (idemKey && keys.has(idemKey)) {
+        written.push(new IdempotencyRace())
+        continue
+      }
+      if (idemKey) keys.add(idemKey)
       const r = resolve(j, players.get(j.row.id), users.get(j.row.id))
       const answer = j.render(r)
-      if (r.recipients > 0) sends.push({ ...j.row, recipients: r.recipients, audience: r.audience })
+      if (r.recipients > 0) sends.push({ ...j.row, recipients: r.recipients, audience: r.audience, idemKey: j.idem?.key ?? null })
       if (j.idem) {
         idem.push({
           appId: j.row.appId,
@@ -108,11 +100,13 @@ export class SendWriter {
           expiresAt: j.idem.expiresAt,
         })
       }
-      out.push({ created: r.recipients > 0, answer })
+      written.push({ created: r.recipients > 0, answer })
     }
-    await store.insertSends(c, sends)
-    if ((await store.insertIdempotency(c, idem)) > 0) throw new IdempotencyRace()
-    return out
+    const won = await store.writeSends(this.db, sends, idem)
+    return jobs.map((j, i) => {
+      const w = written[i] as WrittenSend | Error
+      return w instanceof Error || !j.idem || won.has(`${j.row.appId}:${j.idem.key}`) ? w : new IdempotencyRace()
+    })
   }
 }
 

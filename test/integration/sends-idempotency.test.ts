@@ -1,5 +1,6 @@
 // spec §Sends idempotency: replay byte for byte, conflict, concurrent wait and 409, dry run not consuming the key.
 import t from 'tap'
+import { writeSends } from '../../src/sends/store'
 import { basic, startService, type TestService } from '../helpers/service'
 
 type App = Awaited<ReturnType<TestService['createApp']>>
@@ -137,4 +138,52 @@ t.test('records expire after 30 days', async (t) => {
   await s.sql("UPDATE idempotency SET expires_at = now() - interval '1 second'")
   const again = await post(s, app, body.replace('oi', 'outro'), { 'Idempotency-Key': 'k-old' })
   t.equal(again.status, 200, 'an expired key is free again')
+})
+
+t.test('a key already held by a live record: the losing send is not written (one statement, no rollback needed)', async (t) => {
+  const s = await startService(t)
+  const app = await s.createApp()
+  const row = (id: string, idemKey: string) => ({
+    appId: app.id,
+    id,
+    lane: 0,
+    targetKind: 'segments' as const,
+    includedSegments: ['Subscribed Users'],
+    includePlayerIds: null,
+    includeExternalUserIds: null,
+    platforms: { ios: true, android: true, web: true },
+    message: {},
+    name: null,
+    headings: null,
+    contents: { en: 'x' },
+    externalId: null,
+    audience: null,
+    idemKey,
+    recipients: 1,
+    recipientsExact: false,
+    ttlS: 60,
+    queuedAt: new Date(),
+    sendAfter: null,
+  })
+  const rec = (key: string, expiresAt: Date) => ({
+    appId: app.id,
+    key,
+    bodyHash: 'h',
+    status: 200,
+    lane: 0,
+    exact: false,
+    response: '{}',
+    createdAt: new Date(),
+    expiresAt,
+  })
+  const later = new Date(Date.now() + 3600_000)
+  const first = await writeSends(s.svc.deps.db, [row('00000000-0000-4000-8000-0000000000a1', 'k')], [rec('k', later)])
+  t.same([...first], [`${app.id}:k`])
+  const second = await writeSends(s.svc.deps.db, [row('00000000-0000-4000-8000-0000000000a2', 'k')], [rec('k', later)])
+  t.same([...second], [], 'the key was taken')
+  t.equal(await sends(s), 1, 'and the losing send was not written')
+  await s.sql("UPDATE idempotency SET expires_at = now() - interval '1 second'")
+  const third = await writeSends(s.svc.deps.db, [row('00000000-0000-4000-8000-0000000000a3', 'k')], [rec('k', later)])
+  t.same([...third], [`${app.id}:k`], 'an expired record is replaced')
+  t.equal(await sends(s), 2)
 })
