@@ -1,4 +1,4 @@
-// `npx tsx bench/providers.ts [seconds] [concurrency]`: FcmProvider against a raw node:http2 client, both posting to
+// `npx tsx bench/providers.ts [seconds] [concurrency] [rounds]`: FcmProvider against a raw node:http2 client, both posting to
 // the fake FCM (in its own process, so the client's core is the one measured) in the same run, alternated twice.
 // The raw client posts a prebuilt-per-request body with one access token over one session: the floor STACK.md
 // quotes (~8,300 requests/s per process). The provider pays for the message build, the pool and classification.
@@ -39,6 +39,7 @@ async function forever(seconds: number, concurrency: number, one: (i: number) =>
 async function main(): Promise<void> {
   const seconds = Number(process.argv[2] ?? 4)
   const concurrency = Number(process.argv[3] ?? 256)
+  const roundsN = Number(process.argv[4] ?? 3)
   process.env.PM_TEST_TLS_DIR ??= mkdtempSync(join(tmpdir(), 'pombo-bench-tls-'))
   const ca = testCa() // written to PM_TEST_TLS_DIR before the fake starts, so both sides share it
   const proc: ChildProcess = fork(__filename, ['--child'], { execArgv: ['--import', 'tsx'], env: process.env })
@@ -68,13 +69,19 @@ async function main(): Promise<void> {
     await forever(1, concurrency, rawOne) // warm-up
     await forever(1, concurrency, providerOne)
     const rows: string[] = []
-    for (let round = 1; round <= 2; round++) {
+    const raws: number[] = []
+    const provs: number[] = []
+    for (let round = 1; round <= roundsN; round++) {
       const r = await forever(seconds, concurrency, rawOne)
       const p = await forever(seconds, concurrency, providerOne)
+      raws.push(r)
+      provs.push(p)
       rows.push(`round ${round}: raw ${r.toFixed(0)}/s  provider ${p.toFixed(0)}/s  ratio ${(p / r).toFixed(2)}`)
     }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
     console.log(`fake FCM in its own process; ${seconds} s per run; ${concurrency} in flight; client rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`)
     for (const row of rows) console.log(row)
+    console.log(`median: raw ${median(raws).toFixed(0)}/s  provider ${median(provs).toFixed(0)}/s  ratio ${(median(provs) / median(raws)).toFixed(2)}`)
     raw.close()
     await pool.close()
   } finally {

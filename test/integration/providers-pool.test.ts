@@ -101,6 +101,29 @@ t.test('streams per session never exceed the server\'s SETTINGS_MAX_CONCURRENT_S
   t.ok(peakWaiting > 0, 'the rest waited for a free stream')
 })
 
+t.test('a new session starts no stream before the server\'s SETTINGS, so even the first burst respects them', async (t) => {
+  fcm.setMaxConcurrentStreams(1)
+  t.teardown(() => fcm.setMaxConcurrentStreams(100))
+  const pool = new H2Pool({ ca: testCa(), sessionsPerOrigin: 1 })
+  t.teardown(() => pool.close())
+  const burst = Array.from({ length: 5 }, () => pool.request(fcm.url, { ':method': 'POST', ':path': '/token' }, 'grant_type=none'))
+  t.match(pool.stats()[fcm.url], { sessions: 1, active: 0, waiting: 5 })
+  let peak = 0
+  const timer = setInterval(() => {
+    peak = Math.max(peak, pool.stats()[fcm.url]?.active ?? 0)
+  }, 1)
+  const rs = await Promise.all(burst)
+  clearInterval(timer)
+  t.ok(rs.every((r) => r.status === 400), 'all answered (unsupported_grant_type)')
+  t.equal(peak, 1)
+})
+
+t.test('an untrusted certificate: the connect error names the reason', { skip: process.env.PM_TEST_TLS_DIR ? 'the test CA may be trusted process-wide' : false }, async (t) => {
+  const pool = new H2Pool()
+  t.teardown(() => pool.close())
+  t.match(await pool.request(fcm.url, { ':method': 'GET', ':path': '/' }), { status: 0, failure: 'connection', detail: /certificate/ })
+})
+
 t.test('a lower limit announced on a live session is honoured', async (t) => {
   const { pool, provider } = setup(t, { sessionsPerOrigin: 1 })
   await provider.send(android('ls-warm'), pushFor())

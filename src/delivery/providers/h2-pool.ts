@@ -55,6 +55,8 @@ interface Conn {
   usable: boolean
   connected: boolean
   pinging: boolean
+  /** The session's error, if any: the reason its streams died (a TLS verification failure, a reset …). */
+  error?: Error
 }
 
 interface Group {
@@ -167,11 +169,12 @@ export class H2Pool {
   #pick(g: Group): Conn | undefined {
     let best: Conn | undefined
     for (const c of g.conns) if (c.usable && c.active < c.maxStreams && (!best || c.active < best.active)) best = c
-    if ((!best || best.active > 0) && g.conns.length < this.#sessions) return this.#open(g)
+    // A new session takes streams only once its SETTINGS arrive ('remoteSettings' drains the queue into it).
+    if ((!best || best.active > 0) && g.conns.length < this.#sessions) this.#open(g)
     return best
   }
 
-  #open(g: Group): Conn {
+  #open(g: Group): void {
     const session = http2.connect(g.origin, { ca: this.#ca, settings: { enablePush: false } })
     this.sessionsOpened++
     // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
@@ -189,8 +192,10 @@ export class H2Pool {
     session.on('close', () => this.#retire(g, c))
     // The failure reaches each request through its stream's close; a session that never connected also fails the
     // requests waiting for it, so an unreachable host answers at once instead of reconnecting in a loop.
-    session.on('error', (err: Error) => this.#retire(g, c, c.connected ? undefined : err))
-    return c
+    session.on('error', (err: Error) => {
+      c.error = err
+      this.#retire(g, c, c.connected ? undefined : err)
+    })
   }
 
   #retire(g: Group, c: Conn, connectError?: Error): void {
@@ -241,7 +246,10 @@ export class H2Pool {
     stream.on('end', () => {
       if (head) this.#settle(p, { status: Number(head[':status']), headers: head, body: Buffer.concat(chunks) })
     })
-    stream.on('error', () => {}) // settled by 'close' below
+    let streamError: Error | undefined
+    stream.on('error', (err: Error) => {
+      streamError = err // settled by 'close' below, with this as the reason
+    })
     stream.on('close', () => {
       c.active--
       if (!c.usable && c.active === 0 && !c.session.destroyed) c.session.close()
@@ -252,7 +260,9 @@ export class H2Pool {
           p.stream = undefined
           this.#dispatch(p)
         } else {
-          this.#settle(p, failure('connection', `stream closed without a complete answer (rst ${stream.rstCode ?? 'none'})`))
+          const err = streamError ?? c.error
+          const why = err ? `: ${err.message}` : ''
+          this.#settle(p, failure('connection', `stream closed without a complete answer (rst ${stream.rstCode ?? 'none'})${why}`))
         }
       }
       this.#drain(p.group)
