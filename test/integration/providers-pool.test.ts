@@ -203,6 +203,16 @@ t.test('a slow answer alone does not cost the session (its PING is answered)', a
   t.equal(pool.sessionsOpened, opened, 'the same session')
 })
 
+t.test('an idle session is closed and its group forgotten; the next request opens a new one', async (t) => {
+  const { pool, provider } = setup(t, { sessionsPerOrigin: 1, idleMs: 100 })
+  t.strictSame(await provider.send(android('id-1'), pushFor()), { kind: 'accepted' })
+  const opened = pool.sessionsOpened
+  await tick(350)
+  t.strictSame(pool.stats(), {}, 'nothing left open')
+  t.strictSame(await provider.send(android('id-2'), pushFor()), { kind: 'accepted' })
+  t.equal(pool.sessionsOpened, opened + 1)
+})
+
 t.test('an unreachable host answers transient at once; a closed pool answers closed', async (t) => {
   const port = await new Promise<number>((resolve) => {
     const s = createServer()

@@ -10,43 +10,15 @@
 // - GOAWAY, close or error retires a session at once (new requests go to a new one); its in-flight streams end as
 //   failures, except streams the server refused unprocessed (REFUSED_STREAM, also what a GOAWAY's last-stream-id
 //   leaves behind): those are sent again once, since the server did not act on them (RFC 9113 §8.7).
-// - A request timing out makes its session answer a PING; no answer in time and the session is destroyed.
+// - A request timing out makes its session answer a PING; no answer in time and the session is destroyed. A session
+//   idle for `idleMs` is closed.
 // - Trust: Node's roots plus `ca` when given (tests); a service process also honours NODE_EXTRA_CA_CERTS, which Node
 //   adds to its default store at start-up.
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
 import { rootCertificates } from 'node:tls'
+import { failure, type GroupStats, type H2PoolOptions, type H2Result, type RequestOptions } from './h2-types'
 
-export interface H2Response {
-  status: number
-  headers: IncomingHttpHeaders
-  body: Buffer
-}
-export interface H2Failure {
-  status: 0
-  /** timeout: no answer in time; connection: the stream or session died; closed: the pool was closed. */
-  failure: 'timeout' | 'connection' | 'closed'
-  detail: string
-}
-export type H2Result = H2Response | H2Failure
-
-export interface H2PoolOptions {
-  /** Sessions per origin (and group); default 2. One process is CPU-bound near 8k requests/s (STACK.md). */
-  sessionsPerOrigin?: number
-  /** Per-request deadline, including time spent waiting for a free stream; default 10 s. */
-  timeoutMs?: number
-  /** Extra CA certificates (PEM) trusted besides Node's roots. */
-  ca?: string | string[]
-  /** Ceiling on streams per session whatever the peer allows (its default is unlimited); default 1,000. */
-  maxStreamsCap?: number
-  /** After a request times out, the session must answer a PING within this long or it is destroyed; default 3 s. */
-  pingTimeoutMs?: number
-}
-
-export interface RequestOptions {
-  /** Sessions are shared only within one (origin, group). */
-  group?: string
-  timeoutMs?: number
-}
+export type { GroupStats, H2Failure, H2PoolOptions, H2Response, H2Result, RequestOptions } from './h2-types'
 
 interface Conn {
   session: ClientHttp2Session
@@ -55,11 +27,13 @@ interface Conn {
   usable: boolean
   connected: boolean
   pinging: boolean
+  lastUsedMs: number
   /** The session's error, if any: the reason its streams died (a TLS verification failure, a reset …). */
   error?: Error
 }
 
 interface Group {
+  key: string
   origin: string
   conns: Conn[]
   waiting: Pending[]
@@ -85,6 +59,8 @@ export class H2Pool {
   readonly #timeoutMs: number
   readonly #maxStreamsCap: number
   readonly #pingTimeoutMs: number
+  readonly #idleMs: number
+  readonly #sweeper: NodeJS.Timeout
   readonly #ca: string[] | undefined
   #closed = false
   /** Sessions ever opened: tests read it to see reconnections. */
@@ -97,6 +73,8 @@ export class H2Pool {
     this.#timeoutMs = o.timeoutMs ?? 10_000
     this.#maxStreamsCap = o.maxStreamsCap ?? 1_000
     this.#pingTimeoutMs = o.pingTimeoutMs ?? 3_000
+    this.#idleMs = o.idleMs ?? 5 * 60_000
+    this.#sweeper = setInterval(() => this.#sweep(), Math.min(this.#idleMs, 30_000)).unref()
     const extra = o.ca === undefined ? [] : Array.isArray(o.ca) ? o.ca : [o.ca]
     // `ca` replaces the default store in tls.connect, so the roots are put back beside the extra certificates.
     this.#ca = extra.length ? [...rootCertificates, ...extra] : undefined
@@ -108,7 +86,7 @@ export class H2Pool {
     const key = o.group === undefined ? origin : `${origin}#${o.group}`
     let group = this.#groups.get(key)
     if (!group) {
-      group = { origin, conns: [], waiting: [] }
+      group = { key, origin, conns: [], waiting: [] }
       this.#groups.set(key, group)
     }
     const g = group
@@ -124,8 +102,8 @@ export class H2Pool {
   }
 
   /** Live sessions and streams in flight per origin key: for tests and diagnostics. */
-  stats(): Record<string, { sessions: number; active: number; waiting: number; maxStreams: number[] }> {
-    const out: Record<string, { sessions: number; active: number; waiting: number; maxStreams: number[] }> = {}
+  stats(): Record<string, GroupStats> {
+    const out: Record<string, GroupStats> = {}
     for (const [k, g] of this.#groups) {
       out[k] = {
         sessions: g.conns.length,
@@ -140,6 +118,7 @@ export class H2Pool {
   /** Fails whatever is waiting or in flight and destroys every session; later requests resolve 'closed'. */
   async close(): Promise<void> {
     this.#closed = true
+    clearInterval(this.#sweeper)
     const closing: Promise<void>[] = []
     for (const g of this.#groups.values()) {
       for (const p of g.waiting.splice(0)) this.#settle(p, failure('closed', 'pool closed'))
@@ -160,6 +139,10 @@ export class H2Pool {
       this.#settle(p, failure('closed', 'pool closed'))
       return
     }
+    // A request sent again may belong to a group the sweeper forgot meanwhile: it rejoins the live one.
+    const live = this.#groups.get(p.group.key)
+    if (live) p.group = live
+    else this.#groups.set(p.group.key, p.group)
     const c = this.#pick(p.group)
     if (c) this.#start(c, p)
     else p.group.waiting.push(p)
@@ -178,7 +161,7 @@ export class H2Pool {
     const session = http2.connect(g.origin, { ca: this.#ca, settings: { enablePush: false } })
     this.sessionsOpened++
     // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
-    const c: Conn = { session, active: 0, maxStreams: 0, usable: true, connected: false, pinging: false }
+    const c: Conn = { session, active: 0, maxStreams: 0, usable: true, connected: false, pinging: false, lastUsedMs: performance.now() }
     g.conns.push(c)
     session.once('connect', () => {
       c.connected = true
@@ -235,6 +218,7 @@ export class H2Pool {
       return
     }
     c.active++
+    c.lastUsedMs = performance.now()
     p.stream = stream
     p.conn = c
     let head: IncomingHttpHeaders | undefined
@@ -252,6 +236,7 @@ export class H2Pool {
     })
     stream.on('close', () => {
       c.active--
+      c.lastUsedMs = performance.now()
       if (!c.usable && c.active === 0 && !c.session.destroyed) c.session.close()
       if (!p.settled) {
         if (stream.rstCode === NGHTTP2_REFUSED_STREAM && !p.resent) {
@@ -268,6 +253,15 @@ export class H2Pool {
       this.#drain(p.group)
     })
     if (p.body !== undefined) stream.end(p.body)
+  }
+
+  /** Closes sessions idle for idleMs and forgets empty groups. */
+  #sweep(): void {
+    const now = performance.now()
+    for (const [key, g] of this.#groups) {
+      for (const c of g.conns) if (c.active === 0 && now - c.lastUsedMs > this.#idleMs) this.#retire(g, c)
+      if (g.conns.length === 0 && g.waiting.length === 0) this.#groups.delete(key)
+    }
   }
 
   #timeout(p: Pending): void {
@@ -307,8 +301,4 @@ export class H2Pool {
     clearTimeout(p.timer)
     p.resolve(r)
   }
-}
-
-function failure(kind: H2Failure['failure'], detail: string): H2Failure {
-  return { status: 0, failure: kind, detail }
 }
