@@ -281,6 +281,14 @@ export const E = {
     como_corrigir: 'Aguarde um segundo; leituras repetidas do mesmo envio dentro de um segundo vêm do cache.',
     extra: { limite: p.limite },
   })),
+
+  // ---- receipts ----
+  // spec §Auth 4: one wording for a wrong proof, an unknown send and a send past the 90-day window.
+  RECEIPT_PROOF_INVALID: def(403, () => ({
+    erro: 'Prova de recebimento inválida.',
+    causa: 'O rcpt não comprova a entrega desta notificação a este dispositivo.',
+    como_corrigir: 'Envie o pm_rcpt recebido no push, exatamente como chegou, com o pm_msg_id e o player_id do dispositivo.',
+  })),
 } as const
 
 export type ErrorKey = keyof typeof E

@@ -18,6 +18,8 @@ import { DeliveryModule } from './delivery/module'
 import { HttpServer } from './http/server'
 import { SendsModule } from './sends/module'
 import { sendRoutes } from './sends/routes'
+import { ReceiptsModule } from './receipts/module'
+import { receiptRoutes } from './receipts/routes'
 import { connectRedis, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
 import { type Clock, systemClock } from './time'
@@ -57,6 +59,8 @@ export interface Deps {
   devices: DeviceService
   /** Send creation, hand-off, reads, and their background jobs. */
   sends: SendsModule
+  /** Receipt keys (opened once) and the receipts' group-commit writer. */
+  receipts: ReceiptsModule
 }
 
 export class Service {
@@ -92,6 +96,7 @@ export class Service {
       publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
       devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
       sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
+      receipts: new ReceiptsModule({ db, vault, clock, log }),
     }
     const svc = new Service(deps)
     try {
@@ -127,6 +132,7 @@ export class Service {
     r.get('/', {}, () => root)
     appRoutes(r, { ...d, firebaseLimiter: new IpLimiter(d.cfg.limits.ipPerMin, 'fixed', d.clock) })
     deviceRoutes(r, d)
+    receiptRoutes(r, d)
     sendRoutes(r, { ...d, sends: d.sends.service, readQuota: d.sends.readQuota })
     r.fallback()
   }
@@ -139,6 +145,7 @@ export class Service {
     await this.delivery?.stop()
     await this.deps.devices.stop()
     await this.deps.sends.stop()
+    await this.deps.receipts.stop()
     await this.deps.dir.stop()
     this.deps.redis.disconnect()
     await this.deps.db.end()

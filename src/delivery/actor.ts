@@ -231,9 +231,11 @@ export class AppActor {
         return void (await record(STATUS.errored, attempts))
       }
       const key = await this.d.receiptKey(this.appId)
+      // A late attempt gives the provider only what is left of the send's ttl, never a fresh one.
+      const ttlS = s.meta.ttlS > 0 ? Math.max(1, Math.ceil((s.meta.startMs + s.meta.ttlS * 1000 - this.#clock()) / 1000)) : 0
       const outcome = await provider.send(
         { deviceId: c.deviceId, token: c.token, deviceType: c.deviceType },
-        { sendId: s.meta.id, message: s.meta.message, proof: proof(key, s.meta.id, c.deviceId), ttlS: s.meta.ttlS, lane: s.meta.lane },
+        { sendId: s.meta.id, message: s.meta.message, proof: proof(key, s.meta.id, c.deviceId), ttlS, lane: s.meta.lane },
       )
       await this.#apply(s, c, attempts + 1, platform, outcome, record)
     } catch (err) {

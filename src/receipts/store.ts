@@ -1,0 +1,97 @@
+// The SQL of receipts: one statement per batch (autocommitted, so one transaction) that checks each send is this
+// app's and inside the acceptance window, inserts what is new, adds exactly that to the send's counters, touches
+// the devices and writes the webhook events of apps in webhook mode. Fact and notice commit together or not at all.
+import { type Db, query } from '../db/pool'
+
+/** One distinct receipt of a batch (duplicates inside the batch were merged before). */
+export interface ReceiptRow {
+  appId: string
+  sendId: string
+  deviceId: string
+  clique: boolean
+}
+
+export const KIND_ARRIVAL = 0
+export const KIND_CLICK = 1
+
+export interface BatchResult {
+  /** `app:send` of every receipt whose send exists for that app inside the window. */
+  valid: Set<string>
+  /** `send:device:kind` of every row inserted now (counted now). */
+  fresh: Set<string>
+}
+
+/**
+ * Writes a batch. A `clique` writes the arrival row too: if it is new the click also counts as received (spec
+ * §Receipts). `last_active` moves for every accepted receipt; `last_receipt_at` (Engaged Users) only for a
+ * `recebido` the device sent itself: a click never sets it, even when it counted as an arrival (spec §Segments).
+ */
+export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon: Date, quando: string): Promise<BatchResult> {
+  const r = await query<{ t: string; app_id: string; send_id: string; device_id: string | null; kind: number | null }>(
+    db,
+    `WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::boolean[]) AS x(app_id, send_id, device_id, clique)
+     ), valid AS (
+       SELECT i.* FROM input i JOIN sends s ON s.app_id = i.app_id AND s.id = i.send_id
+        WHERE COALESCE(s.send_after, s.queued_at) >= $6
+     ), wanted AS (
+       SELECT app_id, send_id, device_id, ${KIND_ARRIVAL}::smallint AS kind FROM valid
+       UNION
+       SELECT app_id, send_id, device_id, ${KIND_CLICK}::smallint FROM valid WHERE clique
+     ), ins AS (
+       INSERT INTO receipts (send_id, device_id, kind, app_id, at)
+       SELECT send_id, device_id, kind, app_id, $5 FROM wanted ORDER BY send_id, device_id, kind
+       ON CONFLICT DO NOTHING
+       RETURNING app_id, send_id, device_id, kind
+     ), counted AS (
+       UPDATE sends s SET recebidos = s.recebidos + c.arrivals, converted = s.converted + c.clicks
+         FROM (SELECT app_id, send_id, count(*) FILTER (WHERE kind = ${KIND_ARRIVAL})::int AS arrivals,
+                      count(*) FILTER (WHERE kind = ${KIND_CLICK})::int AS clicks
+                 FROM ins GROUP BY app_id, send_id) c
+        WHERE s.app_id = c.app_id AND s.id = c.send_id
+       RETURNING s.id
+     ), touched AS (
+       UPDATE devices d SET last_active = GREATEST(d.last_active, $5),
+              last_receipt_at = CASE WHEN v.recebido THEN GREATEST(d.last_receipt_at, $5) ELSE d.last_receipt_at END
+         FROM (SELECT app_id, device_id, bool_or(NOT clique) AS recebido FROM valid GROUP BY app_id, device_id) v
+        WHERE d.app_id = v.app_id AND d.id = v.device_id
+       RETURNING d.id
+     ), ev AS (
+       INSERT INTO events (app_id, evento, body, created_at)
+       SELECT i.app_id, e.evento,
+              jsonb_build_object('evento', e.evento, 'app_id', i.app_id, 'notification_id', i.send_id,
+                                 'player_id', i.device_id, 'quando', $7::text, 'canal', 'webhook'),
+              $5
+         FROM ins i JOIN apps a ON a.id = i.app_id
+         CROSS JOIN LATERAL (SELECT CASE i.kind WHEN ${KIND_ARRIVAL} THEN 'delivery.received' ELSE 'delivery.clicked' END AS evento) e
+        WHERE a.confirm_modo = 'webhook'
+        ORDER BY i.send_id, i.device_id, i.kind
+     )
+     SELECT DISTINCT 'v' AS t, app_id, send_id, NULL::uuid AS device_id, NULL::smallint AS kind FROM valid
+     UNION ALL
+     SELECT 'n', app_id, send_id, device_id, kind FROM ins`,
+    [
+      rows.map((x) => x.appId),
+      rows.map((x) => x.sendId),
+      rows.map((x) => x.deviceId),
+      rows.map((x) => x.clique),
+      now,
+      horizon,
+      quando,
+    ],
+  )
+  const out: BatchResult = { valid: new Set(), fresh: new Set() }
+  for (const x of r.rows) {
+    if (x.t === 'v') out.valid.add(`${x.app_id}:${x.send_id}`)
+    else out.fresh.add(`${x.send_id}:${x.device_id}:${x.kind}`)
+  }
+  return out
+}
+
+/** Tests and the bench: a send's two receipt counters. */
+export async function receiptCounters(db: Db, sendId: string): Promise<{ recebidos: number; converted: number } | null> {
+  const r = await query<{ recebidos: number; converted: number }>(db, 'SELECT recebidos, converted FROM sends WHERE id = $1', [
+    sendId,
+  ])
+  return r.rows[0] ?? null
+}
