@@ -26,6 +26,8 @@ export interface Config {
   /** Background jobs: the hand-off sweeper and the MAU measurement. */
   readonly jobs: Jobs
   readonly delivery: Delivery
+  /** The webhook dispatcher (src/confirmations). */
+  readonly webhook: Webhook
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
   readonly proPrice: string
   readonly gitCommit: string
@@ -86,6 +88,42 @@ export interface Delivery {
   readonly pageSize: number
   /** Waits before the 2nd and 3rd attempts of a transient failure (spec: three attempts in all). */
   readonly retryDelaysMs: readonly number[]
+}
+
+/** The webhook dispatcher (spec §Events redelivery policy, §Limits Webhook row). */
+export interface Webhook {
+  /** spec: timeout per attempt. */
+  readonly timeoutMs: number
+  /** spec: waits after the 1st, 2nd, … failed attempt of an event; the last one repeats (the ceiling). */
+  readonly retryDelaysMs: readonly number[]
+  /** spec: attempts of one event before it is abandoned. */
+  readonly maxAttempts: number
+  /** spec: consecutive failed deliveries that disable the destination. */
+  readonly disableAfter: number
+  /** How often a dispatcher looks for destinations with due events (latency of a new event). */
+  readonly pollMs: number
+  /** Destinations worked on at once by one process (each holds one Postgres connection while it works). */
+  readonly concurrency: number
+  /** Events delivered under one hold of a destination before its cursor is written. */
+  readonly batch: number
+}
+
+export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
+  timeoutMs: 10_000,
+  retryDelaysMs: Object.freeze([1_000, 10_000, 60_000, 300_000, 900_000]),
+  maxAttempts: 30,
+  disableAfter: 20,
+  pollMs: 250,
+  concurrency: 32,
+  batch: 100,
+})
+
+function msList(env: Env, name: string, def: readonly number[]): readonly number[] {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return def
+  const items = raw.split(',').map((s) => s.trim())
+  if (!items.every((s) => /^\d+$/.test(s))) throw new ConfigError(`${name}: expected comma-separated milliseconds, got "${raw}"`)
+  return Object.freeze(items.map(Number))
 }
 
 export const DEFAULT_DELIVERY: Delivery = Object.freeze({
@@ -212,6 +250,13 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       heartbeatMs: int(env, 'PM_HEARTBEAT_MS', DEFAULT_DELIVERY.heartbeatMs, 100),
       inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
       pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
+    }),
+    webhook: Object.freeze({
+      ...DEFAULT_WEBHOOK,
+      timeoutMs: int(env, 'PM_WEBHOOK_TIMEOUT_MS', DEFAULT_WEBHOOK.timeoutMs, 1),
+      retryDelaysMs: msList(env, 'PM_WEBHOOK_RETRY_MS', DEFAULT_WEBHOOK.retryDelaysMs),
+      pollMs: int(env, 'PM_WEBHOOK_POLL_MS', DEFAULT_WEBHOOK.pollMs, 1),
+      concurrency: int(env, 'PM_WEBHOOK_CONCURRENCY', DEFAULT_WEBHOOK.concurrency, 1),
     }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',

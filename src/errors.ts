@@ -183,6 +183,26 @@ export const E = {
     como_corrigir: 'Aguarde pm_pronto_em_s_estimado segundos e tente de novo; se expirou, peça uma nova exportação.',
   })),
 
+  // ---- confirmations ----
+  WEBHOOK_URL_NOT_HTTPS: def(400, () => ({
+    erro: 'url inválida: o destino do webhook deve ser uma URL https.',
+    causa: 'O campo url não é uma URL absoluta https (até 2048 caracteres).',
+    como_corrigir: 'Informe o endereço completo do seu endpoint, começando por https://.',
+    extra: { campo: 'url' },
+  })),
+  CONFIRM_MODE_UNKNOWN: def(400, (p: { validos: readonly string[] }) => ({
+    erro: 'modo desconhecido.',
+    causa: `O campo modo deve ser um de: ${p.validos.join(', ')}.`,
+    como_corrigir: 'Envie modo consulta, webhook ou grpc.',
+    extra: { campo: 'modo', modos_validos: p.validos },
+  })),
+  WEBHOOK_DESTINATION_MISSING: def(400, () => ({
+    erro: 'modo webhook sem destino registrado.',
+    causa: 'O app não tem um destino de webhook e a chamada não trouxe url.',
+    como_corrigir: 'Envie url (https) na mesma chamada, ou registre o destino antes de ativar o modo webhook.',
+    extra: { campo: 'modo' },
+  })),
+
   // ---- sends ----
   REFUSED_FIELD: def(400, (p: { campo: string; use?: string }) => ({
     erro: p.use ? `Campo recusado: ${p.campo} (use ${p.use}).` : `Campo recusado: ${p.campo}.`,

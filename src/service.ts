@@ -6,6 +6,8 @@ import { AppDirectory } from './apps/directory'
 import { appRoutes } from './apps/routes'
 import { AppService } from './apps/service'
 import type { Config } from './config'
+import { WebhookDispatcher } from './confirmations/dispatcher'
+import { confirmationRoutes } from './confirmations/routes'
 import { dashboardRoutes } from './dashboard/server'
 import { deviceRoutes } from './devices/routes'
 import { DeviceService } from './devices/service'
@@ -39,6 +41,10 @@ export interface ServiceOptions {
   jobs?: boolean
   /** Extra CA the delivery engine trusts (tests against the fake providers). */
   providerCa?: string
+  /** The webhook dispatcher runs in the worker role; `true` runs it without that role too, `false` never (tests). */
+  dispatcher?: boolean
+  /** Extra CA the webhook dispatcher trusts (tests' local receiver); production trusts NODE_EXTRA_CA_CERTS. */
+  webhookCa?: string
 }
 
 /** Everything a feature may need; built once per process. */
@@ -66,6 +72,7 @@ export interface Deps {
 export class Service {
   api: HttpServer | null = null
   delivery: DeliveryModule | null = null
+  dispatcher: WebhookDispatcher | null = null
   dashboard: HttpServer | null = null
   #stopped = false
 
@@ -111,6 +118,10 @@ export class Service {
         svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa })
         await svc.delivery.start()
       }
+      if (roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true) {
+        svc.dispatcher = new WebhookDispatcher({ cfg, log, vault, clock, ca: opts.webhookCa })
+        svc.dispatcher.start()
+      }
       if (roles.has('dashboard')) {
         svc.dashboard = new HttpServer('dashboard', log, proxies)
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
@@ -134,6 +145,7 @@ export class Service {
     deviceRoutes(r, d)
     receiptRoutes(r, d)
     sendRoutes(r, { ...d, sends: d.sends.service, readQuota: d.sends.readQuota })
+    confirmationRoutes(r, d)
     r.fallback()
   }
 
@@ -143,6 +155,7 @@ export class Service {
     this.#stopped = true
     await Promise.all([this.api?.close(), this.dashboard?.close()])
     await this.delivery?.stop()
+    await this.dispatcher?.stop()
     await this.deps.devices.stop()
     await this.deps.sends.stop()
     await this.deps.receipts.stop()

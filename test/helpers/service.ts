@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import Redis from 'ioredis'
 import pg from 'pg'
-import { type Config, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, type Limits, loadConfig } from '../../src/config'
+import { type Config, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, type Limits, loadConfig, type Webhook } from '../../src/config'
 import { createLogger } from '../../src/log'
 import { type Role, Service } from '../../src/service'
 
@@ -37,6 +37,12 @@ export interface StartOptions {
   jobs?: boolean
   /** CA the delivery engine trusts (the fake providers'). */
   providerCa?: string
+  /** Webhook dispatcher settings over the defaults (shorter ladder and timeout). */
+  webhook?: Partial<Webhook>
+  /** Run the webhook dispatcher (it runs with the worker role; `true` runs it in an api-only test service). */
+  dispatcher?: boolean
+  /** CA the webhook dispatcher trusts (the local receiver's). */
+  webhookCa?: string
 }
 
 export interface Answer {
@@ -127,7 +133,7 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
   const id = randomBytes(5).toString('hex')
   const schema = o.shareWith?.cfg.dbSchema ?? `t_${id}`
   const prefix = o.shareWith?.cfg.redisPrefix ?? `pmt_${id}`
-  const cfg = loadConfig(
+  const base = loadConfig(
     {
       DATABASE_URL,
       REDIS_URL,
@@ -141,6 +147,7 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
     },
     { dbSchema: schema, redisPrefix: prefix, limits: o.limits as Limits | undefined },
   )
+  const cfg: Config = o.webhook ? Object.freeze({ ...base, webhook: Object.freeze({ ...base.webhook, ...o.webhook }) }) : base
   const logs: Array<Record<string, unknown>> = []
   const svc = await Service.start(cfg, {
     roles: o.roles ?? ['api'],
@@ -149,6 +156,8 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
     migrate: !o.shareWith,
     jobs: o.jobs ?? false,
     providerCa: o.providerCa,
+    dispatcher: o.dispatcher,
+    webhookCa: o.webhookCa,
   })
   const ts = new TestService(svc, cfg, logs)
   t.teardown(async () => {

@@ -27,6 +27,7 @@ const SAMPLES: Record<string, unknown> = {
   EXTERNAL_USER_DEVICE_LIMIT: { limite: 10 },
   REGISTRATIONS_RATE_LIMITED: { limite: 50000 },
   EXPORT_RATE_LIMITED: { limite: 1 },
+  CONFIRM_MODE_UNKNOWN: { validos: ['consulta', 'webhook', 'grpc'] },
 }
 
 t.test('every error renders the envelope with Portuguese texts', async (t) => {

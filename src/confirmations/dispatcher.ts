@@ -1,0 +1,279 @@
+// The webhook dispatcher (spec §Events; DESIGN.md Flows: Webhook). Each destination drains the app's events after
+// its cursor, one at a time, in seq order; many destinations are worked on at once.
+//
+// Exclusion between dispatcher processes: a Postgres session advisory lock per destination, taken with
+// pg_try_advisory_lock (a busy destination is skipped, never waited for) and held on one connection for a batch.
+// Unlike a Redis lease it cannot lapse while an attempt is still in flight (a 10-second timeout, a paused
+// process): it ends only when its holder unlocks or its connection dies, and a SIGKILLed process's connection
+// dies with it. Unlike a row lock (SELECT … FOR UPDATE) it takes no transaction id, so a slow destination does not
+// hold back the visibility horizon that every destination reads events under (events.xid, see 0005_webhooks.sql).
+//
+// At-least-once: the cursor moves only after a 2xx or an abandon, and is written after the batch; a crash in the
+// middle of a batch redelivers that batch's events in order (same X-PM-Evento-Id).
+import type { Logger } from 'pino'
+import type { Config } from '../config'
+import { createPool, type Db, query, type Tx, tagPgError } from '../db/pool'
+import type { Clock } from '../time'
+import type { Vault } from '../vault'
+import { onFailure } from './ladder'
+import { type AttemptResult, WebhookSender } from './sender'
+import { secretAad } from './store'
+
+export interface DispatcherDeps {
+  cfg: Config
+  log: Logger
+  vault: Vault
+  clock: Clock
+  /** Extra CA for the destinations' TLS (tests' local receiver). */
+  ca?: string
+}
+
+/** Two-key advisory locks: this class id names the dispatcher's locks (a key space apart from migrate's lock). */
+const LOCK_CLASS = 0x77686b // "whk"
+/** A batch stops taking new events after this long, so the cursor is written regularly. */
+const BATCH_MAX_MS = 1_000
+
+interface DestinationRow {
+  id: string
+  app_id: string
+  url: string
+  sealed_secret: Buffer
+  last_seq: string
+  head_attempts: number
+  consecutive_failures: number
+}
+
+interface EventRow {
+  seq: string
+  app_id: string
+  evento: string
+  body: Record<string, unknown>
+}
+
+interface AttemptRecord {
+  seq: string
+  n: number
+  r: AttemptResult
+  at: Date
+  nextAt: Date | null
+}
+
+export class WebhookDispatcher {
+  readonly #db: Db
+  readonly #sender: WebhookSender
+  readonly #running = new Map<string, Promise<void>>()
+  readonly #secrets = new Map<string, string>()
+  readonly #stop = new AbortController()
+  #loop: Promise<void> | null = null
+  #wake: (() => void) | null = null
+
+  constructor(private readonly d: DispatcherDeps) {
+    const w = d.cfg.webhook
+    // Its own pool: connections held by destinations at work never starve the API's queries.
+    this.#db = createPool(d.cfg.databaseUrl, d.cfg.dbSchema, w.concurrency + 2)
+    this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca })
+  }
+
+  start(): void {
+    this.#loop ??= this.#run()
+  }
+
+  /** Stops looking for work, lets attempts in flight end (each within the timeout) and writes their outcome. */
+  async stop(): Promise<void> {
+    this.#stop.abort()
+    this.#wake?.()
+    await this.#loop
+    await Promise.all(this.#running.values())
+    this.#sender.close()
+    await this.#db.end()
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stop.signal.aborted) {
+      try {
+        await this.#tick()
+      } catch (err) {
+        this.d.log.warn({ err: String(err) }, 'webhook dispatcher: looking for due destinations failed')
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.d.cfg.webhook.pollMs)
+        this.#wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    }
+  }
+
+  /** Starts a task for each due destination with events after its cursor, up to the concurrency. */
+  async #tick(): Promise<void> {
+    const free = this.d.cfg.webhook.concurrency - this.#running.size
+    if (free <= 0) return
+    const due = await query<{ id: string }>(
+      this.#db,
+      `SELECT d.id FROM webhook_destinations d
+        WHERE d.active AND d.disabled_at IS NULL AND d.next_at <= $1
+          AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq)
+        ORDER BY d.next_at LIMIT $2`,
+      [new Date(this.d.clock()), free + this.#running.size],
+    )
+    for (const { id } of due.rows) {
+      if (this.#running.size >= this.d.cfg.webhook.concurrency) break
+      if (this.#running.has(id) || this.#stop.signal.aborted) continue
+      const task = this.#work(id).catch((err) =>
+        this.d.log.warn({ err: String(err), destino: id }, 'webhook dispatcher: batch failed; it will be retried'),
+      )
+      this.#running.set(
+        id,
+        task.finally(() => this.#running.delete(id)),
+      )
+    }
+  }
+
+  async #work(id: string): Promise<void> {
+    while (!this.#stop.signal.aborted && (await this.#holdAndDeliver(id))) {}
+  }
+
+  /** One batch under the destination's lock; answers whether it should go on at once (more events may wait). */
+  async #holdAndDeliver(id: string): Promise<boolean> {
+    const c = await this.#db.connect()
+    let healthy = true
+    try {
+      const got = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [LOCK_CLASS, id])
+      if (!got.rows[0]?.ok) return false // another dispatcher has it
+      try {
+        return await this.#batch(c, id)
+      } finally {
+        await c.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS, id]).catch(() => {
+          healthy = false
+        })
+      }
+    } catch (err) {
+      healthy = false
+      throw err
+    } finally {
+      // A connection that may still hold the lock is destroyed, which releases it.
+      c.release(healthy ? undefined : true)
+    }
+  }
+
+  async #batch(c: Tx, id: string): Promise<boolean> {
+    const w = this.d.cfg.webhook
+    const now = new Date(this.d.clock())
+    // Read again under the lock: another dispatcher may have moved the cursor since the look-up.
+    const dr = await c.query<DestinationRow>(
+      `SELECT id, app_id, url, sealed_secret, last_seq, head_attempts, consecutive_failures FROM webhook_destinations
+        WHERE id = $1 AND active AND disabled_at IS NULL AND next_at <= $2`,
+      [id, now],
+    )
+    const dest = dr.rows[0]
+    if (!dest) return false
+    // Only events no open transaction can overtake: an open writer may hold a lower seq (see 0005_webhooks.sql).
+    const er = await c.query<EventRow>(
+      `SELECT seq, app_id, evento, body FROM events
+        WHERE app_id = $1 AND seq > $2 AND xid < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY seq LIMIT $3`,
+      [dest.app_id, dest.last_seq, w.batch],
+    )
+    if (er.rows.length === 0) return false
+    const secret = this.#secret(dest)
+    const started = Date.now()
+    let cursor = dest.last_seq
+    let headAttempts = dest.head_attempts
+    let consecutive = dest.consecutive_failures
+    let nextAt = now
+    let disable = false
+    let failed = false
+    const attempts: AttemptRecord[] = []
+    const abandoned: Array<{ ev: EventRow; attempts: number; reason: string }> = []
+    for (const ev of er.rows) {
+      if (this.#stop.signal.aborted || Date.now() - started > BATCH_MAX_MS) break
+      if (ev.body.canal === undefined) ev.body.canal = 'webhook' // spec: inside the signed bytes
+      const body = Buffer.from(JSON.stringify(ev.body))
+      const r = await this.#sender.send({ url: dest.url, secret, evento: ev.evento, eventoId: ev.seq, body })
+      const at = new Date(this.d.clock())
+      const n = headAttempts + 1
+      if (r.ok) {
+        if (headAttempts > 0) attempts.push({ seq: ev.seq, n, r, at, nextAt: null })
+        cursor = ev.seq
+        headAttempts = 0
+        consecutive = 0
+        continue
+      }
+      consecutive++
+      const decision = onFailure(w, { attempts: n, consecutive })
+      nextAt = new Date(at.getTime() + decision.delayMs)
+      disable = decision.disable
+      attempts.push({ seq: ev.seq, n, r, at, nextAt: decision.abandon ? null : nextAt })
+      this.d.log.warn(
+        { evento: 'webhook_falhou', destino: dest.id, app_id: dest.app_id, seq: ev.seq, tentativa: n, resultado: r.result, status: r.status, motivo: r.reason },
+        'webhook attempt failed',
+      )
+      if (decision.abandon) {
+        abandoned.push({ ev, attempts: n, reason: r.reason })
+        cursor = ev.seq
+        headAttempts = 0
+      } else {
+        headAttempts = n
+      }
+      failed = true
+      break
+    }
+    // On the locked connection: a second connection per destination could exhaust the pool under full load.
+    await inTx(c, async (t) => {
+      if (attempts.length > 0) {
+        await t.query(
+          `INSERT INTO webhook_attempts (destination_id, event_seq, n, entrega_id, result, http_status, reason, at, next_at)
+           SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[])`,
+          [
+            dest.id,
+            attempts.map((a) => a.seq),
+            attempts.map((a) => a.n),
+            attempts.map((a) => a.r.entregaId),
+            attempts.map((a) => (a.r.ok ? 'ok' : a.r.result)),
+            attempts.map((a) => (a.r.ok ? a.r.status : (a.r.status ?? null))),
+            attempts.map((a) => (a.r.ok ? null : a.r.reason)),
+            attempts.map((a) => a.at),
+            attempts.map((a) => a.nextAt),
+          ],
+        )
+      }
+      for (const a of abandoned) {
+        await t.query(
+          `INSERT INTO webhook_abandoned (destination_id, event_seq, app_id, evento, body, attempts, last_reason, abandoned_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+          [dest.id, a.ev.seq, a.ev.app_id, a.ev.evento, a.ev.body, a.attempts, a.reason, new Date(this.d.clock())],
+        )
+        this.d.log.error({ evento: 'webhook_abandonado', destino: dest.id, app_id: dest.app_id, seq: a.ev.seq, tentativas: a.attempts }, 'webhook event abandoned')
+      }
+      await t.query(
+        `UPDATE webhook_destinations SET last_seq = $2, head_attempts = $3, consecutive_failures = $4, next_at = $5,
+                disabled_at = CASE WHEN $6 THEN $7 ELSE disabled_at END
+          WHERE id = $1`,
+        [dest.id, cursor, headAttempts, consecutive, nextAt, disable, new Date(this.d.clock())],
+      )
+    })
+    if (disable) this.d.log.error({ evento: 'webhook_desativado', destino: dest.id, app_id: dest.app_id, falhas: consecutive }, 'webhook destination disabled')
+    return !failed && !this.#stop.signal.aborted
+  }
+
+  #secret(dest: DestinationRow): string {
+    let s = this.#secrets.get(dest.id)
+    if (!s) {
+      s = this.d.vault.open(dest.sealed_secret, secretAad(dest.app_id, dest.id)).toString()
+      this.#secrets.set(dest.id, s)
+    }
+    return s
+  }
+}
+
+async function inTx(c: Tx, fn: (c: Tx) => Promise<void>): Promise<void> {
+  try {
+    await c.query('BEGIN')
+    await fn(c)
+    await c.query('COMMIT')
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => {})
+    tagPgError(err)
+  }
+}

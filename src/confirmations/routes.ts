@@ -1,0 +1,40 @@
+// The confirmation channel (spec §Service and channel configuration): GET reads the mode and the queue, PUT
+// changes the destination and the mode. After a change every instance drops the app from its cache, so the
+// send-read routes answer 403 (or answer again) at once.
+import type { Auth } from '../apps/auth'
+import type { AppDirectory } from '../apps/directory'
+import type { Config } from '../config'
+import type { Db } from '../db/pool'
+import { ok } from '../http/reply'
+import type { Router } from '../http/router'
+import type { Clock } from '../time'
+import type { Vault } from '../vault'
+import { applyChange, pendingCount } from './store'
+import { parseChange } from './validate'
+
+export interface ConfirmationRouteDeps {
+  cfg: Config
+  db: Db
+  auth: Auth
+  dir: AppDirectory
+  vault: Vault
+  clock: Clock
+}
+
+export function confirmationRoutes(r: Router, d: ConfirmationRouteDeps): void {
+  r.get('/api/v1/confirmacoes', {}, async (req) => {
+    const app = await d.auth.queryApp(req)
+    // The gRPC stream is a later capability: the mode is accepted, no stream can be open yet.
+    return ok({ modo: app.confirmModo, fila_pendente: await pendingCount(d.db, app.id), streams_ativos: 0 })
+  })
+
+  r.put('/api/v1/confirmacoes', { bodyLimit: d.cfg.limits.appBodyBytes }, async (req) => {
+    const key = await d.auth.appKey(req)
+    const body = await req.json()
+    const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
+    const change = parseChange(body)
+    const applied = await applyChange(d.db, d.vault, app.id, change, new Date(d.clock()))
+    await d.dir.invalidate(app.id)
+    return ok({ ok: true, modo: applied.modo, segredo: applied.segredo })
+  })
+}

@@ -1,0 +1,107 @@
+// One webhook attempt (spec §Events): POST of the exact signed bytes over node:https with a keep-alive agent, a
+// deadline for the whole attempt, and the address guard. The outcome is a value, never a throw.
+import { createHmac, randomUUID } from 'node:crypto'
+import { Agent, request } from 'node:https'
+import { checkLiteral, guardedLookup, hostOf, RefusedAddressError } from './address'
+
+export interface Attempt {
+  url: string
+  secret: string
+  evento: string
+  /** Stable for every attempt of one event: the consumer's deduplication key (X-PM-Evento-Id). */
+  eventoId: string
+  body: Buffer
+}
+
+export type AttemptResult =
+  | { ok: true; entregaId: string; status: number }
+  | { ok: false; entregaId: string; result: 'http' | 'timeout' | 'refused' | 'network'; status?: number; reason: string }
+
+export function signature(secret: string, body: Buffer): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+}
+
+export interface SenderOptions {
+  timeoutMs: number
+  allowPrivate: boolean
+  /** Extra CA (tests' local receiver); production trusts Node's roots plus NODE_EXTRA_CA_CERTS. */
+  ca?: string
+}
+
+export class WebhookSender {
+  readonly #agent: Agent
+
+  constructor(private readonly o: SenderOptions) {
+    this.#agent = new Agent({
+      keepAlive: true,
+      maxSockets: 4,
+      maxFreeSockets: 4,
+      scheduling: 'lifo',
+      ca: o.ca,
+      lookup: guardedLookup(o.allowPrivate),
+    })
+  }
+
+  send(a: Attempt): Promise<AttemptResult> {
+    const entregaId = randomUUID()
+    let url: URL
+    try {
+      url = new URL(a.url)
+      if (url.protocol !== 'https:') throw new Error('not https')
+      checkLiteral(hostOf(url), this.o.allowPrivate)
+    } catch (err) {
+      const refused = err instanceof RefusedAddressError
+      return Promise.resolve({ ok: false, entregaId, result: refused ? 'refused' : 'network', reason: (err as Error).message })
+    }
+    return new Promise((resolve) => {
+      let settled = false
+      const done = (r: AttemptResult) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        resolve(r)
+      }
+      const req = request(
+        url,
+        {
+          method: 'POST',
+          agent: this.#agent,
+          headers: {
+            'Content-Type': 'application/json',
+            'Content-Length': String(a.body.length),
+            'X-PM-Evento': a.evento,
+            'X-PM-Evento-Id': a.eventoId,
+            'X-PM-Entrega-Id': entregaId,
+            'X-PM-Canal': 'webhook',
+            'X-PM-Assinatura': signature(a.secret, a.body),
+            'User-Agent': 'pombo-webhook/1',
+          },
+        },
+        (res) => {
+          const status = res.statusCode ?? 0
+          // The answer's body is not read for meaning; draining it lets the socket go back to the pool.
+          res.resume()
+          res.on('end', () => {
+            if (status >= 200 && status < 300) done({ ok: true, entregaId, status })
+            else done({ ok: false, entregaId, result: 'http', status, reason: `HTTP ${status}` })
+          })
+          res.on('error', (err) => done({ ok: false, entregaId, result: 'network', status, reason: err.message }))
+        },
+      )
+      // One deadline for the whole attempt (connect, TLS, request, answer), spec: 10 seconds.
+      const timer = setTimeout(() => {
+        done({ ok: false, entregaId, result: 'timeout', reason: `sem resposta em ${this.o.timeoutMs} ms` })
+        req.destroy()
+      }, this.o.timeoutMs)
+      req.on('error', (err) => {
+        const refused = err instanceof RefusedAddressError
+        done({ ok: false, entregaId, result: refused ? 'refused' : 'network', reason: err.message.slice(0, 300) })
+      })
+      req.end(a.body)
+    })
+  }
+
+  close(): void {
+    this.#agent.destroy()
+  }
+}

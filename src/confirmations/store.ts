@@ -1,0 +1,113 @@
+// The SQL of the confirmation channel: the app's mode, its webhook destinations (one active at a time) and the
+// queue each destination drains (the app's events after its cursor).
+import { randomBytes, randomUUID } from 'node:crypto'
+import { type Db, query, type Tx, tx } from '../db/pool'
+import { ApiError } from '../errors'
+import type { Vault } from '../vault'
+import type { ConfigChange, Modo } from './validate'
+
+/** The vault's AAD of a destination's secret: a sealed secret cannot be moved to another row or app. */
+export function secretAad(appId: string, destinationId: string): string {
+  return `webhook:${appId}:${destinationId}`
+}
+
+/** spec §Confirmation channel: `pm_whsec_` + 64 hex characters. */
+export function mintSecret(): string {
+  return `pm_whsec_${randomBytes(32).toString('hex')}`
+}
+
+export interface Applied {
+  modo: Modo
+  /** The new secret when this call registered a destination; shown once. */
+  segredo: string | null
+  destinationId: string | null
+}
+
+/**
+ * Applies a PUT in one transaction under the app's row lock (concurrent PUTs of one app serialize): the URL
+ * first (a new destination with a new secret; the previous one deactivated and its queue taken over), then the
+ * mode. A refusal rolls everything back.
+ */
+export async function applyChange(db: Db, vault: Vault, appId: string, change: ConfigChange, now: Date): Promise<Applied> {
+  if (change.url !== undefined) vault.require()
+  return tx(db, async (c) => {
+    const app = await query<{ confirm_modo: Modo }>(c, 'SELECT confirm_modo FROM apps WHERE id = $1 FOR UPDATE', [appId])
+    let modo = app.rows[0]?.confirm_modo ?? 'consulta'
+    let segredo: string | null = null
+    let destinationId: string | null = null
+    if (change.url !== undefined) {
+      segredo = mintSecret()
+      destinationId = randomUUID()
+      await registerDestination(c, vault, appId, destinationId, change.url, segredo, now)
+    }
+    if (change.modo !== undefined) {
+      if (change.modo === 'webhook' && destinationId === null && !(await activeDestination(c, appId))) {
+        throw new ApiError('WEBHOOK_DESTINATION_MISSING')
+      }
+      modo = change.modo
+      await query(c, 'UPDATE apps SET confirm_modo = $2 WHERE id = $1', [appId, modo])
+    }
+    return { modo, segredo, destinationId }
+  })
+}
+
+/**
+ * The new destination takes over the previous one's cursor and retry state (its pending events go to the new URL,
+ * signed with the new secret: nothing is dropped by a URL change); a first destination starts after the app's
+ * newest event. Waits for a dispatcher holding the previous row to finish its batch.
+ */
+async function registerDestination(c: Tx, vault: Vault, appId: string, id: string, url: string, secret: string, now: Date) {
+  const prev = await query<{ last_seq: string; head_attempts: number }>(
+    c,
+    `UPDATE webhook_destinations SET active = false, deactivated_at = $2 WHERE app_id = $1 AND active
+     RETURNING last_seq, head_attempts`,
+    [appId, now],
+  )
+  const p = prev.rows[0]
+  const start = p
+    ? p.last_seq
+    : ((await query<{ m: string }>(c, 'SELECT COALESCE(max(seq), 0) AS m FROM events WHERE app_id = $1', [appId])).rows[0]?.m ?? '0')
+  await query(
+    c,
+    `INSERT INTO webhook_destinations (id, app_id, url, sealed_secret, last_seq, head_attempts, next_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $7)`,
+    [id, appId, url, vault.seal(secret, secretAad(appId, id)), start, p?.head_attempts ?? 0, now],
+  )
+}
+
+async function activeDestination(c: Db | Tx, appId: string): Promise<boolean> {
+  const r = await query(c, 'SELECT 1 FROM webhook_destinations WHERE app_id = $1 AND active', [appId])
+  return r.rows.length > 0
+}
+
+/** `fila_pendente` (spec §Events): the app's events after the active destination's cursor. */
+export async function pendingCount(db: Db, appId: string): Promise<number> {
+  const r = await query<{ n: number }>(
+    db,
+    `SELECT count(e.seq)::int AS n FROM webhook_destinations d
+       JOIN events e ON e.app_id = d.app_id AND e.seq > d.last_seq
+      WHERE d.app_id = $1 AND d.active`,
+    [appId],
+  )
+  return r.rows[0]?.n ?? 0
+}
+
+export interface EnableResult {
+  destino: string
+  url: string
+  estava_desativado: boolean
+}
+
+/** `pombo webhook enable`: clears the disable and the failure streak; the queue drains at once. */
+export async function enableDestination(db: Db, appId: string, now: Date): Promise<EnableResult | null> {
+  const r = await query<{ id: string; url: string; was: boolean }>(
+    db,
+    `UPDATE webhook_destinations d SET disabled_at = NULL, consecutive_failures = 0, next_at = $2
+       FROM (SELECT id, disabled_at IS NOT NULL AS was FROM webhook_destinations WHERE app_id = $1 AND active) o
+      WHERE d.id = o.id
+      RETURNING d.id, d.url, o.was`,
+    [appId, now],
+  )
+  const row = r.rows[0]
+  return row ? { destino: row.id, url: row.url, estava_desativado: row.was } : null
+}

@@ -1,0 +1,38 @@
+// PUT /api/v1/confirmacoes at the door (spec §Service and channel configuration): `url` is checked before `modo`,
+// so an invalid URL is the answer even when the mode is unknown too. Nothing is written before this passes.
+import { ApiError } from '../errors'
+
+export const MODOS = ['consulta', 'webhook', 'grpc'] as const
+export type Modo = (typeof MODOS)[number]
+
+export interface ConfigChange {
+  url?: string
+  modo?: Modo
+}
+
+const URL_MAX = 2048
+
+export function parseChange(body: Record<string, unknown>): ConfigChange {
+  const out: ConfigChange = {}
+  if (body.url !== undefined && body.url !== null) out.url = parseUrl(body.url)
+  if (body.modo !== undefined && body.modo !== null) {
+    if (typeof body.modo !== 'string' || !(MODOS as readonly string[]).includes(body.modo)) {
+      throw new ApiError('CONFIRM_MODE_UNKNOWN', { validos: MODOS })
+    }
+    out.modo = body.modo as Modo
+  }
+  return out
+}
+
+function parseUrl(v: unknown): string {
+  if (typeof v !== 'string' || v.length > URL_MAX) throw new ApiError('WEBHOOK_URL_NOT_HTTPS')
+  let u: URL
+  try {
+    u = new URL(v)
+  } catch {
+    throw new ApiError('WEBHOOK_URL_NOT_HTTPS')
+  }
+  // Credentials in the URL would be stored in clear and sent on every attempt: the secret signs instead.
+  if (u.protocol !== 'https:' || !u.hostname || u.username || u.password) throw new ApiError('WEBHOOK_URL_NOT_HTTPS')
+  return u.toString()
+}
