@@ -1,0 +1,267 @@
+// `npm run bench -- deliver`: a 200,000-device segment send (`Subscribed Users`) delivered by one worker process
+// (`pombo serve --roles worker`) to the fake FCM (its own process, counters only), beside a raw node:http2 client
+// posting bodies of the same size to the same fake in the same run (before and after the send; the ratio is given
+// against their mean and their best). Figures: deliveries per second (the fake's accepted count over time, steady
+// part 10%→90%), the send's own duration, the worker's peak RSS (VmRSS sampled every 200 ms, and the kernel's
+// VmHWM) and CPU, and the machine's load average (other work on a shared machine skews every figure).
+// Settings changed: the app's rate_por_min = 10,000,000 (its pace must not be the limit); PM_DEFAULT_PLAN=pro (the
+// free plan's MAU gate would refuse a 200,000-device send); PM_LIMIT_IP_PER_MIN=0; worker PM_INFLIGHT_PER_APP=1024
+// and PM_DELIVERY_PAGE=2000 (each overridable from the environment); the fake advertises 1,000 concurrent streams
+// per connection (bench/providers.ts does the same). BENCH_DELIVER_DEVICES changes the audience,
+// BENCH_DURATION_S the raw client's runs, BENCH_WORKER_NODE_ARGS adds node flags to the worker (--cpu-prof).
+import { execFile } from 'node:child_process'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import http2 from 'node:http2'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import jwt from 'jsonwebtoken'
+import pg from 'pg'
+import { from as copyFrom } from 'pg-copy-streams'
+import { fcmMessage } from '../src/delivery/providers/fcm-body'
+import { testCa, trustEnv } from '../test/fakes/tls'
+import { pushFor } from '../test/helpers/push'
+import { startFakeFcmProcess } from './lib/fake-fcm-process'
+import { DATABASE_URL, REDIS_URL, ROOT, startPombo } from './lib/pombo'
+
+const DEVICES = Number(process.env.BENCH_DELIVER_DEVICES ?? 200_000)
+const RAW_SECONDS = Number(process.env.BENCH_DURATION_S ?? 8)
+const RAW_IN_FLIGHT = 256
+const VAULT_KEY = 'cd'.repeat(32)
+const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42, tag: 'x' } }
+
+/** An FCM registration token's shape and length (~163 characters), unique per device. */
+const TOKEN_TAIL = randomBytes(105).toString('base64url')
+const token = (i: number) => `${i.toString(36).padStart(11, '0')}:APA91b${TOKEN_TAIL}`
+
+async function seed(schema: string, appId: string, n: number): Promise<void> {
+  const c = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` })
+  await c.connect()
+  try {
+    const now = new Date().toISOString()
+    for (let i = 0; i < n; i += 10_000) {
+      let text = ''
+      for (let j = i; j < Math.min(n, i + 10_000); j++) {
+        text += `${appId}\t${randomUUID()}\t${token(j)}\t1\tf\tfcm\tpt\t1\tf\t${now}\t${now}\t${now}\n`
+      }
+      const stream = c.query(
+        copyFrom(
+          'COPY devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types, invalid_identifier, last_active, created_at, updated_at) FROM STDIN',
+        ),
+      )
+      await new Promise<void>((resolve, reject) => {
+        stream.on('finish', resolve)
+        stream.on('error', reject)
+        stream.end(text)
+      })
+    }
+    await c.query('VACUUM ANALYZE devices')
+  } finally {
+    await c.end()
+  }
+}
+
+function cli(args: string[], env: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
+      err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout),
+    ),
+  )
+}
+
+/** A raw node:http2 client: one session, RAW_IN_FLIGHT requests in flight, one prebuilt body per request. */
+async function rawRate(url: string, ca: string, path: string, accessToken: string, template: string, seconds: number): Promise<number> {
+  const session = http2.connect(url, { ca: [ca] })
+  session.on('error', () => {})
+  let seq = 0
+  let ok = 0
+  const one = () =>
+    new Promise<void>((resolve) => {
+      const body = template.replace('@TOKEN@', token(10_000_000 + seq++))
+      const s = session.request({ ':method': 'POST', ':path': path, authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' })
+      let status = 0
+      s.on('response', (h) => {
+        status = Number(h[':status'])
+      })
+      s.on('data', () => {})
+      s.on('error', () => resolve())
+      s.on('end', () => {
+        if (status === 200) ok++
+        resolve()
+      })
+      s.end(body)
+    })
+  const run = async (ms: number) => {
+    const end = Date.now() + ms
+    await Promise.all(
+      Array.from({ length: RAW_IN_FLIGHT }, async () => {
+        while (Date.now() < end) await one()
+      }),
+    )
+  }
+  await run(2_000) // warm-up (the fake JIT-compiles too)
+  ok = 0
+  const started = Date.now()
+  await run(seconds * 1000)
+  const rate = ok / ((Date.now() - started) / 1000)
+  await new Promise<void>((resolve) => session.close(() => resolve()))
+  return rate
+}
+
+async function accessTokenFor(sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string }, ca: string): Promise<string> {
+  const now = Math.floor(Date.now() / 1000)
+  const assertion = jwt.sign(
+    { iss: sa.client_email, scope: 'https://www.googleapis.com/auth/firebase.messaging', aud: sa.token_uri, iat: now, exp: now + 3600 },
+    sa.private_key,
+    { algorithm: 'RS256', keyid: sa.private_key_id },
+  )
+  const u = new URL(sa.token_uri)
+  const session = http2.connect(u.origin, { ca: [ca] })
+  try {
+    const text = await new Promise<string>((resolve, reject) => {
+      const s = session.request({ ':method': 'POST', ':path': u.pathname, 'content-type': 'application/x-www-form-urlencoded' })
+      const chunks: Buffer[] = []
+      s.on('data', (c: Buffer) => chunks.push(c))
+      s.on('end', () => resolve(Buffer.concat(chunks).toString()))
+      s.on('error', reject)
+      s.end(new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString())
+    })
+    const t = JSON.parse(text) as { access_token?: string }
+    if (!t.access_token) throw new Error(`no access token: ${text}`)
+    return t.access_token
+  } finally {
+    session.close()
+  }
+}
+
+function loadavg(): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ')[0] as string
+}
+
+function procStatus(pid: number): { rssMb: number; hwmMb: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? 0)
+    return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 }
+  } catch {
+    return null
+  }
+}
+
+/** CPU seconds (user + system) the process has used. */
+function cpuSeconds(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
+    return (Number(f[11]) + Number(f[12])) / 100
+  } catch {
+    return 0
+  }
+}
+
+export async function deliver(): Promise<void> {
+  process.env.PM_TEST_TLS_DIR ??= mkdtempSync(join(tmpdir(), 'pombo-bench-tls-'))
+  const ca = testCa() // written before the fake starts, so every process trusts the same CA
+  const fake = await startFakeFcmProcess({ maxConcurrentStreams: 1000 })
+  const api = await startPombo(9420, { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_VAULT_KEY: VAULT_KEY })
+  const shared = { schema: api.schema, prefix: api.prefix }
+  // The worker's window: provider requests in flight per app (a slot is held until the outcome is durable) and devices
+  // per page. Overridden by the same variables in the environment.
+  const tuned: Record<string, string> = {
+    PM_INFLIGHT_PER_APP: process.env.PM_INFLIGHT_PER_APP ?? '1024',
+    PM_DELIVERY_PAGE: process.env.PM_DELIVERY_PAGE ?? '2000',
+  }
+  const workerEnv = { PM_FCM_BASE_URL: fake.url, PM_VAULT_KEY: VAULT_KEY, ...tuned, ...trustEnv() }
+  let worker: Awaited<ReturnType<typeof startPombo>> | null = null
+  try {
+    const app = await api.createApp({ rate_por_min: 10_000_000 })
+    const saFile = join(process.env.PM_TEST_TLS_DIR, `sa-${app.id}.json`)
+    writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
+    await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: shared.schema, PM_REDIS_PREFIX: shared.prefix, PM_VAULT_KEY: VAULT_KEY })
+    let t0 = Date.now()
+    await seed(api.schema, app.id, DEVICES)
+    const changed = Object.entries(tuned).map(([k, v]) => `${k}=${v}`)
+    console.log(
+      `deliver: ${DEVICES} devices seeded with COPY in ${((Date.now() - t0) / 1000).toFixed(1)} s | settings changed: app rate_por_min=10000000;` +
+        ` API PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0; worker ${changed.join(', ')} (defaults 256, 500); fake FCM 1000 streams per connection, record off`,
+    )
+
+    // The raw client posts what the engine posts: the same rendering of the same send, a token of the same length.
+    const push = { ...pushFor(SEND_BODY), sendId: randomUUID(), proof: 'x'.repeat(32) }
+    const template = JSON.stringify(fcmMessage({ deviceId: randomUUID(), token: '@TOKEN@', deviceType: 1 }, push, Date.now()))
+    const path = `/v1/projects/${fake.serviceAccount.project_id}/messages:send`
+    const accessToken = await accessTokenFor(fake.serviceAccount as never, ca)
+    const load: string[] = [loadavg()]
+    const rawBefore = await rawRate(fake.url, ca, path, accessToken, template, RAW_SECONDS)
+
+    const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [] // e.g. --cpu-prof
+    worker = await startPombo(0, workerEnv, 'worker', nodeArgs, { shared })
+    const pid = worker.pid
+    const cpu0 = cpuSeconds(pid)
+    const base = (await fake.stats()).delivered
+    let peakRss = 0
+    const samples: Array<{ at: number; n: number }> = []
+    t0 = Date.now()
+    const r = await fetch(`${api.url}/api/v1/notifications`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${app.api_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ app_id: app.id, included_segments: ['Subscribed Users'], ...SEND_BODY }),
+    })
+    const sent = (await r.json()) as { id?: string; recipients?: number }
+    if (r.status !== 200 || !sent.id) throw new Error(`send: ${r.status} ${JSON.stringify(sent)}`)
+    const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${api.schema}` })
+    await db.connect()
+    let row: Record<string, unknown> | undefined
+    let lastPoll = 0
+    const deadline = Date.now() + Math.max(120_000, DEVICES * 2)
+    for (;;) {
+      const st = procStatus(pid)
+      if (st) peakRss = Math.max(peakRss, st.rssMb)
+      const n = (await fake.stats()).delivered - base
+      samples.push({ at: Date.now(), n })
+      if (Date.now() - lastPoll > 500 || n >= DEVICES) {
+        lastPoll = Date.now()
+        row = (await db.query('SELECT * FROM sends WHERE id = $1', [sent.id])).rows[0]
+        if (row?.completed_at) break
+      }
+      if (Date.now() > deadline) throw new Error(`send did not close: ${n} delivered, ${JSON.stringify(row)}`)
+      await new Promise((res) => setTimeout(res, 200))
+    }
+    const wall = (Date.now() - t0) / 1000
+    const hwm = procStatus(pid)?.hwmMb ?? 0
+    const cpu = cpuSeconds(pid) - cpu0
+    await db.end()
+    await worker.stop()
+    worker = null
+    load.push(loadavg())
+    const rawAfter = await rawRate(fake.url, ca, path, accessToken, template, RAW_SECONDS)
+    load.push(loadavg())
+
+    // Steady rate: deliveries between 10% and 90% of the audience over the time they took.
+    const at = (frac: number) => samples.find((s) => s.n >= DEVICES * frac) ?? (samples.at(-1) as { at: number; n: number })
+    const lo = at(0.1)
+    const hi = at(0.9)
+    const steady = (hi.n - lo.n) / Math.max(0.001, (hi.at - lo.at) / 1000)
+    const first = samples.find((s) => s.n > 0) ?? lo
+    const last = samples.at(-1) as { at: number; n: number }
+    const overall = last.n / Math.max(0.001, (last.at - first.at) / 1000)
+    const duration = (row?.pm_metricas as { duracao_ms?: number } | undefined)?.duracao_ms
+    const raw = (rawBefore + rawAfter) / 2
+    console.log(
+      `raw node:http2 client (1 session, ${RAW_IN_FLIGHT} in flight, ${Buffer.byteLength(template)}-byte bodies) ${rawBefore.toFixed(0)}/s before, ${rawAfter.toFixed(0)}/s after`,
+    )
+    console.log(
+      `pombo worker: ${last.n} accepted for ${row?.recipients} recipients (successful ${row?.successful}, failed ${row?.failed}, errored ${row?.errored}, remaining ${row?.remaining})` +
+        ` | steady ${steady.toFixed(0)}/s (10%→90%), ${overall.toFixed(0)}/s first→last delivery, send accepted→closed ${wall.toFixed(1)} s` +
+        (duration !== undefined ? ` (duracao_ms ${duration})` : '') +
+        ` | ratio ${(steady / raw).toFixed(2)} of the raw client's mean, ${(steady / Math.max(rawBefore, rawAfter)).toFixed(2)} of its best (target ≥ 0.5)`,
+    )
+    console.log(`machine load average (1 min) before / after the send / at the end: ${load.join(' / ')} on ${cpus().length} cores (others' work skews every figure)`)
+    console.log(
+      `worker memory: peak VmRSS ${peakRss.toFixed(0)} MB sampled every 200 ms, VmHWM ${hwm.toFixed(0)} MB (target < 300 MB) | worker CPU ${cpu.toFixed(1)} s for ${DEVICES} deliveries (${((cpu / DEVICES) * 1e6).toFixed(0)} µs each)`,
+    )
+  } finally {
+    await worker?.stop()
+    await api.stop()
+    await fake.stop()
+  }
+}
