@@ -10,6 +10,7 @@ import { createLogger } from './log'
 import { ALL_ROLES, type Role, Service } from './service'
 import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
+import { WebhookCliError, webhookCommand } from './cli/webhook'
 
 const USAGE = `usage:
   pombo serve [--roles api,worker,dashboard]
@@ -22,7 +23,8 @@ const USAGE = `usage:
   pombo credentials fcm APP_ID SERVICE_ACCOUNT.json [--config google-services.json] [--package NAME]
   pombo credentials apns APP_ID --p8 FILE --key-id ID --team-id ID --bundle-id ID --env sandbox|production
   pombo credentials apns-env APP_ID sandbox|production
-  pombo credentials delete APP_ID fcm|apns`
+  pombo credentials delete APP_ID fcm|apns
+  pombo webhook enable APP_ID`
 
 class UsageError extends Error {}
 
@@ -101,6 +103,8 @@ async function main(argv: string[]): Promise<void> {
       return keyCommand(cfg, rest)
     case 'credentials':
       return credentialsCommand(cfg, rest)
+    case 'webhook':
+      return webhookCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
   }
@@ -163,7 +167,7 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
 /** CONTRACT.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
   if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
-  else if (err instanceof ConfigError) console.error(`pombo: ${err.message}`)
+  else if (err instanceof ConfigError || err instanceof WebhookCliError) console.error(`pombo: ${err.message}`)
   else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
   else console.error(`pombo: ${((err as Error).message ?? String(err)).split('\n')[0]}`)
   process.exit(2)

@@ -1,0 +1,70 @@
+// Pure parts of the webhook dispatcher: the address guard (CONTRACT.md PM_WEBHOOK_ALLOW_PRIVATE), the redelivery
+// ladder (spec §Events), the signature, the PUT body's validation order.
+import t from 'tap'
+import { DEFAULT_WEBHOOK } from '../../src/config'
+import { checkLiteral, guardedLookup, isPrivateAddress } from '../../src/confirmations/address'
+import { delayAfter, onFailure } from '../../src/confirmations/ladder'
+import { signature } from '../../src/confirmations/sender'
+import { parseChange } from '../../src/confirmations/validate'
+import type { ApiError } from '../../src/errors'
+
+t.test('private, loopback, link-local, unique-local and reserved addresses are refused; public ones pass', async (t) => {
+  const refused = [
+    '127.0.0.1', '127.255.0.9', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254',
+    '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '198.18.0.1',
+    '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::ffff:a00:1',
+    '64:ff9b::a00:1', 'not-an-ip',
+  ]
+  for (const ip of refused) t.ok(isPrivateAddress(ip), `refused ${ip}`)
+  for (const ip of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) {
+    t.notOk(isPrivateAddress(ip), `allowed ${ip}`)
+  }
+})
+
+t.test('a literal is checked before connecting; the lookup checks every resolved address', async (t) => {
+  t.throws(() => checkLiteral('127.0.0.1', false), { code: 'EPM_PRIVATE_ADDRESS' })
+  t.throws(() => checkLiteral('::1', false), { code: 'EPM_PRIVATE_ADDRESS' })
+  t.doesNotThrow(() => checkLiteral('127.0.0.1', true))
+  t.doesNotThrow(() => checkLiteral('example.com', false), 'names go through the lookup')
+  const lookup = (allow: boolean, all: boolean) =>
+    new Promise<{ err: (Error & { code?: string }) | null; addr: unknown }>((resolve) =>
+      guardedLookup(allow)('localhost', { all } as never, (err, addr) => resolve({ err: err as Error | null, addr })),
+    )
+  const refused = await lookup(false, false)
+  t.equal(refused.err?.code, 'EPM_PRIVATE_ADDRESS')
+  t.match(refused.err?.message, /localhost resolve para endereço privado/)
+  const allowed = await lookup(true, false)
+  t.equal(allowed.err, null)
+  t.ok(isPrivateAddress(allowed.addr as string))
+  const many = await lookup(true, true)
+  t.ok(Array.isArray(many.addr), 'all: true answers the list')
+})
+
+t.test('ladder: 1 s, 10 s, 60 s, 5 min, then every 15 min; abandon at 30; disable at 20 consecutive', async (t) => {
+  const want = [1_000, 10_000, 60_000, 300_000, 900_000, 900_000, 900_000]
+  t.same(want.map((_, i) => delayAfter(DEFAULT_WEBHOOK, i + 1)), want)
+  t.same(onFailure(DEFAULT_WEBHOOK, { attempts: 1, consecutive: 1 }), { abandon: false, disable: false, delayMs: 1_000 })
+  t.same(onFailure(DEFAULT_WEBHOOK, { attempts: 20, consecutive: 20 }), { abandon: false, disable: true, delayMs: 900_000 })
+  t.same(onFailure(DEFAULT_WEBHOOK, { attempts: 29, consecutive: 9 }), { abandon: false, disable: false, delayMs: 900_000 })
+  t.same(onFailure(DEFAULT_WEBHOOK, { attempts: 30, consecutive: 10 }), { abandon: true, disable: false, delayMs: 0 })
+})
+
+t.test('signature: sha256= and the hex HMAC of the exact bytes', async (t) => {
+  // RFC 4231 test case 2.
+  t.equal(signature('Jefe', Buffer.from('what do ya want for nothing?')), 'sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843')
+})
+
+t.test('PUT body: url before modo', async (t) => {
+  const keyOf = (b: Record<string, unknown>) => {
+    try {
+      parseChange(b)
+      return 'ok'
+    } catch (err) {
+      return (err as ApiError).key
+    }
+  }
+  t.equal(keyOf({ url: 'http://x.example', modo: 'x' }), 'WEBHOOK_URL_NOT_HTTPS')
+  t.equal(keyOf({ url: 'https://x.example', modo: 'x' }), 'CONFIRM_MODE_UNKNOWN')
+  t.equal(keyOf({ url: 'https://x.example', modo: 'grpc' }), 'ok')
+  t.equal(keyOf({}), 'ok')
+})
