@@ -2,6 +2,9 @@
 // GET /          → the same JSON as Pombo's root route
 // POST /json     → reads the body, JSON.parse, answers a small JSON (the floor of any POST route)
 // GET /pg-read   → one Postgres read by primary key through a pg Pool, answered as JSON (floor of a DB-backed read)
+// POST /receipt  → reads the body, JSON.parse, one HMAC-SHA256 proof verification (BARE_RECEIPT_KEY, hex) in constant
+//                  time, answers {ok: true} or 403 (the floor of the receipt route before any durable write)
+import { createHmac, timingSafeEqual } from 'node:crypto'
 import pg from 'pg'
 import uWS from 'uWebSockets.js'
 
@@ -11,6 +14,15 @@ const root = JSON.stringify({ servico: 'pombo', versao: '0.1.0', git: 'desconhec
 const TYPE = 'application/json; charset=utf-8'
 // The same response bytes as Pombo (the spec requires the request id header): the difference is the framework alone.
 const ID = '00000000-0000-4000-8000-000000000000'
+const RECEIPT_KEY = Buffer.from(process.env.BARE_RECEIPT_KEY ?? '00', 'hex')
+const OK = JSON.stringify({ ok: true })
+
+function verified(b: { notification_id: string; player_id: string; rcpt: string }): boolean {
+  const mac = createHmac('sha256', RECEIPT_KEY).update(`${b.notification_id}:${b.player_id}`).digest()
+  const want = Buffer.from(mac.subarray(0, 24).toString('base64url'))
+  const got = Buffer.from(String(b.rcpt))
+  return got.length === want.length && timingSafeEqual(got, want)
+}
 
 uWS
   .App()
@@ -28,6 +40,20 @@ uWS
       if (!last || aborted) return
       const body = JSON.parse(Buffer.concat(chunks).toString())
       res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(JSON.stringify({ success: true, id: body.app_id })))
+    })
+  })
+  .post('/receipt', (res) => {
+    let aborted = false
+    res.onAborted(() => {
+      aborted = true
+    })
+    const chunks: Buffer[] = []
+    res.onData((c, last) => {
+      chunks.push(Buffer.from(c.slice(0)))
+      if (!last || aborted) return
+      const good = verified(JSON.parse(Buffer.concat(chunks).toString()))
+      const status = good ? '200 OK' : '403 Forbidden'
+      res.cork(() => res.writeStatus(status).writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(OK))
     })
   })
   .get('/pg-read', (res) => {

@@ -1,10 +1,11 @@
 // `npm run bench -- <scenario>`: runs one named load scenario (or `all`) and prints figures beside same-run baselines.
 import { deliver } from './deliver'
 import { http } from './http'
+import { receipts } from './receipts'
 import { register } from './register'
 import { send } from './send'
 
-const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver }
+const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts }
 
 async function main(): Promise<void> {
   const name = process.argv[2] ?? 'all'

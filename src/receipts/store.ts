@@ -25,6 +25,7 @@ export interface BatchResult {
  * Writes a batch. A `clique` writes the arrival row too: if it is new the click also counts as received (spec
  * §Receipts). `last_active` moves for every accepted receipt; `last_receipt_at` (Engaged Users) only for a
  * `recebido` the device sent itself: a click never sets it, even when it counted as an arrival (spec §Segments).
+ * Both move forward only, and a device already touched within the last minute is left alone.
  */
 export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon: Date, quando: string): Promise<BatchResult> {
   const r = await query<{ t: string; app_id: string; send_id: string; device_id: string | null; kind: number | null }>(
@@ -55,6 +56,10 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
               last_receipt_at = CASE WHEN v.recebido THEN GREATEST(d.last_receipt_at, $5) ELSE d.last_receipt_at END
          FROM (SELECT app_id, device_id, bool_or(NOT clique) AS recebido FROM valid GROUP BY app_id, device_id) v
         WHERE d.app_id = v.app_id AND d.id = v.device_id
+          -- A device seen within the last minute is not rewritten (a receipt and its click seconds apart, bursts):
+          -- both times serve 7-day segments and the monthly count; a minute is far below what they can tell apart.
+          AND (d.last_active < $5::timestamptz - interval '1 minute'
+               OR (v.recebido AND (d.last_receipt_at IS NULL OR d.last_receipt_at < $5::timestamptz - interval '1 minute')))
        RETURNING d.id
      ), ev AS (
        INSERT INTO events (app_id, evento, body, created_at)

@@ -1,0 +1,228 @@
+// `npm run bench -- receipts`: receipts per second (POST /api/v1/receipts) beside a bare uWebSockets.js POST that
+// parses the same JSON and verifies one HMAC proof (bench/bare-uws.ts /receipt), alternating rounds, medians.
+// Seeding is SQL (COPY of devices, sends inserted as rows) and the proofs are computed with src/delivery/proof.ts,
+// so every request is a valid receipt. Mixes: `unique` (every receipt new: the durable path), `duplicate` (every
+// receipt already counted), `mixed` (half and half). Durable receipts per second = new receipt rows / seconds,
+// counted in Postgres after each round (every 200 of the unique mix must be a row; checked).
+// Settings changed (CONTRACT.md): PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would refuse the load generator).
+import { randomUUID } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import pg from 'pg'
+import { from as copyFrom } from 'pg-copy-streams'
+import { proof } from '../src/delivery/proof'
+import { startBare } from './lib/bare'
+import { DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
+import { median } from './lib/report'
+import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 256)
+const SENDS = Number(process.env.BENCH_RECEIPT_SENDS ?? 2)
+const DEVICES = Number(process.env.BENCH_RECEIPT_DEVICES ?? 1_000_000)
+/** Receipts prepared per round file: more than a round can use, so the unique mix never repeats itself. */
+const PER_ROUND = Number(process.env.BENCH_RECEIPTS_PER_ROUND ?? 250_000)
+
+interface Seeded {
+  appId: string
+  sends: string[]
+  devices: string[]
+}
+
+async function seed(pombo: Pombo, appId: string): Promise<Seeded> {
+  const c = new pg.Client({ connectionString: DATABASE_URL })
+  await c.connect()
+  const s = pombo.schema
+  const devices = Array.from({ length: DEVICES }, () => randomUUID())
+  const now = new Date().toISOString()
+  let i = 0
+  const rows = new Readable({
+    read() {
+      let chunk = ''
+      for (let k = 0; k < 5_000 && i < devices.length; k++, i++) {
+        chunk += `${appId}\t${devices[i]}\tbench-${i}\t1\tf\tfcm\t\\N\t${now}\t${now}\t${now}\tf\n`
+      }
+      this.push(chunk === '' ? null : chunk)
+    },
+  })
+  await pipeline(
+    rows,
+    c.query(
+      copyFrom(
+        `COPY ${s}.devices (app_id, id, identifier, device_type, sandbox, transporte, external_user_id, last_active, created_at, updated_at, invalid_identifier) FROM STDIN`,
+      ),
+    ),
+  )
+  const sends = Array.from({ length: SENDS }, () => randomUUID())
+  for (const id of sends) {
+    await c.query(
+      `INSERT INTO ${s}.sends (app_id, id, lane, target_kind, platforms, message, contents, recipients, recipients_exact, remaining,
+                               ttl_s, queued_at, expansion_done, successful, completed_at)
+       VALUES ($1, $2, 0, 'players', '{}', '{}', '{"en":"x"}', $3, true, 0, 60, now(), true, $3, now())`,
+      [appId, id, DEVICES],
+    )
+  }
+  await c.query(`ANALYZE ${s}.devices`)
+  await c.end()
+  return { appId, sends, devices }
+}
+
+/** One receipt body per line, for the given (send, device) pair numbers: pair j is send j / DEVICES, device j % DEVICES. */
+function receiptFile(seeded: Seeded, key: Buffer, pairs: number[], tag: string): string {
+  const lines = pairs.map((j) => {
+    const send = seeded.sends[Math.floor(j / DEVICES) % SENDS] as string
+    const device = seeded.devices[j % DEVICES] as string
+    return JSON.stringify({ app_id: seeded.appId, notification_id: send, player_id: device, rcpt: proof(key, send, device) })
+  })
+  const file = join(tmpdir(), `pombo-receipts-${process.pid}-${tag}.txt`)
+  writeFileSync(file, `${lines.join('\n')}\n`)
+  return file
+}
+
+const range = (start: number, n: number): number[] => Array.from({ length: n }, (_, k) => start + k)
+
+/** wrk script: POST the file's bodies in order (wrapping around if the round outruns the file). */
+function wrkScript(file: string, path: string): string {
+  return `
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local bodies = {}
+for line in io.lines("${file}") do bodies[#bodies + 1] = line end
+local n = 0
+request = function()
+  n = n + 1
+  if n > #bodies then n = 1 end
+  return wrk.format(nil, "${path}", nil, bodies[n])
+end
+`
+}
+
+async function counted(pombo: Pombo): Promise<number> {
+  const c = new pg.Client({ connectionString: DATABASE_URL })
+  await c.connect()
+  const r = await c.query(`SELECT count(*)::int AS n FROM ${pombo.schema}.receipts`)
+  await c.end()
+  return r.rows[0].n
+}
+
+function line(name: string, r: WrkResult): string {
+  return `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms${r.errors || r.non2xx ? `  errors ${r.errors} non-2xx ${r.non2xx}` : ''}`
+}
+
+export async function receipts(): Promise<void> {
+  ensureWrk()
+  const pombo = await startPombo(9400, { ...JSON.parse(process.env.BENCH_POMBO_ENV ?? '{}'), PM_LIMIT_IP_PER_MIN: '0' })
+  let bare: Awaited<ReturnType<typeof startBare>> | null = null
+  try {
+    const app = await pombo.createApp({ nome: 'receipts' })
+    bare = await startBare(9410, { BARE_RECEIPT_KEY: app.receipt_key })
+    const key = Buffer.from(app.receipt_key, 'hex')
+    const t0 = performance.now()
+    const seeded = await seed(pombo, app.id)
+    console.log(
+      `receipts: settings changed: PM_LIMIT_IP_PER_MIN=0; seeded ${DEVICES.toLocaleString('en')} devices and ${SENDS} sends in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    )
+    if (SENDS * DEVICES < PER_ROUND * (2 * ROUNDS + 1)) throw new Error('not enough (send, device) pairs for the rounds')
+    let next = 0
+    /** PER_ROUND pairs never used before. */
+    const fresh = (): number[] => {
+      const r = range(next, PER_ROUND)
+      next += PER_ROUND
+      return r
+    }
+    const warm = receiptFile(seeded, key, fresh(), 'warm')
+    await wrk({
+      url: `${pombo.url}/api/v1/receipts`,
+      durationS: 2,
+      connections: CONNECTIONS,
+      lua: wrkScript(warm, '/api/v1/receipts'),
+    })
+    await wrk({ url: `${bare.url}/receipt`, durationS: 1, connections: CONNECTIONS, lua: wrkScript(warm, '/receipt') })
+
+    const base: WrkResult[] = []
+    const uniq: WrkResult[] = []
+    const durable: number[] = []
+    /** What each unique round counted: its first `rows` pairs (the file is posted in order). */
+    const counted_: Array<{ start: number; rows: number }> = []
+    for (let i = 0; i < ROUNDS; i++) {
+      const pairs = fresh()
+      const file = receiptFile(seeded, key, pairs, `u${i}`)
+      base.push(
+        await wrk({
+          url: `${bare.url}/receipt`,
+          durationS: DURATION_S,
+          connections: CONNECTIONS,
+          lua: wrkScript(file, '/receipt'),
+        }),
+      )
+      const before = await counted(pombo)
+      const h = await wrk({
+        url: `${pombo.url}/api/v1/receipts`,
+        durationS: DURATION_S,
+        connections: CONNECTIONS,
+        lua: wrkScript(file, '/api/v1/receipts'),
+      })
+      const rows = (await counted(pombo)) - before
+      const answered = Math.round(h.rps * DURATION_S) - h.non2xx
+      if (rows < answered * 0.98 && answered <= PER_ROUND)
+        console.log(`receipts: WARNING ${answered} answered 200 but only ${rows} rows written`)
+      if (answered > PER_ROUND)
+        console.log(`receipts: WARNING the round outran its ${PER_ROUND} prepared receipts; raise BENCH_RECEIPTS_PER_ROUND`)
+      uniq.push(h)
+      durable.push(rows / DURATION_S)
+      counted_.push({ start: pairs[0] as number, rows })
+    }
+    // Duplicate mix: exactly the receipts a unique round counted, posted again (wrapping around).
+    const dup: WrkResult[] = []
+    for (const [i, c] of counted_.entries()) {
+      const file = receiptFile(seeded, key, range(c.start, c.rows), `d${i}`)
+      dup.push(
+        await wrk({
+          url: `${pombo.url}/api/v1/receipts`,
+          durationS: DURATION_S,
+          connections: CONNECTIONS,
+          lua: wrkScript(file, '/api/v1/receipts'),
+        }),
+      )
+    }
+    // Mixed: new pairs alternating with pairs a unique round counted.
+    const mixed: WrkResult[] = []
+    const mixedDurable: number[] = []
+    for (let i = 0; i < ROUNDS; i++) {
+      const c = counted_[i] as { start: number; rows: number }
+      const pairs = fresh().map((j, k) => (k % 2 === 1 ? c.start + ((k >> 1) % Math.max(1, c.rows)) : j))
+      const file = receiptFile(seeded, key, pairs, `m${i}`)
+      const before = await counted(pombo)
+      mixed.push(
+        await wrk({
+          url: `${pombo.url}/api/v1/receipts`,
+          durationS: DURATION_S,
+          connections: CONNECTIONS,
+          lua: wrkScript(file, '/api/v1/receipts'),
+        }),
+      )
+      mixedDurable.push(((await counted(pombo)) - before) / DURATION_S)
+    }
+    const b = median(base)
+    const u = median(uniq)
+    const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)] as number
+    console.log(
+      `receipts: wrk -t1 -c${CONNECTIONS} -d${DURATION_S}s, ${ROUNDS} rounds each, medians; ${SENDS} sends x ${DEVICES.toLocaleString('en')} devices`,
+    )
+    console.log(line('bare uWS POST + JSON + 1 HMAC', b))
+    console.log(line('receipts, unique (all new)', u))
+    console.log(line('receipts, duplicate (all counted)', median(dup)))
+    console.log(line('receipts, mixed (half new)', median(mixed)))
+    console.log(
+      `receipts: ratio unique/bare ${(u.rps / b.rps).toFixed(3)}; durable receipts/s (new rows in Postgres / seconds): unique ${sorted(durable).toFixed(0)}, ` +
+        `mixed ${sorted(mixedDurable).toFixed(0)} (target >= 10,000)`,
+    )
+  } finally {
+    await bare?.stop()
+    await pombo.stop()
+  }
+}
