@@ -3,13 +3,16 @@
 import { CredentialService } from '../../src/credentials/service'
 import { parseApns, parseServiceAccount } from '../../src/credentials/validate'
 import { startFakeProviders } from '../fakes'
-import { basic, type FakeClock, startService, type TestService } from './service'
+import { basic, type FakeClock, type StartOptions, startService, type TestService } from './service'
 
 type Tap = Parameters<typeof startService>[0]
 export type App = Awaited<ReturnType<TestService['createApp']>>
 export const BUNDLE_ID = 'com.pombo.demo'
 
-export async function startDelivery(t: Tap, o: { clock?: FakeClock; env?: Record<string, string>; jobs?: boolean } = {}) {
+export async function startDelivery(
+  t: Tap,
+  o: { clock?: FakeClock; env?: Record<string, string>; jobs?: boolean; service?: Partial<StartOptions> } = {},
+) {
   const fakes = await startFakeProviders(t, { apns: { bundleId: BUNDLE_ID } })
   const s = await startService(t, {
     roles: ['api', 'worker'],
@@ -17,6 +20,7 @@ export async function startDelivery(t: Tap, o: { clock?: FakeClock; env?: Record
     jobs: o.jobs,
     providerCa: fakes.ca,
     env: { PM_FCM_BASE_URL: fakes.fcm.url, PM_APNS_BASE_URL: fakes.apns.url, PM_PARTITIONS: '4', ...o.env },
+    ...o.service,
   })
   const creds = new CredentialService({ ...s.svc.deps, now: s.svc.deps.clock })
 
