@@ -9,6 +9,7 @@ import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
+import { partitionOf } from '../redis/partitions'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
 import { abortableSleep } from './pacer'
@@ -35,6 +36,7 @@ export class DeliveryWorker {
   /** Stream entries per send, acknowledged together when the send is finished. */
   readonly #entries = new Map<string, Array<{ stream: string; id: string }>>()
   readonly #stop = new AbortController()
+  readonly #streamPartition = new Map<string, number>()
   #reader: RedisClient | null = null
   #loops: Promise<unknown>[] = []
   readonly #clock: Clock
@@ -94,12 +96,34 @@ export class DeliveryWorker {
       }
     }
     const share = Math.ceil(this.s.partitions / live)
+    if (this.#owned.size > share) await this.#handBack()
     for (let p = 0; p < this.s.partitions && this.#owned.size < share; p++) {
       if (this.#owned.has(p)) continue
       if ((await this.redis.set(this.keys.lease(p), this.id, 'PX', this.s.leaseMs, 'NX')) === 'OK') {
         await this.#adopt(p)
       }
     }
+  }
+
+  /**
+   * Another worker joined and we hold more than a fair share: give back one partition on which nothing is under way
+   * here (no actor with work, no unacknowledged entry), so the newcomer takes it with SET NX. One per round, so the
+   * shares settle without thrashing; a busy partition stays until its work is done.
+   */
+  async #handBack(): Promise<void> {
+    const busy = new Set<number>()
+    for (const [appId, a] of this.#actors) if (!a.idle) busy.add(partitionOf(appId, this.s.partitions))
+    for (const list of this.#entries.values()) for (const e of list) busy.add(this.#partitionOfStream(e.stream))
+    const spare = [...this.#owned].sort((a, b) => b - a).find((p) => !busy.has(p))
+    if (spare === undefined) return
+    this.#owned.delete(spare) // first: the reader stops asking for it
+    await this.redis.eval(RELEASE, 1, this.keys.lease(spare), this.id)
+    this.log.info({ partition: spare }, 'partition handed back to share the work')
+  }
+
+  #partitionOfStream(stream: string): number {
+    if (this.#streamPartition.size === 0) for (let p = 0; p < this.s.partitions; p++) this.#streamPartition.set(this.keys.workStream(p), p)
+    return this.#streamPartition.get(stream) ?? -1
   }
 
   /** A partition just became ours: make sure its group exists and claim what its previous owner left pending. */
@@ -147,7 +171,12 @@ export class DeliveryWorker {
           ...streams,
           ...streams.map(() => '>'),
         )) as Array<[string, Array<[string, string[]]>]> | null
-        for (const [stream, entries] of res ?? []) for (const [id, fields] of entries) this.#dispatch(stream, id, fields)
+        for (const [stream, entries] of res ?? []) {
+          // A partition handed back while this read was under way: its entries stay pending for the next owner, which
+          // claims them when it adopts the partition (or the sweeper re-enqueues the send).
+          if (!this.#owned.has(this.#partitionOfStream(stream))) continue
+          for (const [id, fields] of entries) this.#dispatch(stream, id, fields)
+        }
       } catch (err) {
         // Redis lost the group (flushed): recreate it; the sweeper re-enqueues what was lost.
         if (/NOGROUP/.test(String(err))) for (const s of streams) await this.#ensureGroup(s).catch(() => {})

@@ -104,6 +104,18 @@ async function deployment(t: Tap) {
       const id = await redis.get(`${s.cfg.redisPrefix}:{p${partition}}:lease`)
       return id ? Number(id.split(':').at(-2)) : null
     },
+    /** How many partition leases each worker pid holds, once every partition has a holder and `ok` agrees. */
+    async shares(ok: (byPid: Map<number, number>) => boolean, timeoutMs = 15_000): Promise<Map<number, number>> {
+      const until = Date.now() + timeoutMs
+      for (;;) {
+        const ids = await redis.mget(Array.from({ length: PARTITIONS }, (_, p) => `${s.cfg.redisPrefix}:{p${p}}:lease`))
+        const byPid = new Map<number, number>()
+        for (const id of ids) if (id) byPid.set(Number(id.split(':').at(-2)), (byPid.get(Number(id.split(':').at(-2))) ?? 0) + 1)
+        if (ids.every(Boolean) && ok(byPid)) return byPid
+        if (Date.now() > until) throw new Error(`partition leases: ${JSON.stringify(ids)}`)
+        await new Promise((r) => setTimeout(r, 100))
+      }
+    },
     stream: `${s.cfg.redisPrefix}:{p${partition}}:work`,
     async send(body: Record<string, unknown>): Promise<string> {
       const r = await s.call('POST', '/api/v1/notifications', {
@@ -180,8 +192,11 @@ async function exact(t: Tap, d: Deployment, sendIds: string[], rows: Array<Recor
 t.test('a worker SIGKILLed mid-send: the other takes its partitions over and finishes; counters exact', async (t) => {
   const d = await deployment(t)
   d.fcm.setDefaultBehaviour('slow:20') // answers in flight when the kill lands
-  await d.worker()
-  await d.worker()
+  const first = await d.worker()
+  t.same([...(await d.shares((m) => m.get(first.pid) === PARTITIONS)).keys()], [first.pid], 'alone, a worker holds every partition')
+  const second = await d.worker()
+  const shares = await d.shares((m) => m.get(first.pid) === PARTITIONS / 2 && m.get(second.pid) === PARTITIONS / 2)
+  t.equal(shares.size, 2, 'a worker that joins later gets a fair share: the first hands partitions back')
   const sendId = await d.send({ included_segments: ['Subscribed Users'] })
   await d.delivered(DEVICES * 0.3)
   const victimPid = await d.owner()
