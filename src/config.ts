@@ -74,6 +74,10 @@ export interface Jobs {
   /** An enqueued send that no worker took within this is enqueued again. */
   readonly handoffGraceMs: number
   readonly mauEveryMs: number
+  /** Receipts of sends due more than this many days ago are archived (PM_RECEIPT_ARCHIVE_DAYS; spec §Receipts
+   *  `tardio`); the archival job runs every `receiptArchiveEveryMs`. */
+  readonly receiptArchiveDays: number
+  readonly receiptArchiveEveryMs: number
   /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
   readonly streamMaxLen: number
 }
@@ -138,6 +142,8 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   sweepEveryMs: 1_000,
   handoffGraceMs: 30_000,
   mauEveryMs: 10 * 60_000,
+  receiptArchiveDays: 30,
+  receiptArchiveEveryMs: 3600_000,
   streamMaxLen: 1_000_000,
 })
 
@@ -242,6 +248,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       ...DEFAULT_JOBS,
       handoffGraceMs: int(env, 'PM_HANDOFF_GRACE_MS', DEFAULT_JOBS.handoffGraceMs, 1),
       mauEveryMs: int(env, 'PM_MAU_EVERY_S', DEFAULT_JOBS.mauEveryMs / 1000, 1) * 1000,
+      receiptArchiveDays: int(env, 'PM_RECEIPT_ARCHIVE_DAYS', DEFAULT_JOBS.receiptArchiveDays, 1),
     }),
     proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
     delivery: Object.freeze({

@@ -113,7 +113,10 @@ export class Service {
         svc.#apiRoutes(svc.api)
         await svc.api.listen(cfg.host, cfg.port)
       }
-      if (opts.jobs !== false && (roles.has('api') || roles.has('worker'))) deps.sends.startJobs()
+      if (opts.jobs !== false && (roles.has('api') || roles.has('worker'))) {
+        deps.sends.startJobs()
+        deps.receipts.startJobs(cfg.jobs)
+      }
       if (roles.has('worker')) {
         svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa })
         await svc.delivery.start()

@@ -22,6 +22,8 @@ export interface ReceiptRouteDeps {
 
 const COUNTED = constantJson({ ok: true })
 const DUPLICATE = constantJson({ ok: true, duplicado: true })
+const LATE = constantJson({ ok: true, tardio: true })
+const ANSWERS = { counted: COUNTED, duplicate: DUPLICATE, late: LATE } as const
 
 export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
   const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter }
@@ -33,6 +35,6 @@ export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
     if (app.paused) throw new ApiError('APP_PAUSED')
     const key = await d.receipts.keys.get(app.id)
     if (!key || !verifyProof(key, input.sendId, input.deviceId, input.rcpt)) throw new ApiError('RECEIPT_PROOF_INVALID')
-    return (await d.receipts.writer.submit(input)) === 'counted' ? COUNTED : DUPLICATE
+    return ANSWERS[await d.receipts.writer.submit(input)]
   })
 }

@@ -19,6 +19,8 @@ export interface BatchResult {
   valid: Set<string>
   /** `send:device:kind` of every row inserted now (counted now). */
   fresh: Set<string>
+  /** The part of `fresh` counted through the archive (the send's day was archived). */
+  late: Set<string>
 }
 
 /**
@@ -28,22 +30,39 @@ export interface BatchResult {
  * Both move forward only, and a device already touched within the last minute is left alone.
  */
 export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon: Date, quando: string): Promise<BatchResult> {
-  const r = await query<{ t: string; app_id: string; send_id: string; device_id: string | null; kind: number | null }>(
+  const r = await query<{
+    t: string
+    app_id: string
+    send_id: string
+    device_id: string | null
+    kind: number | null
+    late: boolean
+  }>(
     db,
     `WITH input AS (
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::boolean[]) AS x(app_id, send_id, device_id, clique)
      ), valid AS (
-       SELECT i.* FROM input i JOIN sends s ON s.app_id = i.app_id AND s.id = i.send_id
+       SELECT i.*, d.day, d.day < COALESCE((SELECT archived_before FROM receipt_archive_state), '-infinity') AS archived
+         FROM input i JOIN sends s ON s.app_id = i.app_id AND s.id = i.send_id
+        CROSS JOIN LATERAL (SELECT (COALESCE(s.send_after, s.queued_at) AT TIME ZONE 'UTC')::date AS day) d
         WHERE COALESCE(s.send_after, s.queued_at) >= $6
      ), wanted AS (
-       SELECT app_id, send_id, device_id, ${KIND_ARRIVAL}::smallint AS kind FROM valid
+       SELECT app_id, send_id, device_id, day, archived, ${KIND_ARRIVAL}::smallint AS kind FROM valid
        UNION
-       SELECT app_id, send_id, device_id, ${KIND_CLICK}::smallint FROM valid WHERE clique
-     ), ins AS (
-       INSERT INTO receipts (send_id, device_id, kind, app_id, at)
-       SELECT send_id, device_id, kind, app_id, $5 FROM wanted ORDER BY send_id, device_id, kind
+       SELECT app_id, send_id, device_id, day, archived, ${KIND_CLICK}::smallint FROM valid WHERE clique
+     ), live AS (
+       INSERT INTO receipts (day, send_id, device_id, kind, app_id, at)
+       SELECT day, send_id, device_id, kind, app_id, $5 FROM wanted WHERE NOT archived ORDER BY send_id, device_id, kind
        ON CONFLICT DO NOTHING
-       RETURNING app_id, send_id, device_id, kind
+       RETURNING app_id, send_id, device_id, kind, false AS late
+     ), late AS (
+       -- The slower path: the day's detailed history was archived; the archive still holds every key.
+       INSERT INTO receipt_archive (send_id, device_id, kind, app_id)
+       SELECT send_id, device_id, kind, app_id FROM wanted WHERE archived ORDER BY send_id, device_id, kind
+       ON CONFLICT DO NOTHING
+       RETURNING app_id, send_id, device_id, kind, true AS late
+     ), ins AS (
+       SELECT * FROM live UNION ALL SELECT * FROM late
      ), counted AS (
        UPDATE sends s SET recebidos = s.recebidos + c.arrivals, converted = s.converted + c.clicks
          FROM (SELECT app_id, send_id, count(*) FILTER (WHERE kind = ${KIND_ARRIVAL})::int AS arrivals,
@@ -72,9 +91,9 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
         WHERE a.confirm_modo = 'webhook'
         ORDER BY i.send_id, i.device_id, i.kind
      )
-     SELECT DISTINCT 'v' AS t, app_id, send_id, NULL::uuid AS device_id, NULL::smallint AS kind FROM valid
+     SELECT DISTINCT 'v' AS t, app_id, send_id, NULL::uuid AS device_id, NULL::smallint AS kind, false AS late FROM valid
      UNION ALL
-     SELECT 'n', app_id, send_id, device_id, kind FROM ins`,
+     SELECT 'n', app_id, send_id, device_id, kind, late FROM ins`,
     [
       rows.map((x) => x.appId),
       rows.map((x) => x.sendId),
@@ -85,10 +104,13 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
       quando,
     ],
   )
-  const out: BatchResult = { valid: new Set(), fresh: new Set() }
+  const out: BatchResult = { valid: new Set(), fresh: new Set(), late: new Set() }
   for (const x of r.rows) {
     if (x.t === 'v') out.valid.add(`${x.app_id}:${x.send_id}`)
-    else out.fresh.add(`${x.send_id}:${x.device_id}:${x.kind}`)
+    else {
+      out.fresh.add(`${x.send_id}:${x.device_id}:${x.kind}`)
+      if (x.late) out.late.add(`${x.send_id}:${x.device_id}:${x.kind}`)
+    }
   }
   return out
 }

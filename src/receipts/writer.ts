@@ -11,7 +11,8 @@ import { type Clock, isoWithOffset } from '../time'
 import { KIND_ARRIVAL, KIND_CLICK, type ReceiptRow, writeBatch } from './store'
 import type { ReceiptInput } from './validate'
 
-export type ReceiptOutcome = 'counted' | 'duplicate'
+/** `late`: counted now, through the archive (spec §Receipts `tardio`). */
+export type ReceiptOutcome = 'counted' | 'late' | 'duplicate'
 
 export interface ReceiptWriterOptions {
   maxBatch: number
@@ -74,15 +75,15 @@ export class ReceiptWriter {
         return jobs.map((j) => {
           if (!res.valid.has(`${j.appId}:${j.sendId}`)) return new ApiError('RECEIPT_PROOF_INVALID')
           const kinds = j.evento === 'clique' ? [KIND_ARRIVAL, KIND_CLICK] : [KIND_ARRIVAL]
-          let counted = false
+          let out: ReceiptOutcome = 'duplicate'
           for (const kind of kinds) {
             const k = `${j.sendId}:${j.deviceId}:${kind}`
             if (res.fresh.has(k) && !owned.has(k)) {
               owned.add(k)
-              counted = true
+              out = res.late.has(k) ? 'late' : 'counted'
             }
           }
-          return counted ? 'counted' : 'duplicate'
+          return out
         })
       } catch (err) {
         const code = (err as { code?: string }).code
