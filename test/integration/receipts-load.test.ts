@@ -10,6 +10,7 @@ import { Cut } from '../helpers/tcp-cut'
 t.test('1,000 copies of one receipt in parallel count once; one answer says counted', async (t) => {
   const w = await deliveredSend(t, { devices: 1 })
   const [a] = w.players as [string]
+  await w.s.sql("UPDATE apps SET confirm_modo = 'webhook' WHERE id = $1", [w.app.id])
   const writer = w.s.svc.deps.receipts.writer
   const before = writer.stats.statements
   const answers = await Promise.all(Array.from({ length: 1000 }, () => w.post(w.body(a))))
@@ -19,6 +20,9 @@ t.test('1,000 copies of one receipt in parallel count once; one answer says coun
   )
   t.equal(answers.filter((r) => r.json.duplicado !== true).length, 1, 'exactly one counted now')
   t.same(await w.counters(), { recebidos: 1, converted: 0 })
+  const events = async () =>
+    (await w.s.sql("SELECT evento FROM events WHERE evento LIKE 'delivery.%' ORDER BY seq")).map((e) => e.evento)
+  t.same(await events(), ['delivery.received'], 'one event for 1,000 copies')
   t.ok(
     writer.stats.statements - before < 1000,
     `group-committed: ${writer.stats.statements - before} statements for 1,000 receipts`,
@@ -26,6 +30,7 @@ t.test('1,000 copies of one receipt in parallel count once; one answer says coun
   const clicks = await Promise.all(Array.from({ length: 200 }, () => w.post(w.body(a, { evento: 'clique' }))))
   t.equal(clicks.filter((r) => r.json.duplicado !== true).length, 1)
   t.same(await w.counters(), { recebidos: 1, converted: 1 })
+  t.same(await events(), ['delivery.received', 'delivery.clicked'])
 })
 
 t.test('a mixed parallel burst over many devices counts exactly', async (t) => {

@@ -67,9 +67,12 @@ t.test('one 403 wording: forged, another device, another send, unknown send, pas
   const [a, b] = w.players as [string, string]
   const second = await w.sendTo([a])
   const key = Buffer.from(w.app.receipt_key, 'hex')
+  const statements = () => w.s.svc.deps.receipts.writer.stats.statements
+  const before = statements()
   const forged = await w.post(w.body(a, { rcpt: `${w.rcpt(a).slice(0, 31)}${w.rcpt(a).endsWith('A') ? 'B' : 'A'}` }))
   const aForB = await w.post({ ...w.body(a), player_id: b })
   const otherSend = await w.post({ ...w.body(a), notification_id: second })
+  t.equal(statements(), before, 'a proof that does not verify never reaches the database: no send is looked up')
   const ghost = randomUUID()
   const unknownSend = await w.post({ app_id: w.app.id, notification_id: ghost, player_id: a, rcpt: proof(key, ghost, a) })
   const other = await w.s.createApp()
