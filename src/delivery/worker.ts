@@ -90,10 +90,17 @@ export class DeliveryWorker {
     await this.redis.zremrangebyscore(this.keys.workers(), 0, now - this.s.leaseMs * 2)
     const live = Math.max(1, await this.redis.zcard(this.keys.workers()))
     for (const p of [...this.#owned]) {
-      if (Number(await this.redis.eval(RENEW, 1, this.keys.lease(p), this.id, this.s.leaseMs)) !== 1) {
-        this.#owned.delete(p) // lost it (Redis flushed, or we stalled past the lease)
-        this.log.warn({ partition: p }, 'partition lease lost')
+      if (Number(await this.redis.eval(RENEW, 1, this.keys.lease(p), this.id, this.s.leaseMs)) === 1) continue
+      // Lost it (Redis flushed, or we stalled past the lease). Still free: take it back and carry on.
+      this.#owned.delete(p)
+      if ((await this.redis.set(this.keys.lease(p), this.id, 'PX', this.s.leaseMs, 'NX')) === 'OK') {
+        this.log.warn({ partition: p }, 'partition lease lost and taken back')
+        await this.#adopt(p)
+        continue
       }
+      // Another worker holds it and has claimed (or will claim) our pending entries: one actor per app, so ours stop.
+      this.log.warn({ partition: p }, 'partition lease lost to another worker: its actors here stop')
+      this.#drop(p)
     }
     const share = Math.ceil(this.s.partitions / live)
     if (this.#owned.size > share) await this.#handBack()
@@ -119,6 +126,20 @@ export class DeliveryWorker {
     this.#owned.delete(spare) // first: the reader stops asking for it
     await this.redis.eval(RELEASE, 1, this.keys.lease(spare), this.id)
     this.log.info({ partition: spare }, 'partition handed back to share the work')
+  }
+
+  /** Forgets a partition's work here: its actors stop (in-flight requests finish), its entries stay unacknowledged. */
+  #drop(p: number): void {
+    for (const [appId, a] of this.#actors) {
+      if (partitionOf(appId, this.s.partitions) !== p) continue
+      this.#actors.delete(appId)
+      a.stop().catch((err) => this.log.warn({ err: String(err), app: appId }, 'actor stop failed'))
+    }
+    for (const [sendId, list] of this.#entries) {
+      const rest = list.filter((e) => this.#partitionOfStream(e.stream) !== p)
+      if (rest.length === 0) this.#entries.delete(sendId)
+      else this.#entries.set(sendId, rest)
+    }
   }
 
   #partitionOfStream(stream: string): number {

@@ -254,3 +254,34 @@ t.test("the deployment's Redis keys deleted mid-send: workers recreate the group
   const groups = (await d.redis.xinfo('GROUPS', d.stream)) as unknown[][]
   t.ok(groups.some((g) => g[1] === 'workers'), 'the workers recreated their consumer group')
 })
+
+t.test('a worker stalled past its lease (SIGSTOP): the other takes over; on waking it stops its actor; counters exact', async (t) => {
+  const d = await deployment(t)
+  d.fcm.setDefaultBehaviour('slow:20')
+  const first = await d.worker()
+  await d.shares((m) => m.get(first.pid) === PARTITIONS)
+  const second = await d.worker()
+  await d.shares((m) => m.get(first.pid) === PARTITIONS / 2 && m.get(second.pid) === PARTITIONS / 2)
+  const sendId = await d.send({ included_segments: ['Subscribed Users'] })
+  await d.delivered(DEVICES * 0.3)
+  const ownerPid = await d.owner()
+  const sleeper = d.workers.find((w) => w.pid === ownerPid) as Pombo
+  const other = d.workers.find((w) => w.pid !== ownerPid) as Pombo
+  process.kill(sleeper.pid, 'SIGSTOP')
+  try {
+    await d.shares((m) => m.get(other.pid) === PARTITIONS, 20_000) // the lease lapsed and the other worker took it
+    await new Promise((r) => setTimeout(r, 500)) // the other worker is delivering the send now
+  } finally {
+    process.kill(sleeper.pid, 'SIGCONT')
+  }
+  const [row] = await closed(d, [sendId], 60_000)
+  await exact(t, d, [sendId], row ? [row] : [])
+  // Sent twice: what was in flight when it stalled, and at most another window before its next lease round. Were
+  // its actor to carry on beside the new owner's, both would walk the rest of the audience (~10,000 duplicates here).
+  const twice = d.fcm.delivered.length - DEVICES
+  t.ok(twice < 1_000, `duplicates bounded by the in-flight windows (${twice})`)
+  t.ok(
+    d.troubles().some((l) => l.includes(`-${d.workers.indexOf(sleeper)}.log`) && l.includes('lost to another worker')),
+    'the stalled worker saw its lease taken and stopped its actor',
+  )
+})
