@@ -276,10 +276,11 @@ t.test('a worker stalled past its lease (SIGSTOP): the other takes over; on waki
   }
   const [row] = await closed(d, [sendId], 60_000)
   await exact(t, d, [sendId], row ? [row] : [])
-  // Sent twice: what was in flight when it stalled, and at most another window before its next lease round. Were
-  // its actor to carry on beside the new owner's, both would walk the rest of the audience (~10,000 duplicates here).
+  // Sent twice: what was in flight when it stalled, and the few windows it sends on waking before its lease round
+  // (typically 250–520 here). Were its actor to carry on beside the new owner's, both would walk the rest of the
+  // audience (~10,000 duplicates here).
   const twice = d.fcm.delivered.length - DEVICES
-  t.ok(twice < 1_000, `duplicates bounded by the in-flight windows (${twice})`)
+  t.ok(twice < DEVICES / 8, `duplicates bounded by a few in-flight windows (${twice})`)
   t.ok(
     d.troubles().some((l) => l.includes(`-${d.workers.indexOf(sleeper)}.log`) && l.includes('lost to another worker')),
     'the stalled worker saw its lease taken and stopped its actor',
