@@ -1,7 +1,8 @@
 // Crash tests of the delivery engine (issue 5, Acceptance): two `pombo serve --roles worker` processes share one
 // deployment (schema + Redis prefix) with an in-process API; a 20,000-device send is under way when one worker is
-// SIGKILLed, or when every Redis key of the deployment is deleted. Every device must get the message at least once
-// and every counter must end exact (each device counted once), with the send closed.
+// SIGKILLed, when every Redis key of the deployment is deleted, or when the worker delivering it stalls past its lease
+// (SIGSTOP). Every device must get the message at least once and every counter must end exact (each device counted
+// once), with the send closed. PM_KEEP_WORKER_LOGS=1 keeps the workers' logs in the temporary directory.
 import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
