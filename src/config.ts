@@ -61,6 +61,10 @@ export interface Limits {
    *  (PM_SEND_WRITERS; measured: 16 in flight sustains ~8.6k single-device sends/s here, 4 about 6.6k). */
   readonly sendBatchMax: number
   readonly sendWriters: number
+  /** Receipt group commit (src/receipts/writer.ts): receipts per statement (PM_RECEIPT_BATCH_MAX), statements in
+   *  flight (PM_RECEIPT_WRITERS). */
+  readonly receiptBatchMax: number
+  readonly receiptWriters: number
   /** Postgres connections per process (PM_PG_POOL); must exceed the writers' concurrency. */
   readonly pgPool: number
   /** spec §Limits: reads of sends per second per app. */
@@ -165,6 +169,8 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   registrationQueueMax: 20_000,
   sendBatchMax: 200,
   sendWriters: 16,
+  receiptBatchMax: 1_000,
+  receiptWriters: 4,
   pgPool: 32,
   readsPerSec: 1_000,
   mauMaxAgeMs: 24 * 3600_000,
@@ -219,6 +225,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     registrationWriters: int(env, 'PM_REG_WRITERS', DEFAULT_LIMITS.registrationWriters, 1),
     sendBatchMax: int(env, 'PM_SEND_BATCH_MAX', DEFAULT_LIMITS.sendBatchMax, 1),
     sendWriters: int(env, 'PM_SEND_WRITERS', DEFAULT_LIMITS.sendWriters, 1),
+    receiptBatchMax: int(env, 'PM_RECEIPT_BATCH_MAX', DEFAULT_LIMITS.receiptBatchMax, 1),
+    receiptWriters: int(env, 'PM_RECEIPT_WRITERS', DEFAULT_LIMITS.receiptWriters, 1),
     pgPool: int(env, 'PM_PG_POOL', DEFAULT_LIMITS.pgPool, 4),
     registrationQueueMax: int(env, 'PM_REG_QUEUE_MAX', DEFAULT_LIMITS.registrationQueueMax, 1),
     ...overrides.limits,

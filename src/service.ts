@@ -103,7 +103,7 @@ export class Service {
       publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
       devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
       sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
-      receipts: new ReceiptsModule({ db, vault, clock, log }),
+      receipts: new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters }),
     }
     const svc = new Service(deps)
     try {
