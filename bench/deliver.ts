@@ -5,8 +5,9 @@
 // part 10%→90%), the send's own duration, the worker's peak RSS (VmRSS sampled every 200 ms, and the kernel's
 // VmHWM) and CPU, and the machine's load average (other work on a shared machine skews every figure).
 // Settings changed: the app's rate_por_min = 10,000,000 (its pace must not be the limit); PM_DEFAULT_PLAN=pro (the
-// free plan's MAU gate would refuse a 200,000-device send); PM_LIMIT_IP_PER_MIN=0; worker PM_INFLIGHT_PER_APP=1024
-// and PM_DELIVERY_PAGE=2000 (each overridable from the environment); the fake advertises 1,000 concurrent streams
+// free plan's MAU gate would refuse a 200,000-device send); PM_LIMIT_IP_PER_MIN=0; the worker keeps the engine's
+// defaults unless PM_INFLIGHT_PER_APP / PM_DELIVERY_PAGE / PM_PG_POOL are set (then printed; 1024 / 2000 measured no
+// better than 256 / 500 here, at more CPU per delivery and ~30 MB more); the fake advertises 1,000 concurrent streams
 // per connection (bench/providers.ts does the same). BENCH_DELIVER_DEVICES changes the audience,
 // BENCH_DURATION_S the raw client's runs, BENCH_WORKER_NODE_ARGS adds node flags to the worker (--cpu-prof).
 import { execFile } from 'node:child_process'
@@ -164,12 +165,9 @@ export async function deliver(): Promise<void> {
   const fake = await startFakeFcmProcess({ maxConcurrentStreams: 1000 })
   const api = await startPombo(9420, { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_VAULT_KEY: VAULT_KEY })
   const shared = { schema: api.schema, prefix: api.prefix }
-  // The worker's window: provider requests in flight per app (a slot is held until the outcome is durable) and devices
-  // per page. Overridden by the same variables in the environment.
-  const tuned: Record<string, string> = {
-    PM_INFLIGHT_PER_APP: process.env.PM_INFLIGHT_PER_APP ?? '1024',
-    PM_DELIVERY_PAGE: process.env.PM_DELIVERY_PAGE ?? '2000',
-  }
+  // The worker runs with the engine's defaults unless these are set in the environment (then they are printed).
+  const tuned: Record<string, string> = {}
+  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL']) if (process.env[k]) tuned[k] = process.env[k] as string
   const workerEnv = { PM_FCM_BASE_URL: fake.url, PM_VAULT_KEY: VAULT_KEY, ...tuned, ...trustEnv() }
   let worker: Awaited<ReturnType<typeof startPombo>> | null = null
   try {
@@ -182,7 +180,7 @@ export async function deliver(): Promise<void> {
     const changed = Object.entries(tuned).map(([k, v]) => `${k}=${v}`)
     console.log(
       `deliver: ${DEVICES} devices seeded with COPY in ${((Date.now() - t0) / 1000).toFixed(1)} s | settings changed: app rate_por_min=10000000;` +
-        ` API PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0; worker ${changed.join(', ')} (defaults 256, 500); fake FCM 1000 streams per connection, record off`,
+        ` API PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0; worker ${changed.length ? changed.join(', ') : 'engine defaults (PM_INFLIGHT_PER_APP=256, PM_DELIVERY_PAGE=500)'}; fake FCM 1000 streams per connection, record off`,
     )
 
     // The raw client posts what the engine posts: the same rendering of the same send, a token of the same length.
