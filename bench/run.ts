@@ -4,8 +4,9 @@ import { http } from './http'
 import { receipts } from './receipts'
 import { register } from './register'
 import { send } from './send'
+import { webhooks } from './webhooks'
 
-const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts }
+const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts, webhooks }
 
 async function main(): Promise<void> {
   const name = process.argv[2] ?? 'all'
