@@ -1,7 +1,7 @@
 // The webhook dispatcher (spec §Events; DESIGN.md Flows: Webhook). Each destination drains the app's events after
 // its cursor, one at a time, in seq order; many destinations are worked on at once.
 //
-// Exclusion between dispatcher processes: a Postgres session advisory lock per destination, taken with
+// Exclusion between dispatcher processes: a Postgres session advisory lock per app queue, taken with
 // pg_try_advisory_lock (a busy destination is skipped, never waited for) and held on one connection for a batch.
 // Unlike a Redis lease it cannot lapse while an attempt is still in flight (a 10-second timeout, a paused
 // process): it ends only when its holder unlocks or its connection dies, and a SIGKILLed process's connection
@@ -17,7 +17,7 @@ import type { Clock } from '../time'
 import type { Vault } from '../vault'
 import { onFailure } from './ladder'
 import { type AttemptResult, WebhookSender } from './sender'
-import { secretAad } from './store'
+import { QUEUE_LOCK_CLASS, QUEUE_LOCK_KEY, secretAad } from './store'
 
 export interface DispatcherDeps {
   cfg: Config
@@ -28,8 +28,6 @@ export interface DispatcherDeps {
   ca?: string
 }
 
-/** Two-key advisory locks: this class id names the dispatcher's locks (a key space apart from migrate's lock). */
-const LOCK_CLASS = 0x77686b // "whk"
 /** A batch stops taking new events after this long, so the cursor is written regularly. */
 const BATCH_MAX_MS = 1_000
 
@@ -71,7 +69,7 @@ export class WebhookDispatcher {
     const w = d.cfg.webhook
     // Its own pool: connections held by destinations at work never starve the API's queries.
     this.#db = createPool(d.cfg.databaseUrl, d.cfg.dbSchema, w.concurrency + 2)
-    this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca })
+    this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca, maxSockets: w.concurrency })
   }
 
   start(): void {
@@ -109,18 +107,18 @@ export class WebhookDispatcher {
   async #tick(): Promise<void> {
     const free = this.d.cfg.webhook.concurrency - this.#running.size
     if (free <= 0) return
-    const due = await query<{ id: string }>(
+    const due = await query<{ id: string; app_id: string }>(
       this.#db,
-      `SELECT d.id FROM webhook_destinations d
+      `SELECT d.id, d.app_id FROM webhook_destinations d
         WHERE d.active AND d.disabled_at IS NULL AND d.next_at <= $1
           AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq)
         ORDER BY d.next_at LIMIT $2`,
       [new Date(this.d.clock()), free + this.#running.size],
     )
-    for (const { id } of due.rows) {
+    for (const { id, app_id } of due.rows) {
       if (this.#running.size >= this.d.cfg.webhook.concurrency) break
       if (this.#running.has(id) || this.#stop.signal.aborted) continue
-      const task = this.#work(id).catch((err) =>
+      const task = this.#work(id, app_id).catch((err) =>
         this.d.log.warn({ err: String(err), destino: id }, 'webhook dispatcher: batch failed; it will be retried'),
       )
       this.#running.set(
@@ -130,21 +128,22 @@ export class WebhookDispatcher {
     }
   }
 
-  async #work(id: string): Promise<void> {
-    while (!this.#stop.signal.aborted && (await this.#holdAndDeliver(id))) {}
+  async #work(id: string, appId: string): Promise<void> {
+    while (!this.#stop.signal.aborted && (await this.#holdAndDeliver(id, appId))) {}
   }
 
   /** One batch under the destination's lock; answers whether it should go on at once (more events may wait). */
-  async #holdAndDeliver(id: string): Promise<boolean> {
+  async #holdAndDeliver(id: string, appId: string): Promise<boolean> {
     const c = await this.#db.connect()
     let healthy = true
     try {
-      const got = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [LOCK_CLASS, id])
+      // Per app, not per destination: a URL change hands the queue over without a second sender beside the first.
+      const got = await c.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1, ${QUEUE_LOCK_KEY}) AS ok`, [QUEUE_LOCK_CLASS, appId])
       if (!got.rows[0]?.ok) return false // another dispatcher has it
       try {
         return await this.#batch(c, id)
       } finally {
-        await c.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_CLASS, id]).catch(() => {
+        await c.query(`SELECT pg_advisory_unlock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId]).catch(() => {
           healthy = false
         })
       }

@@ -26,6 +26,8 @@ export interface SenderOptions {
   allowPrivate: boolean
   /** Extra CA (tests' local receiver); production trusts Node's roots plus NODE_EXTRA_CA_CERTS. */
   ca?: string
+  /** Connections per origin: destinations on one host each have one request in flight (the concurrency). */
+  maxSockets: number
 }
 
 export class WebhookSender {
@@ -34,8 +36,8 @@ export class WebhookSender {
   constructor(private readonly o: SenderOptions) {
     this.#agent = new Agent({
       keepAlive: true,
-      maxSockets: 4,
-      maxFreeSockets: 4,
+      maxSockets: o.maxSockets,
+      maxFreeSockets: o.maxSockets,
       scheduling: 'lifo',
       ca: o.ca,
       lookup: guardedLookup(o.allowPrivate),

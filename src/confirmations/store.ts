@@ -6,6 +6,13 @@ import { ApiError } from '../errors'
 import type { Vault } from '../vault'
 import type { ConfigChange, Modo } from './validate'
 
+/**
+ * Advisory lock of an app's webhook queue (two-key form; this class id keeps it apart from other locks): held by
+ * the dispatcher working on the app's destination, and by a URL change while it hands the queue over.
+ */
+export const QUEUE_LOCK_CLASS = 0x77686b // "whk"
+export const QUEUE_LOCK_KEY = 'hashtext($2::text)'
+
 /** The vault's AAD of a destination's secret: a sealed secret cannot be moved to another row or app. */
 export function secretAad(appId: string, destinationId: string): string {
   return `webhook:${appId}:${destinationId}`
@@ -36,6 +43,9 @@ export async function applyChange(db: Db, vault: Vault, appId: string, change: C
     let segredo: string | null = null
     let destinationId: string | null = null
     if (change.url !== undefined) {
+      // Waits for a batch in flight to the previous URL (at most one attempt's timeout past the batch): the new
+      // destination starts from the cursor that batch wrote, and never runs beside it.
+      await query(c, `SELECT pg_advisory_xact_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId])
       segredo = mintSecret()
       destinationId = randomUUID()
       await registerDestination(c, vault, appId, destinationId, change.url, segredo, now)
