@@ -1,7 +1,7 @@
 // Pure parts of the webhook dispatcher: the address guard (CONTRACT.md PM_WEBHOOK_ALLOW_PRIVATE), the redelivery
 // ladder (spec §Events), the signature, the PUT body's validation order.
 import t from 'tap'
-import { DEFAULT_WEBHOOK } from '../../src/config'
+import { DEFAULT_WEBHOOK, loadConfig } from '../../src/config'
 import { checkLiteral, guardedLookup, isPrivateAddress } from '../../src/confirmations/address'
 import { delayAfter, onFailure } from '../../src/confirmations/ladder'
 import { signature } from '../../src/confirmations/sender'
@@ -67,4 +67,12 @@ t.test('PUT body: url before modo', async (t) => {
   t.equal(keyOf({ url: 'https://x.example', modo: 'x' }), 'CONFIRM_MODE_UNKNOWN')
   t.equal(keyOf({ url: 'https://x.example', modo: 'grpc' }), 'ok')
   t.equal(keyOf({}), 'ok')
+})
+
+t.test('settings: the spec values by default; PM_WEBHOOK_* shorten them (tests, benchmarks)', async (t) => {
+  t.same(loadConfig({}).webhook, DEFAULT_WEBHOOK)
+  const w = loadConfig({ PM_WEBHOOK_TIMEOUT_MS: '500', PM_WEBHOOK_RETRY_MS: '10, 20,40', PM_WEBHOOK_POLL_MS: '5', PM_WEBHOOK_CONCURRENCY: '50' }).webhook
+  t.same(w, { ...DEFAULT_WEBHOOK, timeoutMs: 500, retryDelaysMs: [10, 20, 40], pollMs: 5, concurrency: 50 })
+  t.throws(() => loadConfig({ PM_WEBHOOK_RETRY_MS: '1s,2s' }), /PM_WEBHOOK_RETRY_MS: expected comma-separated milliseconds/)
+  t.throws(() => loadConfig({ PM_WEBHOOK_TIMEOUT_MS: '0' }), /PM_WEBHOOK_TIMEOUT_MS/)
 })
