@@ -197,6 +197,16 @@ t.test('private addresses are refused at delivery time unless PM_WEBHOOK_ALLOW_P
   }
 })
 
+t.test('with PM_WEBHOOK_ALLOW_PRIVATE=1 a name resolving to loopback is delivered (through the guarded lookup)', async (t) => {
+  const { s, rx, app } = await setup(t, { path: '/unused' })
+  const r = await s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: app.id, url: rx.url('/named', 'localhost') }, headers: basic(app.api_key) })
+  rx.secret('/named', r.json.segredo)
+  const [seq] = await emit(s, app, 1)
+  const [got] = await rx.waitFor(1, '/named')
+  t.equal(got?.headers['x-pm-evento-id'], seq)
+  t.ok(got?.signed)
+})
+
 t.test('two dispatchers on one deployment: one destination never in parallel, never out of order', async (t) => {
   const { s, rx, app, path } = await setup(t, { webhook: { batch: 7 } })
   const second = await startService(t, { shareWith: s, dispatcher: true, webhookCa: testCa(), env: { PM_WEBHOOK_ALLOW_PRIVATE: '1' }, webhook: { ...FAST, batch: 7 } })
