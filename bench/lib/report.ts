@@ -5,13 +5,14 @@ export function pct(n: number): string {
   return `${(n * 100).toFixed(1)}%`
 }
 
-export function row(name: string, base: WrkResult, head: WrkResult): string {
+/** `sameWork`: the baseline does what Pombo does (then 1 - ratio is the framework's cost); else only the ratio. */
+export function row(name: string, base: WrkResult, head: WrkResult, sameWork = true): string {
   const ratio = head.rps / base.rps
   return [
     name.padEnd(34),
     `baseline ${base.rps.toFixed(0).padStart(7)} req/s (p99 ${base.p99Ms.toFixed(2)} ms)`,
     `pombo ${head.rps.toFixed(0).padStart(7)} req/s (p50 ${head.p50Ms.toFixed(2)} ms, p99 ${head.p99Ms.toFixed(2)} ms)`,
-    `ratio ${ratio.toFixed(3)} (framework cost ${pct(1 - ratio)})`,
+    sameWork ? `ratio ${ratio.toFixed(3)} (framework cost ${pct(1 - ratio)})` : `ratio ${ratio.toFixed(3)}`,
     head.errors || head.non2xx ? `errors ${head.errors} non-2xx ${head.non2xx}` : '',
   ].join(' | ')
 }
