@@ -99,6 +99,20 @@ export class OutcomeRecorder {
   }
 }
 
+/**
+ * spec §Events: notification.completed, written in the statement that closes the send (CTE `u` = the closed rows)
+ * and only for apps that read by webhook. The body is the spec's, `canal` included (it is part of the signed bytes).
+ */
+function completedEvent(quandoParam: string, atParam: string): string {
+  return `INSERT INTO events (app_id, evento, body, created_at)
+       SELECT u.app_id, 'notification.completed',
+              jsonb_build_object('evento', 'notification.completed', 'app_id', u.app_id, 'notification_id', u.id,
+                                 'successful', u.successful, 'failed', u.failed, 'errored', u.errored,
+                                 'recipients', u.recipients, 'quando', ${quandoParam}::text, 'canal', 'webhook'),
+              ${atParam}
+         FROM u JOIN apps a ON a.id = u.app_id WHERE a.confirm_modo = 'webhook'`
+}
+
 function blankTally(appId: string): Tally {
   return { appId, successful: 0, failed: 0, errored: 0, androidSuccessful: 0, androidFailed: 0, iosSuccessful: 0, iosFailed: 0 }
 }
@@ -161,14 +175,7 @@ async function applyTallies(c: Tx, tallies: Map<string, Tally>, now: Date): Prom
         WHERE s.app_id = x.app_id AND s.id = x.id
        RETURNING s.id, s.app_id, s.completed_at, s.successful, s.failed, s.errored, s.recipients
      ), ev AS (
-       INSERT INTO events (app_id, evento, body, created_at)
-       SELECT u.app_id, 'notification.completed',
-              jsonb_build_object('evento', 'notification.completed', 'app_id', u.app_id, 'notification_id', u.id,
-                                 'successful', u.successful, 'failed', u.failed, 'errored', u.errored,
-                                 'recipients', u.recipients, 'quando', $11::text, 'canal', 'webhook'),
-              $10
-         FROM u JOIN apps a ON a.id = u.app_id
-        WHERE u.completed_at IS NOT NULL AND a.confirm_modo = 'webhook'
+       ${completedEvent('$11', '$10')} AND u.completed_at IS NOT NULL
      )
      SELECT id, app_id FROM u WHERE completed_at IS NOT NULL`,
     [
@@ -200,13 +207,7 @@ export async function closeIfDone(db: Db, appId: string, sendId: string, now: Da
         WHERE app_id = $1 AND id = $2 AND completed_at IS NULL AND remaining <= 0 AND expansion_done
        RETURNING id, app_id, successful, failed, errored, recipients
      ), ev AS (
-       INSERT INTO events (app_id, evento, body, created_at)
-       SELECT u.app_id, 'notification.completed',
-              jsonb_build_object('evento', 'notification.completed', 'app_id', u.app_id, 'notification_id', u.id,
-                                 'successful', u.successful, 'failed', u.failed, 'errored', u.errored,
-                                 'recipients', u.recipients, 'quando', $4::text, 'canal', 'webhook'),
-              $3
-         FROM u JOIN apps a ON a.id = u.app_id WHERE a.confirm_modo = 'webhook'
+       ${completedEvent('$4', '$3')}
      )
      SELECT id FROM u`,
     [appId, sendId, now, isoWithOffset(now)],

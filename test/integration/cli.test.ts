@@ -1,45 +1,8 @@
 // The pombo CLI (CONTRACT.md): the same results as the routes, printed as JSON; bad input exits non-zero with a
 // one-line reason and writes nothing. Runs the real entry point as a child process against the test's namespace.
-import { execFile } from 'node:child_process'
-import { join } from 'node:path'
-import t, { type Test } from 'tap'
-import { DATABASE_URL, REDIS_URL, startService, type TestService, VAULT_KEY } from '../helpers/service'
-
-const MAIN = join(__dirname, '..', '..', 'src', 'main.ts')
-
-interface Run {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function pombo(s: TestService, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', MAIN, ...args],
-      {
-        env: {
-          ...process.env,
-          DATABASE_URL,
-          REDIS_URL,
-          PM_DB_SCHEMA: s.cfg.dbSchema,
-          PM_REDIS_PREFIX: s.cfg.redisPrefix,
-          PM_VAULT_KEY: VAULT_KEY,
-          PM_PLATFORM_KEY: '',
-          ...env,
-        },
-      },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    )
-  })
-}
-
-function oneLineFailure(t: Test, r: Run, pattern: RegExp): void {
-  t.not(r.code, 0, 'exits non-zero')
-  t.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr.trim()}`)
-  t.match(r.stderr, pattern)
-}
+import t from 'tap'
+import { oneLineFailure, pombo } from '../helpers/cli'
+import { startService, type TestService } from '../helpers/service'
 
 const apps = async (s: TestService) => (await s.sql('SELECT count(*)::int AS n FROM apps'))[0]?.n
 

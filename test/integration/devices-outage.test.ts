@@ -2,18 +2,13 @@
 // service reaches both through TCP proxies this test can cut; nothing is written and the service recovers.
 import t from 'tap'
 import { basic, DATABASE_URL, REDIS_URL, startService } from '../helpers/service'
-import { Cut } from '../helpers/tcp-cut'
+import { Cut, postgresBehindCut } from '../helpers/tcp-cut'
 
-const pg = new URL(DATABASE_URL)
 const rd = new URL(REDIS_URL)
 
 t.test('Postgres unreachable: 503 naming postgres, nothing answered 200; recovery after', async (t) => {
-  const proxy = new Cut(pg.hostname, Number(pg.port || 5432))
-  await proxy.open()
-  const url = new URL(DATABASE_URL)
-  url.port = String(proxy.port)
-  const s = await startService(t, { env: { DATABASE_URL: url.toString() }, limits: { ipPerMin: 0 } })
-  t.teardown(() => proxy.cut())
+  const { proxy, url } = await postgresBehindCut(t, DATABASE_URL)
+  const s = await startService(t, { env: { DATABASE_URL: url }, limits: { ipPerMin: 0 } })
   const app = await s.createApp()
   const body = { app_id: app.id, device_type: 1, identifier: 'before' }
   const ok = await s.call('POST', '/api/v1/players', { body })

@@ -5,7 +5,7 @@ import t from 'tap'
 import { proof } from '../../src/delivery/proof'
 import { deliveredSend } from '../helpers/receipts'
 import { DATABASE_URL, startService } from '../helpers/service'
-import { Cut } from '../helpers/tcp-cut'
+import { postgresBehindCut } from '../helpers/tcp-cut'
 
 t.test('1,000 copies of one receipt in parallel count once; one answer says counted', async (t) => {
   const w = await deliveredSend(t, { devices: 1 })
@@ -66,13 +66,8 @@ t.test('a mixed parallel burst over many devices counts exactly', async (t) => {
 })
 
 t.test('Postgres unreachable: 503 naming postgres, nothing counted; recovery after', async (t) => {
-  const pg = new URL(DATABASE_URL)
-  const proxy = new Cut(pg.hostname, Number(pg.port || 5432))
-  await proxy.open()
-  const url = new URL(DATABASE_URL)
-  url.port = String(proxy.port)
-  const s = await startService(t, { env: { DATABASE_URL: url.toString() }, limits: { ipPerMin: 0 } })
-  t.teardown(() => proxy.cut())
+  const { proxy, url } = await postgresBehindCut(t, DATABASE_URL)
+  const s = await startService(t, { env: { DATABASE_URL: url }, limits: { ipPerMin: 0 } })
   const app = await s.createApp()
   const key = Buffer.from(app.receipt_key, 'hex')
   const reg = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })

@@ -1,16 +1,11 @@
 // spec §Send errors 503: database unavailable, nothing written; retry with the same Idempotency-Key.
 import t from 'tap'
 import { basic, DATABASE_URL, startService } from '../helpers/service'
-import { Cut } from '../helpers/tcp-cut'
+import { postgresBehindCut } from '../helpers/tcp-cut'
 
 t.test('Postgres unreachable: 503 naming postgres, nothing written; the retry with the same key sends once', async (t) => {
-  const pg = new URL(DATABASE_URL)
-  const proxy = new Cut(pg.hostname, Number(pg.port || 5432))
-  await proxy.open()
-  const url = new URL(DATABASE_URL)
-  url.port = String(proxy.port)
-  const s = await startService(t, { env: { DATABASE_URL: url.toString() } })
-  t.teardown(() => proxy.cut())
+  const { proxy, url } = await postgresBehindCut(t, DATABASE_URL)
+  const s = await startService(t, { env: { DATABASE_URL: url } })
   const app = await s.createApp()
   const dev = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok' } })
   const body = { app_id: app.id, contents: { en: 'oi' }, include_player_ids: [dev.json.id] }
