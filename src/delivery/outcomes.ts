@@ -3,6 +3,7 @@
 // send whose `remaining` reached 0 with its notification.completed event, all together. A device already final is
 // not counted again, so a redelivered stream entry or a retried batch can never count twice.
 import type { Logger } from 'pino'
+import { arrayLiteral } from '../db/arrays'
 import { GroupCommit } from '../db/group-commit'
 import { type Db, query, type Tx, tx } from '../db/pool'
 import type { Clock } from '../time'
@@ -67,35 +68,10 @@ export class OutcomeRecorder {
     for (const r of rows) byKey.set(`${r.sendId}:${r.deviceId}`, r)
     const unique = [...byKey.values()]
     const now = new Date(this.clock())
-    const { fresh, closed } = await tx(this.db, async (c) => {
-      const fresh = await upsertFinal(c, unique, now)
-      const tallies = new Map<string, Tally>()
-      for (const r of unique) {
-        if (!fresh.has(`${r.sendId}:${r.deviceId}`)) continue
-        const t = tallies.get(r.sendId) ?? blankTally(r.appId)
-        tallies.set(r.sendId, t)
-        const android = r.deviceType !== 0
-        if (r.status === STATUS.successful) {
-          t.successful++
-          if (android) t.androidSuccessful++
-          else t.iosSuccessful++
-        } else if (r.status === STATUS.failed) {
-          t.failed++
-          if (android) t.androidFailed++
-          else t.iosFailed++
-        } else t.errored++
-      }
-      await invalidateDevices(
-        c,
-        unique.filter((r) => r.invalidate && fresh.has(`${r.sendId}:${r.deviceId}`)),
-        now,
-      )
-      const closed = await applyTallies(c, tallies, now)
-      return { fresh, closed }
-    })
+    const closed = await tx(this.db, async (c) => applyTallies(c, await upsertFinal(c, unique, now), now))
     for (const c of closed) this.onClosed(c)
     if (closed.length > 0) this.log.debug({ sends: closed.length }, 'sends completed')
-    return rows.map((r) => fresh.has(`${r.sendId}:${r.deviceId}`) && byKey.get(`${r.sendId}:${r.deviceId}`) === r)
+    return rows.map((r) => byKey.get(`${r.sendId}:${r.deviceId}`) === r)
   }
 }
 
@@ -118,39 +94,58 @@ function blankTally(appId: string): Tally {
 }
 
 /** Final states, written only over a non-final row: answers the (send, device) pairs that became final now. */
-async function upsertFinal(c: Tx, rows: OutcomeRow[], now: Date): Promise<Set<string>> {
-  if (rows.length === 0) return new Set()
-  const r = await query<{ send_id: string; device_id: string }>(
+/**
+ * Final states, written only over a non-final row; devices whose new outcome names a dead token are invalidated in
+ * the same statement. Answers, per send, what became final now (aggregated: one row per send and outcome kind).
+ */
+async function upsertFinal(c: Tx, rows: OutcomeRow[], now: Date): Promise<Map<string, Tally>> {
+  const tallies = new Map<string, Tally>()
+  if (rows.length === 0) return tallies
+  const dead = rows.filter((x) => x.invalidate)
+  const r = await query<{ send_id: string; app_id: string; status: number; android: boolean; n: number }>(
     c,
-    `INSERT INTO deliveries AS d (send_id, device_id, app_id, device_type, status, attempts, updated_at)
-     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::smallint[], $5::smallint[], $6::smallint[]),
-            (SELECT $7::timestamptz) AS t
-     ON CONFLICT (send_id, device_id) DO UPDATE
-        SET status = excluded.status, attempts = excluded.attempts, updated_at = excluded.updated_at
-      WHERE d.status = 0
-     RETURNING send_id, device_id`,
+    `WITH up AS (
+       INSERT INTO deliveries AS d (send_id, device_id, app_id, device_type, status, attempts, updated_at)
+       SELECT s, dv, a, ty, st, att, $7::timestamptz
+         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::smallint[], $5::smallint[], $6::smallint[]) AS x(s, dv, a, ty, st, att)
+       ON CONFLICT (send_id, device_id) DO UPDATE
+          SET status = excluded.status, attempts = excluded.attempts, updated_at = excluded.updated_at
+        WHERE d.status = 0
+       RETURNING send_id, device_id, app_id, device_type, status
+     ), inv AS (
+       UPDATE devices dv SET invalid_identifier = true, invalid_reason = x.reason, updated_at = $7
+         FROM unnest($8::uuid[], $9::uuid[], $10::text[]) AS x(send_id, device_id, reason)
+         JOIN up ON up.send_id = x.send_id AND up.device_id = x.device_id
+        WHERE dv.app_id = up.app_id AND dv.id = x.device_id
+     )
+     SELECT send_id, app_id, status, device_type <> 0 AS android, count(*)::int AS n FROM up GROUP BY 1, 2, 3, 4`,
     [
-      rows.map((x) => x.sendId),
-      rows.map((x) => x.deviceId),
-      rows.map((x) => x.appId),
-      rows.map((x) => x.deviceType),
-      rows.map((x) => x.status),
-      rows.map((x) => x.attempts),
+      arrayLiteral(rows.map((x) => x.sendId)),
+      arrayLiteral(rows.map((x) => x.deviceId)),
+      arrayLiteral(rows.map((x) => x.appId)),
+      arrayLiteral(rows.map((x) => x.deviceType)),
+      arrayLiteral(rows.map((x) => x.status)),
+      arrayLiteral(rows.map((x) => x.attempts)),
       now,
+      arrayLiteral(dead.map((x) => x.sendId)),
+      arrayLiteral(dead.map((x) => x.deviceId)),
+      dead.map((x) => x.invalidate as string),
     ],
   )
-  return new Set(r.rows.map((x) => `${x.send_id}:${x.device_id}`))
-}
-
-async function invalidateDevices(c: Tx, rows: OutcomeRow[], now: Date): Promise<void> {
-  if (rows.length === 0) return
-  await query(
-    c,
-    `UPDATE devices d SET invalid_identifier = true, invalid_reason = u.reason, updated_at = $4
-       FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS u(app_id, id, reason)
-      WHERE d.app_id = u.app_id AND d.id = u.id`,
-    [rows.map((x) => x.appId), rows.map((x) => x.deviceId), rows.map((x) => x.invalidate as string), now],
-  )
+  for (const x of r.rows) {
+    const t = tallies.get(x.send_id) ?? blankTally(x.app_id)
+    tallies.set(x.send_id, t)
+    if (x.status === STATUS.successful) {
+      t.successful += x.n
+      if (x.android) t.androidSuccessful += x.n
+      else t.iosSuccessful += x.n
+    } else if (x.status === STATUS.failed) {
+      t.failed += x.n
+      if (x.android) t.androidFailed += x.n
+      else t.iosFailed += x.n
+    } else t.errored += x.n
+  }
+  return tallies
 }
 
 /**

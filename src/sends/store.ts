@@ -1,6 +1,7 @@
 // SQL of sends. The hot path writes a whole batch of sends in one transaction: the audience is resolved and the
 // delivery rows inserted server-side in one statement per target kind (INSERT … SELECT over unnest: no device row
 // travels to Node and back), then the send rows and idempotency records as multi-row inserts.
+import { arrayLiteral } from '../db/arrays'
 import { type Db, query, type Tx } from '../db/pool'
 
 /** Platform bits of a send's audience: device_type 0 → iOS, 1 → Android, others (5, 7, 8) → web. */
@@ -16,13 +17,6 @@ export interface ListRequest {
   mask: number
 }
 
-/**
- * A Postgres array literal for values that need no quoting (UUIDs validated at the door, integers): one join instead
- * of the driver's per-element escaping, which showed in profiles of 2,000-id sends.
- */
-function arrayLiteral(values: ReadonlyArray<string | number>): string {
-  return `{${values.join(',')}}`
-}
 
 /**
  * The reachable devices among each send's listed player ids (one statement for the whole batch). Each id is looked
