@@ -9,16 +9,17 @@ t.test('Android, web and iOS devices each get the message through their provider
   await d.fcmFor(app)
   await d.apnsFor(app)
   const android = await d.device(app, 'fcm-android-1', { device_type: 1 })
+  const android2 = await d.device(app, 'fcm-android-"2"', { device_type: 1 })
   const web = await d.device(app, 'fcm-web-1', { device_type: 5 })
   const ios = await d.device(app, 'apns-ios-1', { device_type: 0, transporte: 'apns' })
   const sendId = await d.send(app, {
-    include_player_ids: [android, web, ios],
+    include_player_ids: [android, android2, web, ios],
     contents: { pt: 'Olá', en: 'Hello', de: 'Hallo' },
     headings: { pt: 'Título', es: 'Título ES' },
     data: { n: 1, obj: { a: true }, s: 'x' },
     url: 'https://exemplo.com/p',
   })
-  await d.fcm.waitForDelivered(2)
+  await d.fcm.waitForDelivered(3)
   await d.apns.waitForDelivered(1)
   const key = Buffer.from(app.receipt_key, 'hex')
 
@@ -32,6 +33,12 @@ t.test('Android, web and iOS devices each get the message through their provider
   t.equal(a.data.pm_url, 'https://exemplo.com/p')
   t.equal(a.android.notification.body, 'Hello', 'en wins')
 
+  // Bodies of one send share a serialised template: each still carries its own token (escaped) and proof.
+  const a2 = d.fcm.delivered.find((r) => r.target === 'fcm-android-"2"')?.body.message
+  t.equal(a2?.token, 'fcm-android-"2"')
+  t.equal(a2?.data.pm_rcpt, proof(key, sendId, android2))
+  t.same({ ...a2, token: undefined, data: { ...a2?.data, pm_rcpt: undefined } }, { ...a, token: undefined, data: { ...a.data, pm_rcpt: undefined } })
+
   const w = d.fcm.delivered.find((r) => r.target === 'fcm-web-1')?.body.message
   t.ok(w?.webpush, 'web push goes in the webpush block')
   t.equal(w.data.pm_rcpt, proof(key, sendId, web))
@@ -44,10 +51,10 @@ t.test('Android, web and iOS devices each get the message through their provider
   t.equal(i?.body.aps.alert.body, 'Hello')
 
   const row = await d.closed(sendId)
-  t.equal(row.successful, 3)
+  t.equal(row.successful, 4)
   t.equal(row.failed, 0)
   t.equal(row.errored, 0)
-  t.equal(row.android_successful, 2)
+  t.equal(row.android_successful, 3)
   t.equal(row.ios_successful, 1)
   const read = await d.s.call('GET', `/api/v1/notifications/${sendId}?app_id=${app.id}`, { headers: { authorization: `Basic ${app.api_key}` } })
   t.equal(read.json.remaining, 0)
