@@ -52,6 +52,8 @@ interface Active {
   retries: Retry[]
   /** Fetched, not yet dispatched (a marketing send yields to transactional work between devices). */
   buffer: Array<{ c: Candidate; attempts: number }>
+  /** The next page, fetched while the current one is dispatched (the window never drains waiting for Postgres). */
+  next: Promise<Array<{ c: Candidate; attempts: number }>> | null
   /** Platforms this send no longer attempts (no credential, credential refused). */
   broken: Set<Platform>
   badTokens: string[]
@@ -113,6 +115,7 @@ export class AppActor {
       inflight: 0,
       retries: [],
       buffer: [],
+      next: null,
       broken: new Set(),
       badTokens: [],
       apnsAccepted: 0,
@@ -145,7 +148,17 @@ export class AppActor {
         this.#wake = null
         continue
       }
-      if (s.buffer.length === 0) s.buffer = await this.#page(s)
+      if (s.buffer.length === 0) {
+        try {
+          s.buffer = await this.#take(s)
+        } catch (err) {
+          // Postgres unreachable for a moment: the actor must outlive it (its sends are heartbeated, so nothing else
+          // would pick them up). Try again shortly.
+          this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'could not read the next page; retrying')
+          await new Promise((r) => setTimeout(r, 1_000))
+          continue
+        }
+      }
       if (s.buffer.length === 0) {
         if (s.exhausted && s.retries.length === 0 && s.inflight === 0) await this.#finish(s)
         else await new Promise((r) => setTimeout(r, 20))
@@ -157,6 +170,10 @@ export class AppActor {
         if (!(await this.#pacer.take(signal))) break
         while (this.#inflight >= this.d.maxInflight) await new Promise<void>((r) => (this.#slot = r))
         const item = s.buffer.shift() as { c: Candidate; attempts: number }
+        if (s.buffer.length < this.d.pageSize / 2 && !s.next && !s.exhausted) {
+          s.next = this.#page(s)
+          s.next.catch(() => {}) // awaited (and its failure handled) by #take
+        }
         this.#inflight++
         s.inflight++
         this.#deliver(s, item.c, item.attempts).finally(() => {
@@ -187,6 +204,16 @@ export class AppActor {
   #transactionalWaiting(): boolean {
     for (const s of this.#lanes[0].values()) if (s.buffer.length > 0 || !s.exhausted || s.retries.some((r) => r.atMs <= this.#clock())) return true
     return false
+  }
+
+  /** The prefetched page if there is one, else a page fetched now. One #page call per send at a time. */
+  async #take(s: Active): Promise<Array<{ c: Candidate; attempts: number }>> {
+    if (s.next) {
+      const page = await s.next
+      s.next = null
+      return page
+    }
+    return this.#page(s)
   }
 
   async #page(s: Active): Promise<Array<{ c: Candidate; attempts: number }>> {
@@ -302,6 +329,15 @@ export class AppActor {
 
   async #finish(s: Active): Promise<void> {
     this.#lanes[s.meta.lane].delete(s.meta.id)
+    try {
+      await this.#close(s)
+    } catch (err) {
+      // The send stays unfinished in Postgres and stops being heartbeated: the sweeper hands it out again.
+      this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'could not close a send; the sweeper will retry')
+    }
+  }
+
+  async #close(s: Active): Promise<void> {
     await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()))
     await closeIfDone(this.d.db, this.appId, s.meta.id, new Date(this.#clock()))
     this.d.finished(this.appId, s.meta.id)
