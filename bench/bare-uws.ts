@@ -17,6 +17,20 @@ const ID = '00000000-0000-4000-8000-000000000000'
 const RECEIPT_KEY = Buffer.from(process.env.BARE_RECEIPT_KEY ?? '00', 'hex')
 const OK = JSON.stringify({ ok: true })
 
+/** The whole body, parsed, unless the client went away first: the least any POST route must do. */
+// biome-ignore lint/suspicious/noExplicitAny: a baseline reads whatever JSON the load generator sends
+function readJson(res: uWS.HttpResponse, then: (body: any) => void): void {
+  let aborted = false
+  res.onAborted(() => {
+    aborted = true
+  })
+  const chunks: Buffer[] = []
+  res.onData((c, last) => {
+    chunks.push(Buffer.from(c.slice(0)))
+    if (last && !aborted) then(JSON.parse(Buffer.concat(chunks).toString()))
+  })
+}
+
 function verified(b: { notification_id: string; player_id: string; rcpt: string }): boolean {
   const mac = createHmac('sha256', RECEIPT_KEY).update(`${b.notification_id}:${b.player_id}`).digest()
   const want = Buffer.from(mac.subarray(0, 24).toString('base64url'))
@@ -30,28 +44,13 @@ uWS
     res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(root))
   })
   .post('/json', (res) => {
-    let aborted = false
-    res.onAborted(() => {
-      aborted = true
-    })
-    const chunks: Buffer[] = []
-    res.onData((c, last) => {
-      chunks.push(Buffer.from(c.slice(0)))
-      if (!last || aborted) return
-      const body = JSON.parse(Buffer.concat(chunks).toString())
+    readJson(res, (body) => {
       res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(JSON.stringify({ success: true, id: body.app_id })))
     })
   })
   .post('/receipt', (res) => {
-    let aborted = false
-    res.onAborted(() => {
-      aborted = true
-    })
-    const chunks: Buffer[] = []
-    res.onData((c, last) => {
-      chunks.push(Buffer.from(c.slice(0)))
-      if (!last || aborted) return
-      const good = verified(JSON.parse(Buffer.concat(chunks).toString()))
+    readJson(res, (body) => {
+      const good = verified(body)
       const status = good ? '200 OK' : '403 Forbidden'
       res.cork(() => res.writeStatus(status).writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(OK))
     })

@@ -69,3 +69,9 @@ export async function tx<T>(db: Db, fn: (c: Tx) => Promise<T>): Promise<T> {
     client.release()
   }
 }
+
+/** Deadlock or serialisation failure: the transaction did nothing and may simply be run again. */
+export function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string }).code
+  return code === '40P01' || code === '40001'
+}

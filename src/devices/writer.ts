@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { GroupCommit } from '../db/group-commit'
-import { type Db, query, type Tx, tx } from '../db/pool'
+import { type Db, isRetryable, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../errors'
 import { dependencyOf } from '../http/dependency-errors'
 import type { Clock } from '../time'
@@ -32,7 +32,6 @@ interface Group {
 /** What each request of a batch gets: its player_id, or the error for it alone. */
 type Results = Array<string | Error>
 
-const RETRYABLE = new Set(['40P01', '40001']) // deadlock, serialization failure
 const PROFILE_KEYS = [
   'device_os',
   'fabricante',
@@ -120,8 +119,7 @@ export class RegistrationWriter {
         }
         return
       } catch (err) {
-        const code = (err as { code?: string }).code
-        if (code && RETRYABLE.has(code) && attempt < 3) continue
+        if (isRetryable(err) && attempt < 3) continue
         if (maySplit && groups.length > 1 && !dependencyOf(err)) {
           // A row the validator let through but Postgres refused must not fail its neighbours: retry each alone.
           this.log.error({ err, rows: groups.length }, 'registration batch failed; retrying row by row')

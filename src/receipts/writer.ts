@@ -5,7 +5,7 @@
 // retried, so nothing is counted twice.
 import type { Logger } from 'pino'
 import { GroupCommit } from '../db/group-commit'
-import type { Db } from '../db/pool'
+import { type Db, isRetryable } from '../db/pool'
 import { ApiError } from '../errors'
 import { type Clock, isoWithOffset } from '../time'
 import { KIND_ARRIVAL, KIND_CLICK, type ReceiptRow, writeBatch } from './store'
@@ -28,8 +28,6 @@ export const RECEIPT_WRITER_DEFAULTS: ReceiptWriterOptions = {
   maxQueue: 50_000,
   windowMs: 90 * 86_400_000,
 }
-
-const RETRYABLE = new Set(['40P01', '40001'])
 
 export class ReceiptWriter {
   readonly #gc: GroupCommit<ReceiptInput, ReceiptOutcome>
@@ -86,9 +84,8 @@ export class ReceiptWriter {
           return out
         })
       } catch (err) {
-        const code = (err as { code?: string }).code
-        if (code && RETRYABLE.has(code) && attempt < 5) {
-          this.log.warn({ code, attempt, receipts: rows.length }, 'receipt batch retried')
+        if (isRetryable(err) && attempt < 5) {
+          this.log.warn({ code: (err as { code?: string }).code, attempt, receipts: rows.length }, 'receipt batch retried')
           continue
         }
         throw err
