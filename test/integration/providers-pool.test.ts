@@ -101,6 +101,43 @@ t.test('streams per session never exceed the server\'s SETTINGS_MAX_CONCURRENT_S
   t.ok(peakWaiting > 0, 'the rest waited for a free stream')
 })
 
+t.test('a second session opens only once the first is three-quarters full', async (t) => {
+  fcm.setMaxConcurrentStreams(8)
+  t.teardown(() => fcm.setMaxConcurrentStreams(100))
+  const { pool, provider } = setup(t, { sessionsPerOrigin: 2 })
+  await provider.send(android('sq-warm'), pushFor()) // the token fetch and the first session are up
+  fcm.script(/^sq-\d/, 'slow:150')
+  const few = Array.from({ length: 5 }, (_, i) => provider.send(android(`sq-${i}`), pushFor()))
+  await tick(50)
+  t.equal(pool.stats()[fcm.url]?.sessions, 1, '5 of 8 streams: one session carries them')
+  t.same(kinds(await Promise.all(few)), { accepted: 5 })
+  const many = Array.from({ length: 12 }, (_, i) => provider.send(android(`sq-${10 + i}`), pushFor()))
+  await tick(50)
+  t.equal(pool.stats()[fcm.url]?.sessions, 2, 'crowded: a second session is opened')
+  t.same(kinds(await Promise.all(many)), { accepted: 12 })
+})
+
+t.test('a peer that accepts TCP but never answers the handshake fails the session after the timeout', async (t) => {
+  const sockets = new Set<Socket>()
+  const server = createServer((s) => {
+    sockets.add(s) // held open, never a byte back
+    s.on('error', () => {})
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`
+  const pool = new H2Pool({ ca: testCa(), timeoutMs: 300, sessionsPerOrigin: 1 })
+  t.teardown(() => pool.close())
+  t.match(await pool.request(url, { ':method': 'GET', ':path': '/' }), { status: 0, failure: 'timeout' })
+  await tick(100)
+  t.strictSame(pool.stats()[url]?.sessions ?? 0, 0, 'the stuck session is gone, so the next request can open a new one')
+  t.match(await pool.request(url, { ':method': 'GET', ':path': '/' }), { status: 0 })
+  t.equal(pool.sessionsOpened, 2)
+})
+
 t.test('a new session starts no stream before the server\'s SETTINGS, so even the first burst respects them', async (t) => {
   fcm.setMaxConcurrentStreams(1)
   t.teardown(() => fcm.setMaxConcurrentStreams(100))

@@ -4,7 +4,7 @@
 //
 // - Sessions are grouped by origin plus an optional `group` (APNs keeps one signing key per connection, because
 //   Apple limits provider-token changes per connection: TooManyProviderTokenUpdates).
-// - A group opens up to `sessionsPerOrigin` sessions lazily (a new one only when every open one is busy) and picks
+// - A group opens up to `sessionsPerOrigin` sessions lazily (a new one only when the open ones are ¾ full) and picks
 //   the least-loaded session under the peer's SETTINGS_MAX_CONCURRENT_STREAMS (RFC 9113 §5.1.2, §6.5.2), read from
 //   each SETTINGS frame (none is started before the first); beyond that, requests wait in FIFO order.
 // - GOAWAY, close or error retires a session at once (new requests go to a new one); its in-flight streams end as
@@ -148,12 +148,23 @@ export class H2Pool {
     else p.group.waiting.push(p)
   }
 
-  /** The least-loaded usable session with a free stream; opens another while the group is below its size and busy. */
+  /**
+   * The least-loaded usable session with a free stream. Another session is opened (while the group is below its size)
+   * only when the least-loaded one is three-quarters full: multiplexing is what HTTP/2 is for, and each extra session
+   * splits the writes into more TLS records and syscalls (a second, half-idle session cost the bench's worker a fifth
+   * more CPU per delivery). Opening before the last stream is taken hides the new session's handshake.
+   */
   #pick(g: Group): Conn | undefined {
     let best: Conn | undefined
-    for (const c of g.conns) if (c.usable && c.active < c.maxStreams && (!best || c.active < best.active)) best = c
+    let pending = false
+    for (const c of g.conns) {
+      if (!c.usable) continue
+      if (c.maxStreams === 0) pending = true // connecting: its SETTINGS will say how much room it has
+      else if (c.active < c.maxStreams && (!best || c.active < best.active)) best = c
+    }
+    const crowded = !best || best.active * 4 >= best.maxStreams * 3
     // A new session takes streams only once its SETTINGS arrive ('remoteSettings' drains the queue into it).
-    if ((!best || best.active > 0) && g.conns.length < this.#sessions) this.#open(g)
+    if (crowded && !pending && g.conns.length < this.#sessions) this.#open(g)
     return best
   }
 
@@ -163,10 +174,16 @@ export class H2Pool {
     // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
     const c: Conn = { session, active: 0, maxStreams: 0, usable: true, connected: false, pinging: false, lastUsedMs: performance.now() }
     g.conns.push(c)
+    // A peer that accepts TCP but never finishes TLS or sends SETTINGS would hold the group's queue for ever.
+    const connectTimer = setTimeout(() => {
+      if (c.maxStreams === 0) session.destroy(new Error(`no HTTP/2 SETTINGS within ${this.#timeoutMs} ms`))
+    }, this.#timeoutMs)
+    connectTimer.unref()
     session.once('connect', () => {
       c.connected = true
     })
     session.on('remoteSettings', (s) => {
+      clearTimeout(connectTimer)
       c.connected = true
       c.maxStreams = Math.max(1, Math.min(this.#maxStreamsCap, s.maxConcurrentStreams ?? this.#maxStreamsCap))
       this.#drain(g)
