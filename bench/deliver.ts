@@ -70,6 +70,9 @@ function cli(args: string[], env: Record<string, string>): Promise<string> {
   )
 }
 
+/** CPU per accepted request of each raw-client run (the bench process does nothing else meanwhile). */
+const rawCpuUs: number[] = []
+
 /** A raw node:http2 client: one session, RAW_IN_FLIGHT requests in flight, one prebuilt body per request. */
 async function rawRate(url: string, ca: string, path: string, accessToken: string, template: string, seconds: number): Promise<number> {
   const session = http2.connect(url, { ca: [ca] })
@@ -103,8 +106,11 @@ async function rawRate(url: string, ca: string, path: string, accessToken: strin
   await run(2_000) // warm-up (the fake JIT-compiles too)
   ok = 0
   const started = Date.now()
+  const cpu0 = process.cpuUsage()
   await run(seconds * 1000)
+  const cpu = process.cpuUsage(cpu0)
   const rate = ok / ((Date.now() - started) / 1000)
+  rawCpuUs.push((cpu.user + cpu.system) / Math.max(1, ok))
   await new Promise<void>((resolve) => session.close(() => resolve()))
   return rate
 }
@@ -255,7 +261,8 @@ export async function deliver(): Promise<void> {
     )
     console.log(`machine load average (1 min) before / after the send / at the end: ${load.join(' / ')} on ${cpus().length} cores (others' work skews every figure)`)
     console.log(
-      `worker memory: peak VmRSS ${peakRss.toFixed(0)} MB sampled every 200 ms, VmHWM ${hwm.toFixed(0)} MB (target < 300 MB) | worker CPU ${cpu.toFixed(1)} s for ${DEVICES} deliveries (${((cpu / DEVICES) * 1e6).toFixed(0)} µs each)`,
+      `worker memory: peak VmRSS ${peakRss.toFixed(0)} MB sampled every 200 ms, VmHWM ${hwm.toFixed(0)} MB (target < 300 MB) | worker CPU ${cpu.toFixed(1)} s for ${DEVICES} deliveries (${((cpu / DEVICES) * 1e6).toFixed(0)} µs each;` +
+        ` the raw client ${rawCpuUs.map((u) => u.toFixed(0)).join(' / ')} µs per request)`,
     )
   } finally {
     await worker?.stop()
