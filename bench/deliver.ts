@@ -12,7 +12,7 @@
 // BENCH_DURATION_S the raw client's runs, BENCH_WORKER_NODE_ARGS adds node flags to the worker (--cpu-prof).
 import { execFile } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import http2 from 'node:http2'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -155,6 +155,22 @@ function procStatus(pid: number): { rssMb: number; hwmMb: number } | null {
   }
 }
 
+/** CPU seconds of every Postgres server process (backends, WAL writer, checkpointer …) on the machine. */
+function postgresCpuSeconds(): number {
+  let total = 0
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
+      if (!stat.includes('(postgres)')) continue
+      total += cpuSeconds(Number(d))
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return total
+}
+
 /** CPU seconds (user + system) the process has used. */
 function cpuSeconds(pid: number): number {
   try {
@@ -201,6 +217,8 @@ export async function deliver(): Promise<void> {
     worker = await startPombo(0, workerEnv, 'worker', nodeArgs, { shared })
     const pid = worker.pid
     const cpu0 = cpuSeconds(pid)
+    const fakeCpu0 = cpuSeconds(fake.pid)
+    const pgCpu0 = postgresCpuSeconds()
     const base = (await fake.stats()).delivered
     let peakRss = 0
     const samples: Array<{ at: number; n: number }> = []
@@ -233,6 +251,8 @@ export async function deliver(): Promise<void> {
     const wall = (Date.now() - t0) / 1000
     const hwm = procStatus(pid)?.hwmMb ?? 0
     const cpu = cpuSeconds(pid) - cpu0
+    const fakeCpu = cpuSeconds(fake.pid) - fakeCpu0
+    const pgCpu = postgresCpuSeconds() - pgCpu0
     await db.end()
     await worker.stop()
     worker = null
@@ -259,10 +279,14 @@ export async function deliver(): Promise<void> {
         (duration !== undefined ? ` (duracao_ms ${duration})` : '') +
         ` | ratio ${(steady / raw).toFixed(2)} of the raw client's mean, ${(steady / Math.max(rawBefore, rawAfter)).toFixed(2)} of its best (target ≥ 0.5)`,
     )
+    const perDelivery = (secs: number) => `${((secs / DEVICES) * 1e6).toFixed(0)} µs`
+    console.log(
+      `CPU per delivery during the send: worker ${perDelivery(cpu)}, fake FCM ${perDelivery(fakeCpu)}, Postgres ${perDelivery(pgCpu)}` +
+        ` (the machine has ${cpus().length} cores; the raw client's runs cost it ${rawCpuUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} per request plus the fake's share)`,
+    )
     console.log(`machine load average (1 min) before / after the send / at the end: ${load.join(' / ')} on ${cpus().length} cores (others' work skews every figure)`)
     console.log(
-      `worker memory: peak VmRSS ${peakRss.toFixed(0)} MB sampled every 200 ms, VmHWM ${hwm.toFixed(0)} MB (target < 300 MB) | worker CPU ${cpu.toFixed(1)} s for ${DEVICES} deliveries (${((cpu / DEVICES) * 1e6).toFixed(0)} µs each;` +
-        ` the raw client ${rawCpuUs.map((u) => u.toFixed(0)).join(' / ')} µs per request)`,
+      `worker memory: peak VmRSS ${peakRss.toFixed(0)} MB sampled every 200 ms, VmHWM ${hwm.toFixed(0)} MB (target < 300 MB) | worker CPU ${cpu.toFixed(1)} s for ${DEVICES} deliveries (${((cpu / DEVICES) * 1e6).toFixed(0)} µs each)`,
     )
   } finally {
     await worker?.stop()
