@@ -2,7 +2,7 @@
 // List sends walk their `audience` array by position. Segment sends are expanded page by page into placeholder
 // delivery rows (the audience becomes fixed as it is expanded; `expanded_until` remembers where), and their work is
 // the placeholder rows still pending, walked by device id.
-import { type Db, query } from '../db/pool'
+import { type Db, query, queryPrepared } from '../db/pool'
 import { REACHABLE_SQL, segmentWhere } from '../sends/store'
 
 export interface Candidate {
@@ -74,7 +74,7 @@ export async function loadSend(db: Db, appId: string, sendId: string): Promise<S
 
 /** Positions [from, from + size) of a list send's audience, minus devices already final. 1-based positions. */
 export async function listPage(db: Db, s: SendMeta, from: number, size: number): Promise<Candidate[]> {
-  const r = await query<Row & { device_type: number | null }>(
+  const r = await queryPrepared<Row & { device_type: number | null }>(
     db,
     `SELECT a.id, d.identifier, d.device_type, d.transporte, d.valid
        FROM sends s, unnest(s.audience[$3:$4]) WITH ORDINALITY AS a(id, pos)
@@ -105,7 +105,7 @@ function candidate(x: Row, deviceType: number): Candidate {
  * and the send's recipients and remaining are set to what was expanded).
  */
 export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date): Promise<number> {
-  const r = await query<{ n: number; last: string | null }>(
+  const r = await queryPrepared<{ n: number; last: string | null }>(
     db,
     `WITH page AS (
        SELECT d.id, d.device_type FROM devices d
@@ -123,7 +123,7 @@ export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date
   )
   const { n, last } = r.rows[0] ?? { n: 0, last: null }
   if (n > 0) {
-    await query(db, 'UPDATE sends SET expanded_until = $3 WHERE app_id = $1 AND id = $2', [s.appId, s.id, last])
+    await queryPrepared(db, 'UPDATE sends SET expanded_until = $3 WHERE app_id = $1 AND id = $2', [s.appId, s.id, last])
     s.expandedUntil = last
   } else {
     await query(
@@ -142,7 +142,7 @@ export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date
 
 /** A segment send's pending placeholder rows after `after` (device id order), with tokens. */
 export async function segmentPage(db: Db, s: SendMeta, after: string | null, size: number): Promise<Candidate[]> {
-  const r = await query<Row & { device_type: number }>(
+  const r = await queryPrepared<Row & { device_type: number }>(
     db,
     `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid
        FROM deliveries x

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit } from '../db/group-commit'
-import { type Db, query, type Tx, tx } from '../db/pool'
+import { type Db, query, queryPrepared, type Tx, tx } from '../db/pool'
 import type { Clock } from '../time'
 import { isoWithOffset } from '../time'
 
@@ -102,7 +102,7 @@ async function upsertFinal(c: Tx, rows: OutcomeRow[], now: Date): Promise<Map<st
   const tallies = new Map<string, Tally>()
   if (rows.length === 0) return tallies
   const dead = rows.filter((x) => x.invalidate)
-  const r = await query<{ send_id: string; app_id: string; status: number; android: boolean; n: number }>(
+  const r = await queryPrepared<{ send_id: string; app_id: string; status: number; android: boolean; n: number }>(
     c,
     `WITH up AS (
        INSERT INTO deliveries AS d (send_id, device_id, app_id, device_type, status, attempts, updated_at)
@@ -156,7 +156,7 @@ async function applyTallies(c: Tx, tallies: Map<string, Tally>, now: Date): Prom
   if (tallies.size === 0) return []
   const ids = [...tallies.keys()]
   const t = ids.map((id) => tallies.get(id) as Tally)
-  const r = await query<{ id: string; app_id: string }>(
+  const r = await queryPrepared<{ id: string; app_id: string }>(
     c,
     `WITH u AS (
        UPDATE sends s SET
