@@ -1,4 +1,6 @@
 // `npm run bench -- <scenario>`: runs one named load scenario (or `all`) and prints figures beside same-run baselines.
+import { execFileSync } from 'node:child_process'
+import { join } from 'node:path'
 import { deliver } from './deliver'
 import { http } from './http'
 import { receipts } from './receipts'
@@ -9,6 +11,8 @@ import { webhooks } from './webhooks'
 const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts, webhooks }
 
 async function main(): Promise<void> {
+  // The service under load is the compiled one (dist/), as the image runs it: built fresh, so it is this checkout.
+  execFileSync(process.execPath, [join(__dirname, '..', 'scripts', 'build.mjs')], { stdio: 'inherit' })
   const name = process.argv[2] ?? 'all'
   const names = name === 'all' ? Object.keys(SCENARIOS) : [name]
   for (const n of names) {

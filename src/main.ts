@@ -7,6 +7,7 @@ import { ConfigError, type Config, loadConfig, redacted } from './config'
 import { migrate } from './db/migrate'
 import { ApiError } from './errors'
 import { createLogger } from './log'
+import { ROOT } from './root'
 import { ALL_ROLES, type Role, Service } from './service'
 import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
@@ -75,7 +76,7 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
  */
 function localDefaults(): Record<string, string> {
   try {
-    return JSON.parse(readFileSync(join(__dirname, '..', '.data', 'local-env.json'), 'utf8'))
+    return JSON.parse(readFileSync(join(ROOT, '.data', 'local-env.json'), 'utf8'))
   } catch {
     return {}
   }

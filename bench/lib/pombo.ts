@@ -1,12 +1,21 @@
 // Starts `pombo serve` as a child process on its own schema and Redis prefix, for benchmarks; stops and cleans up.
+// It runs the compiled service (dist/, built by bench/run.ts first), as the image does.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
+import { existsSync } from 'node:fs'
+import { join, relative } from 'node:path'
 import Redis from 'ioredis'
 import pg from 'pg'
 import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/config'
 
 export const ROOT = join(__dirname, '..', '..')
+
+/** A source file's compiled twin in dist/ (`npm run build`; bench/run.ts builds before any scenario). */
+export function compiled(tsFile: string): string {
+  const out = join(ROOT, 'dist', relative(ROOT, tsFile)).replace(/\.ts$/, '.js')
+  if (!existsSync(out)) throw new Error(`${out} is missing: run \`npm run build\` (npm run bench does it first)`)
+  return out
+}
 export const PLATFORM_KEY = 'pm_platform_bench_key'
 export const DATABASE_URL = process.env.DATABASE_URL || DEFAULT_DATABASE_URL
 export const REDIS_URL = process.env.REDIS_URL || DEFAULT_REDIS_URL
@@ -72,7 +81,7 @@ export async function startPombo(
   const id = randomBytes(4).toString('hex')
   const schema = o.shared?.schema ?? `bench_${id}`
   const prefix = o.shared?.prefix ?? `pmb_${id}`
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', 'serve', '--roles', roles], {
+  const child = spawn(process.execPath, [...nodeArgs, compiled(join(ROOT, 'src', 'main.ts')), 'serve', '--roles', roles], {
     cwd: ROOT,
     stdio: ['ignore', o.stdout ?? 'ignore', 'inherit'],
     env: {
