@@ -28,7 +28,10 @@ export class DeliveryModule implements ProviderSource {
   readonly recorder: OutcomeRecorder
   readonly worker: DeliveryWorker
   readonly #providers: ProviderCache
-  readonly #credentials = new Map<string, { at: number; value: Promise<{ version: number; credential: unknown } | null> }>()
+  readonly #credentials = new Map<
+    string,
+    { at: number; value: Promise<{ version: number; credential: unknown } | null>; settled?: { version: number; credential: unknown } | null }
+  >()
   readonly #receiptKeys = new Map<string, Promise<Buffer>>()
   #unsubscribe: (() => void) | null = null
 
@@ -87,13 +90,27 @@ export class DeliveryModule implements ProviderSource {
       const value = loadCredential(this.d.db, this.d.vault, appId, platform).then((c) =>
         c ? { version: c.updatedAt.getTime(), credential: c.credential } : null,
       )
-      hit = { at: this.d.clock(), value }
-      this.#credentials.set(key, hit)
-      value.catch(() => this.#credentials.delete(key))
+      const entry: { at: number; value: typeof value; settled?: { version: number; credential: unknown } | null } = { at: this.d.clock(), value }
+      hit = entry
+      this.#credentials.set(key, entry)
+      value.then(
+        (v) => {
+          entry.settled = v
+        },
+        () => this.#credentials.delete(key),
+      )
     }
     const c = await hit.value
     if (!c) return null
     return this.#providers.get(appId, platform, c.version, c.credential as never)
+  }
+
+  /** ProviderSource: get() without waiting, when the credential is already loaded and fresh (undefined otherwise). */
+  peek(appId: string, platform: Platform): Provider | null | undefined {
+    const hit = this.#credentials.get(`${appId}:${platform}`)
+    if (!hit || hit.settled === undefined || this.d.clock() - hit.at > CREDENTIAL_TTL_MS) return undefined
+    if (!hit.settled) return null
+    return this.#providers.get(appId, platform, hit.settled.version, hit.settled.credential as never)
   }
 
   /** The app's receipt key, opened from the vault once per process. */

@@ -40,6 +40,12 @@ export class FcmAuth {
     this.#earlyMs = o.earlyMs ?? 5 * 60_000
   }
 
+  /** The cached token while it is usable, without waiting: the per-delivery path (token() when undefined). */
+  current(): string | undefined {
+    const c = this.#cached
+    return c && this.#clock() < c.expiresAtMs - this.#earlyMs ? c.token : undefined
+  }
+
   /** A usable access token, or the outcome every send gets while none can be had (credential or transient). */
   token(): Promise<TokenResult> {
     const c = this.#cached

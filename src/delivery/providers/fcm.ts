@@ -1,6 +1,7 @@
 // FCM HTTP v1 over the shared HTTP/2 pool: POST {base}/v1/projects/{project_id}/messages:send with a Bearer access
 // token from the service account (fcm-auth.ts) and one device's message (fcm-body.ts). Answers become Outcomes
 // (classify.ts); a 401 for our access token drops it and retries once with a fresh one before answering credential.
+import type { OutgoingHttpHeaders } from 'node:http2'
 import { type Clock, systemClock } from '../../time'
 import type { FcmCredential } from '../credentials-types'
 import { classifyFcm, failureOutcome, fcmTokenRefused, parseFcmError } from './classify'
@@ -64,6 +65,7 @@ export class FcmProvider implements Provider {
   readonly #path: string
   readonly #pool: H2Pool
   readonly #clock: Clock
+  #headersFor: { token: string; headers: OutgoingHttpHeaders } | undefined
 
   constructor(cred: FcmCredential, d: FcmDeps) {
     this.#clock = d.clock ?? systemClock
@@ -73,6 +75,17 @@ export class FcmProvider implements Provider {
     this.#origin = base.origin
     const prefix = base.pathname.replace(/\/+$/, '')
     this.#path = `${prefix}/v1/projects/${encodeURIComponent(cred.project_id)}/messages:send`
+  }
+
+  /** One header object per access token (the request copies it; building one per delivery was pure garbage). */
+  #headers(token: string): OutgoingHttpHeaders {
+    if (this.#headersFor?.token !== token) {
+      this.#headersFor = {
+        token,
+        headers: { ':method': 'POST', ':path': this.#path, authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      }
+    }
+    return this.#headersFor.headers
   }
 
   #body(target: Target, push: Push): string {
@@ -105,17 +118,16 @@ export class FcmProvider implements Provider {
       return { kind: 'rejected', reason: `message not buildable: ${(err as Error).message}` }
     }
     for (let attempt = 0; ; attempt++) {
-      const t = await this.auth.token()
-      if ('outcome' in t) return t.outcome
-      const r = await this.#pool.request(this.#origin, {
-        ':method': 'POST',
-        ':path': this.#path,
-        authorization: `Bearer ${t.token}`,
-        'content-type': 'application/json',
-      }, body)
+      let token = this.auth.current()
+      if (token === undefined) {
+        const t = await this.auth.token()
+        if ('outcome' in t) return t.outcome
+        token = t.token
+      }
+      const r = await this.#pool.request(this.#origin, this.#headers(token), body)
       if ('failure' in r) return failureOutcome(r)
       if (attempt === 0 && r.status === 401 && fcmTokenRefused(r.status, parseFcmError(r.body))) {
-        this.auth.invalidate(t.token) // revoked or expired early on Google's side: one fresh token, one more try
+        this.auth.invalidate(token) // revoked or expired early on Google's side: one fresh token, one more try
         continue
       }
       return classifyFcm(r.status, r.headers, r.body, this.#clock())
