@@ -5,6 +5,14 @@
 import { type Db, query, queryPrepared } from '../db/pool'
 import { REACHABLE_SQL, segmentWhere } from '../sends/store'
 
+/**
+ * Where a walk by device id starts. A cursor is always a bound (`id > $n`, never `$n IS NULL OR id > $n`): these
+ * statements are prepared, and a generic plan cannot drop the OR, so it would filter every earlier row instead of
+ * seeking past them (187,000 rows read for the last page of a 200,000-device send). Device ids are random v4
+ * UUIDs, never the nil UUID.
+ */
+export const BEFORE_ANY_ID = '00000000-0000-0000-0000-000000000000'
+
 export interface Candidate {
   deviceId: string
   /** Null when the device no longer exists (deleted since the send was accepted). */
@@ -100,6 +108,22 @@ function candidate(x: Row, deviceType: number): Candidate {
   return { deviceId: x.id, token: x.identifier, deviceType, transporte: x.transporte ?? 'fcm', valid: x.valid === true }
 }
 
+/** The statement that pages a segment's next devices into placeholder rows ($4: the cursor, BEFORE_ANY_ID first). */
+export function expandSql(segments: readonly string[]): string {
+  return `WITH page AS (
+       SELECT d.id, d.device_type FROM devices d
+        WHERE d.app_id = $1 AND ${REACHABLE_SQL}
+          AND ($3::int & (CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)) <> 0
+          AND ${segmentWhere(segments, '$5::timestamptz')}
+          AND d.id > $4::uuid
+        ORDER BY d.id LIMIT $6
+     ), ins AS (
+       INSERT INTO deliveries (send_id, device_id, app_id, device_type)
+       SELECT $2, id, $1, device_type FROM page ON CONFLICT DO NOTHING
+     )
+     SELECT count(*)::int AS n, (SELECT id FROM page ORDER BY id DESC LIMIT 1) AS last FROM page`
+}
+
 /**
  * Pages the next devices of a segment into placeholder rows; answers how many were added (0: expansion is over,
  * and the send's recipients and remaining are set to what was expanded).
@@ -107,19 +131,8 @@ function candidate(x: Row, deviceType: number): Candidate {
 export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date): Promise<number> {
   const r = await queryPrepared<{ n: number; last: string | null }>(
     db,
-    `WITH page AS (
-       SELECT d.id, d.device_type FROM devices d
-        WHERE d.app_id = $1 AND ${REACHABLE_SQL}
-          AND ($3::int & (CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)) <> 0
-          AND ${segmentWhere(s.segments, '$5::timestamptz')}
-          AND ($4::uuid IS NULL OR d.id > $4::uuid)
-        ORDER BY d.id LIMIT $6
-     ), ins AS (
-       INSERT INTO deliveries (send_id, device_id, app_id, device_type)
-       SELECT $2, id, $1, device_type FROM page ON CONFLICT DO NOTHING
-     )
-     SELECT count(*)::int AS n, (SELECT id FROM page ORDER BY id DESC LIMIT 1) AS last FROM page`,
-    [s.appId, s.id, s.platformMask, s.expandedUntil, now, size],
+    expandSql(s.segments),
+    [s.appId, s.id, s.platformMask, s.expandedUntil ?? BEFORE_ANY_ID, now, size],
   )
   const { n, last } = r.rows[0] ?? { n: 0, last: null }
   if (n > 0) {
@@ -140,18 +153,21 @@ export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date
   return n
 }
 
-/** A segment send's pending placeholder rows after `after` (device id order), with tokens. */
-export async function segmentPage(db: Db, s: SendMeta, after: string | null, size: number): Promise<Candidate[]> {
-  const r = await queryPrepared<Row & { device_type: number }>(
-    db,
-    `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid
+/** A segment send's pending placeholder rows after the cursor $3 (device id order), with tokens. */
+export const SEGMENT_PAGE_SQL = `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid
        FROM deliveries x
        LEFT JOIN LATERAL (
          SELECT d.identifier, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
           WHERE d.app_id = $1 AND d.id = x.device_id OFFSET 0) d ON true
-      WHERE x.send_id = $2 AND x.status = 0 AND ($3::uuid IS NULL OR x.device_id > $3::uuid)
-      ORDER BY x.device_id LIMIT $4`,
-    [s.appId, s.id, after, size],
+      WHERE x.send_id = $2 AND x.status = 0 AND x.device_id > $3::uuid
+      ORDER BY x.device_id LIMIT $4`
+
+/** A segment send's pending placeholder rows after `after` (device id order), with tokens. */
+export async function segmentPage(db: Db, s: SendMeta, after: string | null, size: number): Promise<Candidate[]> {
+  const r = await queryPrepared<Row & { device_type: number }>(
+    db,
+    SEGMENT_PAGE_SQL,
+    [s.appId, s.id, after ?? BEFORE_ANY_ID, size],
   )
   return r.rows.map((x) => candidate(x, x.device_type))
 }
