@@ -31,7 +31,8 @@ t.test('Android, web and iOS devices each get the message through their provider
   t.ok(Object.values(a.data).every((v) => typeof v === 'string'), 'data values travel as strings')
   t.equal(a.data.n, '1')
   t.equal(a.data.pm_url, 'https://exemplo.com/p')
-  t.equal(a.android.notification.body, 'Hello', 'en wins')
+  t.equal(a.data.pmx_body, 'Hello', 'en wins')
+  t.notOk('notification' in a.android, 'data-only: the SDK draws it and sends the receipt')
 
   // Bodies of one send share a serialised template: each still carries its own token (escaped) and proof.
   const a2 = d.fcm.delivered.find((r) => r.target === 'fcm-android-"2"')?.body.message

@@ -42,50 +42,60 @@ t.test('FCM data values are text', async (t) => {
   t.equal(asText({ k: [1, 'x'] }), '{"k":[1,"x"]}')
 })
 
-t.test('FCM Android: notification block, text by pickText, HIGH for transactional', async (t) => {
+/** The display block the SDK draws on Android (rich above; no `en` heading: first alphabetical, es < fr). */
+const androidDisplay = {
+  pmx_title: 'Hola',
+  pmx_body: 'Hello',
+  pmx_small_icon: 'ic_stat',
+  pmx_large_icon: 'https://img.example.com/icon.png',
+  pmx_accent_color: '#FF0000',
+  pmx_sound: 'ping',
+  pmx_channel_id: 'promo',
+  pmx_big_picture: 'https://img.example.com/x.png',
+  pmx_collapse_id: 'c1',
+}
+
+t.test('FCM Android: a data-only message the SDK draws (display block in data), HIGH for transactional', async (t) => {
   const m = fcmMessage(android('tok-a'), pushFor({ ...rich, priority: 10 }), NOW)
+  const { pmx_contents, pmx_headings, ...head } = richData
   t.strictSame(m, {
     message: {
       token: 'tok-a',
-      data: richData,
-      android: {
-        priority: 'HIGH',
-        ttl: '3600s',
-        collapse_key: 'c1',
-        notification: {
-          title: 'Hola', // no `en`: first alphabetical (es < fr)
-          body: 'Hello',
-          icon: 'ic_stat',
-          color: '#FF0000',
-          sound: 'ping',
-          channel_id: 'promo',
-          image: 'https://img.example.com/x.png',
-        },
-      },
+      data: { ...head, ...androidDisplay, pmx_contents, pmx_headings },
+      android: { priority: 'HIGH', ttl: '3600s', collapse_key: 'c1' },
     },
   })
+  t.notOk('notification' in m.message, 'no notification block: the OS would draw it and the SDK would never see it')
+  t.strictSame(Object.keys(m.message.data as object).slice(-11, -2), Object.keys(androidDisplay), 'display block after pm_rcpt, before the maps')
   const plain = fcmMessage(android('tok-b'), pushFor({ contents: { pt: 'Olá', de: 'Hallo' }, priority: 'marketing', ttl: 0 }), NOW)
-  t.strictSame(plain.message.android, { priority: 'NORMAL', ttl: '0s', notification: { body: 'Hallo' } })
-  t.strictSame(plain.message.data, { pm_msg_id: SEND_ID, pm_rcpt: PROOF, pmx_contents: '{"de":"Hallo","pt":"Olá"}' })
+  t.strictSame(plain.message.android, { priority: 'NORMAL', ttl: '0s' })
+  t.strictSame(plain.message.data, { pm_msg_id: SEND_ID, pm_rcpt: PROOF, pmx_body: 'Hallo', pmx_contents: '{"de":"Hallo","pt":"Olá"}' })
 })
 
-t.test('FCM web (5, 7, 8): webpush headers, notification, https link', async (t) => {
+t.test('FCM web (5, 7, 8): webpush headers, a data-only message the service worker draws', async (t) => {
+  const { pmx_contents, pmx_headings, ...head } = richData
   for (const type of [5, 7, 8]) {
     const m = fcmMessage(web('tok-w', type), pushFor({ ...rich, priority: 5 }), NOW)
     t.strictSame(m, {
       message: {
         token: 'tok-w',
-        data: richData,
-        webpush: {
-          headers: { TTL: '3600', Urgency: 'normal', Topic: 'c1' },
-          notification: { title: 'Hola', body: 'Hello', icon: 'https://img.example.com/icon.png', image: 'https://img.example.com/x.png' },
-          fcm_options: { link: 'https://example.com/p?q=1' },
+        data: {
+          ...head,
+          pmx_title: 'Hola',
+          pmx_body: 'Hello',
+          pmx_large_icon: 'https://img.example.com/icon.png',
+          pmx_big_picture: 'https://img.example.com/x.png',
+          pmx_collapse_id: 'c1',
+          pmx_contents,
+          pmx_headings,
         },
+        webpush: { headers: { TTL: '3600', Urgency: 'normal', Topic: 'c1' } },
       },
-    }, `device_type ${type}`)
+    }, `device_type ${type}: Android-only members (small icon, colour, sound, channel) stay out`)
   }
   const m = fcmMessage(web('tok-w'), pushFor({ url: 'http://plain.example.com', collapse_id: 'has space', priority: 10 }), NOW)
-  t.strictSame(m.message.webpush, { headers: { TTL: '259200', Urgency: 'high' }, notification: { body: 'oi' } }, 'no link for http, no Topic for an invalid one')
+  t.strictSame(m.message.webpush, { headers: { TTL: '259200', Urgency: 'high' } }, 'no Topic for an invalid one')
+  t.match(m.message.data, { pm_url: 'http://plain.example.com', pmx_body: 'oi', pmx_collapse_id: 'has space' })
 })
 
 t.test('FCM iOS through FCM: an apns block', async (t) => {
@@ -101,11 +111,13 @@ t.test('FCM: the language maps are left out when they would pass 4,096 bytes', a
   const long = 'x'.repeat(2500)
   const m = fcmMessage(android('tok'), pushFor({ contents: { en: long, pt: 'curto' } }), NOW)
   const data = m.message.data as Record<string, string>
-  t.strictSame(Object.keys(data).sort(), ['pm_msg_id', 'pm_rcpt'])
-  t.equal((m.message.android as { notification: { body: string } }).notification.body, long)
-  let bytes = long.length
+  t.strictSame(Object.keys(data).sort(), ['pm_msg_id', 'pm_rcpt', 'pmx_body'])
+  t.equal(data.pmx_body, long, 'the resolved text always travels')
+  let bytes = 0
   for (const [k, v] of Object.entries(data)) bytes += Buffer.byteLength(k) + Buffer.byteLength(v)
   t.ok(bytes <= FCM_DATA_LIMIT_BYTES)
+  const ios = fcmMessage({ deviceId: 'd', token: 'tok-i', deviceType: 0 }, pushFor({ contents: { en: long, pt: 'curto' } }), NOW)
+  t.strictSame(Object.keys(ios.message.data as object).sort(), ['pm_msg_id', 'pm_rcpt'], 'iOS via FCM: the alert carries the text')
 })
 
 t.test('APNs: headers and payload of an alert, iOS language rule', async (t) => {

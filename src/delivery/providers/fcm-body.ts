@@ -1,15 +1,23 @@
 // The FCM HTTP v1 `messages:send` body for one device, built from the send's rendering (src/sends/payload.ts).
 // Fields: firebase.google.com/docs/reference/fcm/rest/v1/projects.messages (Message, AndroidConfig,
-// AndroidNotification, WebpushConfig, ApnsConfig). Pure: same input, same bytes.
+// WebpushConfig, ApnsConfig). Pure: same input, same bytes.
+//
+// Android and web pushes are data-only messages: the SDK shows the notification and sends the delivery receipt on
+// arrival (spec §Client SDK behaviour; "The SDK shows the server-resolved text"). A message with a `notification`
+// block is drawn by the OS while the app is in the background, and the SDK's handler never runs, so no receipt
+// would come back for most deliveries. What the SDK draws travels as the server-built display block (spec §Reserved
+// keys `pmx_`) inside `data`.
 //   data      map<string,string>: the caller's data as text (objects/arrays JSON-encoded, spec §request fields "on the
-//             Android path values travel as text"), pm_url, pm_msg_id, pm_rcpt (spec §Payload carried to the device),
-//             and the full language maps as pmx_contents/pmx_headings/pmx_subtitle (spec §Language selection "full
-//             language maps still travel") when they fit FCM's 4,096 bytes, else left out (the resolved text is shown).
-//   android   device_type 1: priority, ttl "<n>s", collapse_key, notification {title, body, icon, color, sound,
-//             channel_id, image}; texts by pickText (`en`, else first alphabetical).
+//             Android path values travel as text"), pm_url, pm_msg_id, pm_rcpt (spec §Payload carried to the device);
+//             on Android and web the display block (DISPLAY_KEYS: resolved title and text by pickText, icons, accent
+//             colour, sound, channel, image, tray tag = collapse id); then the full language maps as pmx_contents/
+//             pmx_headings/pmx_subtitle (spec §Language selection "full language maps still travel") when they fit
+//             FCM's 4,096 bytes, else left out (the resolved text is shown).
+//   android   device_type 1: priority (HIGH wakes the app for a transactional send), ttl "<n>s", collapse_key.
 //   webpush   device_types 5/7/8: headers TTL/Urgency (RFC 8030 §5.2, §5.3; Topic §5.4 when the collapse id is a
-//             valid one), notification {title, body, icon, image}, fcm_options.link = pm_url when it is https.
-//   apns      device_type 0 when routed through FCM: headers and an `aps` block like the direct path, texts by pickText.
+//             valid one); the service worker draws the display block (pm_url is where a click goes).
+//   apns      device_type 0 when routed through FCM: headers and an `aps` block like the direct path, texts by pickText
+//             (iOS draws alerts itself; the SDK's notification service extension sends the receipt).
 import { pickText } from '../../sends/payload'
 import type { TextMap } from '../../sends/types'
 import type { Push, Target } from './types'
@@ -48,8 +56,41 @@ export function asText(v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v ?? null)
 }
 
-/** Caller data + pm_url as text, then pm_msg_id and pm_rcpt; the language maps when they fit `budget` bytes. */
-export function fcmData(m: Rendering, push: Push, budgetBytes: number): Record<string, string> {
+/** The display block's keys (spec §Reserved keys: `pmx_` is the server-built display block), in wire order. */
+export const DISPLAY_KEYS = {
+  title: 'pmx_title',
+  body: 'pmx_body',
+  smallIcon: 'pmx_small_icon',
+  largeIcon: 'pmx_large_icon',
+  accentColor: 'pmx_accent_color',
+  sound: 'pmx_sound',
+  channel: 'pmx_channel_id',
+  image: 'pmx_big_picture',
+  tag: 'pmx_collapse_id',
+} as const
+
+/** What the SDK draws on this device kind, as data entries (absent members left out). */
+export function displayBlock(m: Rendering, deviceType: number): Array<[string, string]> {
+  const web = WEB_TYPES.has(deviceType)
+  const entries: Array<[string, string | undefined]> = [
+    [DISPLAY_KEYS.title, pickText(m.headings)],
+    [DISPLAY_KEYS.body, pickText(m.contents)],
+    [DISPLAY_KEYS.smallIcon, web ? undefined : m.small_icon],
+    [DISPLAY_KEYS.largeIcon, m.large_icon],
+    [DISPLAY_KEYS.accentColor, web ? undefined : m.android_accent_color],
+    [DISPLAY_KEYS.sound, web ? undefined : m.android_sound],
+    [DISPLAY_KEYS.channel, web ? undefined : m.android_channel_id],
+    [DISPLAY_KEYS.image, m.big_picture],
+    [DISPLAY_KEYS.tag, m.collapse_id],
+  ]
+  return entries.filter((e): e is [string, string] => e[1] !== undefined)
+}
+
+/**
+ * Caller data + pm_url as text, then pm_msg_id and pm_rcpt, then `display` (what the SDK draws); the language maps
+ * when everything fits `budget` bytes.
+ */
+export function fcmData(m: Rendering, push: Push, budgetBytes: number, display: Array<[string, string]> = []): Record<string, string> {
   const data: Record<string, string> = {}
   let bytes = 0
   const put = (k: string, v: string) => {
@@ -59,6 +100,7 @@ export function fcmData(m: Rendering, push: Push, budgetBytes: number): Record<s
   for (const [k, v] of Object.entries(m.data ?? {})) put(k, asText(v))
   put('pm_msg_id', push.sendId)
   put('pm_rcpt', push.proof)
+  for (const [k, v] of display) put(k, v)
   const maps: Array<[string, string]> = [['pmx_contents', JSON.stringify(m.contents)]]
   if (m.headings) maps.push(['pmx_headings', JSON.stringify(m.headings)])
   if (m.subtitle) maps.push(['pmx_subtitle', JSON.stringify(m.subtitle)])
@@ -77,46 +119,36 @@ const utf8 = (s: string | undefined) => (s === undefined ? 0 : Buffer.byteLength
 
 export function fcmMessage(target: Target, push: Push, nowMs: number): { message: Json } {
   const m = rendering(push)
-  const title = pickText(m.headings)
-  const body = pickText(m.contents)
-  // The visible texts count against the same 4,096 bytes as data on FCM's side.
-  const data = fcmData(m, push, FCM_DATA_LIMIT_BYTES - utf8(title) - utf8(body))
+  if (target.deviceType === 0) {
+    const title = pickText(m.headings)
+    const body = pickText(m.contents)
+    // The alert's texts count against the same 4,096 bytes as data on FCM's side.
+    const data = fcmData(m, push, FCM_DATA_LIMIT_BYTES - utf8(title) - utf8(body))
+    return { message: { token: target.token, data, apns: apnsConfig(m, push, nowMs, title, body) } }
+  }
+  const data = fcmData(m, push, FCM_DATA_LIMIT_BYTES, displayBlock(m, target.deviceType))
   const message: Json = { token: target.token, data }
-  const url = typeof m.data?.pm_url === 'string' ? m.data.pm_url : undefined
-  if (target.deviceType === 0) message.apns = apnsConfig(m, push, nowMs, title, body)
-  else if (WEB_TYPES.has(target.deviceType)) message.webpush = webpushConfig(m, push, title, body, url)
-  else message.android = androidConfig(m, push, title, body)
+  if (WEB_TYPES.has(target.deviceType)) message.webpush = webpushConfig(m, push)
+  else message.android = androidConfig(m, push)
   return { message }
 }
 
-function androidConfig(m: Rendering, push: Push, title: string | undefined, body: string | undefined): Json {
+function androidConfig(m: Rendering, push: Push): Json {
   return compact({
     priority: push.lane === 0 ? 'HIGH' : 'NORMAL',
     ttl: `${push.ttlS}s`, // google.protobuf.Duration in JSON: seconds with an "s" suffix
     collapse_key: m.collapse_id,
-    notification: compact({
-      title,
-      body,
-      icon: m.small_icon,
-      color: m.android_accent_color,
-      sound: m.android_sound,
-      channel_id: m.android_channel_id,
-      image: m.big_picture,
-    }),
   })
 }
 
-function webpushConfig(m: Rendering, push: Push, title: string | undefined, body: string | undefined, url: string | undefined): Json {
-  return compact({
+function webpushConfig(m: Rendering, push: Push): Json {
+  return {
     headers: compact({
       TTL: String(push.ttlS),
       Urgency: push.lane === 0 ? 'high' : 'normal',
       Topic: m.collapse_id !== undefined && WEB_TOPIC.test(m.collapse_id) ? m.collapse_id : undefined,
     }),
-    notification: compact({ title, body, icon: m.large_icon, image: m.big_picture }),
-    // WebpushFcmOptions.link: "For all URL values, HTTPS is required."
-    fcm_options: url?.startsWith('https://') ? { link: url } : undefined,
-  })
+  }
 }
 
 function apnsConfig(m: Rendering, push: Push, nowMs: number, title: string | undefined, body: string | undefined): Json {
