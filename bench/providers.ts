@@ -1,4 +1,4 @@
-// `npm run build && npx tsx bench/providers.ts [seconds] [concurrency] [rounds]`: FcmProvider against a raw node:http2 client, both posting to
+// `npx tsx bench/providers.ts [seconds] [concurrency] [rounds]`: FcmProvider against a raw node:http2 client, both posting to
 // the fake FCM (in its own process, so the client's core is the one measured) in the same run, alternated twice.
 // The raw client posts a prebuilt-per-request body with one access token over one session: the floor STACK.md
 // quotes (~8,300 requests/s per process). The provider pays for the message build, the pool and classification.
@@ -13,7 +13,7 @@ import { H2Pool } from '../src/delivery/providers/h2-pool'
 import { startFakeFcm } from '../test/fakes/fcm'
 import { testCa } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
-import { compiled } from './lib/pombo'
+import { childEntry } from './lib/pombo'
 
 interface Ready {
   url: string
@@ -43,7 +43,8 @@ async function main(): Promise<void> {
   const roundsN = Number(process.argv[4] ?? 3)
   process.env.PM_TEST_TLS_DIR ??= mkdtempSync(join(tmpdir(), 'pombo-bench-tls-'))
   const ca = testCa() // written to PM_TEST_TLS_DIR before the fake starts, so both sides share it
-  const proc: ChildProcess = fork(compiled(__filename), ['--child'], { execArgv: [], env: process.env })
+  const entry = childEntry(__filename)
+  const proc: ChildProcess = fork(entry.file, ['--child'], { execArgv: entry.execArgv, env: process.env })
   const { url, sa } = await new Promise<Ready>((resolve) => proc.once('message', (m) => resolve(m as Ready)))
   try {
     const pool = new H2Pool({ ca, sessionsPerOrigin: 2 })

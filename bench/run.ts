@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { deliver } from './deliver'
+import { runChildrenCompiled } from './lib/pombo'
 import { http } from './http'
 import { receipts } from './receipts'
 import { register } from './register'
@@ -13,6 +14,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, d
 async function main(): Promise<void> {
   // The service under load is the compiled one (dist/), as the image runs it: built fresh, so it is this checkout.
   execFileSync(process.execPath, [join(__dirname, '..', 'scripts', 'build.mjs')], { stdio: 'inherit' })
+  runChildrenCompiled()
   const name = process.argv[2] ?? 'all'
   const names = name === 'all' ? Object.keys(SCENARIOS) : [name]
   for (const n of names) {

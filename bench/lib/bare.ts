@@ -1,7 +1,7 @@
 // Starts the bare uWebSockets.js baseline server (bench/bare-uws.ts) as a child process.
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { compiled, ROOT, waitFor } from './pombo'
+import { childEntry, ROOT, waitFor } from './pombo'
 
 export interface Bare {
   url: string
@@ -9,7 +9,8 @@ export interface Bare {
 }
 
 export async function startBare(port: number, env: Record<string, string> = {}): Promise<Bare> {
-  const child = spawn(process.execPath, [compiled(join(ROOT, 'bench', 'bare-uws.ts')), String(port)], {
+  const entry = childEntry(join(ROOT, 'bench', 'bare-uws.ts'))
+  const child = spawn(process.execPath, [...entry.execArgv, entry.file, String(port)], {
     cwd: ROOT,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: { ...process.env, ...env },

@@ -2,7 +2,7 @@
 // core with it. Both sides trust the same CA through PM_TEST_TLS_DIR, set before the fork. Stats over IPC.
 import { type ChildProcess, fork } from 'node:child_process'
 import { type ServiceAccount, startFakeFcm } from '../../test/fakes/fcm'
-import { compiled } from './pombo'
+import { childEntry } from './pombo'
 
 export interface FcmStats {
   requests: number
@@ -24,8 +24,9 @@ type Msg = { kind: 'ready'; url: string; sa: ServiceAccount } | { kind: 'stats';
 
 export async function startFakeFcmProcess(o: { maxConcurrentStreams?: number; project?: string } = {}): Promise<FakeFcmProcess> {
   if (!process.env.PM_TEST_TLS_DIR) throw new Error('set PM_TEST_TLS_DIR first: the fake and its clients must share the CA')
-  const proc: ChildProcess = fork(compiled(__filename), ['--fake-fcm-child', String(o.maxConcurrentStreams ?? 1000), o.project ?? 'pombo-bench'], {
-    execArgv: [],
+  const entry = childEntry(__filename)
+  const proc: ChildProcess = fork(entry.file, ['--fake-fcm-child', String(o.maxConcurrentStreams ?? 1000), o.project ?? 'pombo-bench'], {
+    execArgv: entry.execArgv,
     env: process.env,
   })
   const waiting = new Map<number, (s: FcmStats) => void>()

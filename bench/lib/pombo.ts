@@ -1,5 +1,5 @@
 // Starts `pombo serve` as a child process on its own schema and Redis prefix, for benchmarks; stops and cleans up.
-// It runs the compiled service (dist/, built by bench/run.ts first), as the image does.
+// Benchmarks run it compiled (runChildrenCompiled), as the image does; tests run the sources.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
@@ -10,11 +10,22 @@ import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/config'
 
 export const ROOT = join(__dirname, '..', '..')
 
-/** A source file's compiled twin in dist/ (`npm run build`; bench/run.ts builds before any scenario). */
-export function compiled(tsFile: string): string {
+let compiledChildren = false
+
+/**
+ * bench/run.ts builds dist/ and calls this: from then on the child processes (Pombo, baselines, fakes) run compiled,
+ * as the image runs Pombo. Tests that start Pombo as a child (crash tests) never call it: they run the sources.
+ */
+export function runChildrenCompiled(): void {
+  compiledChildren = true
+}
+
+/** How a child runs `tsFile`: its compiled twin in dist/, or the source through tsx. */
+export function childEntry(tsFile: string): { file: string; execArgv: string[] } {
+  if (!compiledChildren) return { file: tsFile, execArgv: ['--import', 'tsx'] }
   const out = join(ROOT, 'dist', relative(ROOT, tsFile)).replace(/\.ts$/, '.js')
   if (!existsSync(out)) throw new Error(`${out} is missing: run \`npm run build\` (npm run bench does it first)`)
-  return out
+  return { file: out, execArgv: [] }
 }
 export const PLATFORM_KEY = 'pm_platform_bench_key'
 export const DATABASE_URL = process.env.DATABASE_URL || DEFAULT_DATABASE_URL
@@ -81,7 +92,8 @@ export async function startPombo(
   const id = randomBytes(4).toString('hex')
   const schema = o.shared?.schema ?? `bench_${id}`
   const prefix = o.shared?.prefix ?? `pmb_${id}`
-  const child = spawn(process.execPath, [...nodeArgs, compiled(join(ROOT, 'src', 'main.ts')), 'serve', '--roles', roles], {
+  const main = childEntry(join(ROOT, 'src', 'main.ts'))
+  const child = spawn(process.execPath, [...nodeArgs, ...main.execArgv, main.file, 'serve', '--roles', roles], {
     cwd: ROOT,
     stdio: ['ignore', o.stdout ?? 'ignore', 'inherit'],
     env: {
