@@ -82,6 +82,10 @@ export interface Jobs {
    *  `tardio`); the archival job runs every `receiptArchiveEveryMs`. */
   readonly receiptArchiveDays: number
   readonly receiptArchiveEveryMs: number
+  /** Delivery rows of sends completed more than this many days ago are deleted (PM_DELIVERIES_RETENTION_DAYS);
+   *  the retention job runs every `deliveriesPruneEveryMs` on worker processes. */
+  readonly deliveriesRetentionDays: number
+  readonly deliveriesPruneEveryMs: number
   /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
   readonly streamMaxLen: number
 }
@@ -148,6 +152,8 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   mauEveryMs: 10 * 60_000,
   receiptArchiveDays: 30,
   receiptArchiveEveryMs: 3600_000,
+  deliveriesRetentionDays: 7,
+  deliveriesPruneEveryMs: 10 * 60_000,
   streamMaxLen: 1_000_000,
 })
 
@@ -257,6 +263,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       handoffGraceMs: int(env, 'PM_HANDOFF_GRACE_MS', DEFAULT_JOBS.handoffGraceMs, 1),
       mauEveryMs: int(env, 'PM_MAU_EVERY_S', DEFAULT_JOBS.mauEveryMs / 1000, 1) * 1000,
       receiptArchiveDays: int(env, 'PM_RECEIPT_ARCHIVE_DAYS', DEFAULT_JOBS.receiptArchiveDays, 1),
+      deliveriesRetentionDays: int(env, 'PM_DELIVERIES_RETENTION_DAYS', DEFAULT_JOBS.deliveriesRetentionDays, 0),
     }),
     proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
     delivery: Object.freeze({

@@ -120,6 +120,7 @@ export class Service {
       if (roles.has('worker')) {
         svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa })
         await svc.delivery.start()
+        if (opts.jobs !== false) svc.delivery.startJobs()
       }
       if (roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true) {
         svc.dispatcher = new WebhookDispatcher({ cfg, log, vault, clock, ca: opts.webhookCa })

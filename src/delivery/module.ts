@@ -8,6 +8,7 @@ import type { Infra } from '../infra'
 import type { Vault } from '../vault'
 import type { Platform, ProviderSource } from './actor'
 import { OutcomeRecorder } from './outcomes'
+import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from './providers/h2-pool'
 import { ProviderCache } from './providers/index'
 import type { Provider } from './providers/types'
@@ -34,6 +35,7 @@ export class DeliveryModule implements ProviderSource {
   >()
   readonly #receiptKeys = new Map<string, Promise<Buffer>>()
   #unsubscribe: (() => void) | null = null
+  #jobs: NodeJS.Timeout | null = null
 
   constructor(private readonly d: DeliveryDeps) {
     const { cfg, db, redis, keys, clock, log } = d
@@ -74,7 +76,33 @@ export class DeliveryModule implements ProviderSource {
     await this.worker.start()
   }
 
+  /** The deliveries retention job: at start, then every `deliveriesPruneEveryMs` (safe on many processes). */
+  startJobs(): void {
+    const run = (): void => {
+      this.pruneNow(this.d.cfg.jobs.deliveriesRetentionDays)
+        .then((r) => {
+          if (r.rows > 0) this.d.log.info(r, 'delivery rows of old sends deleted')
+        })
+        .catch((err) => this.d.log.warn({ err: String(err) }, 'deliveries retention failed'))
+    }
+    run()
+    this.#jobs = setInterval(run, this.d.cfg.jobs.deliveriesPruneEveryMs)
+    this.#jobs.unref()
+  }
+
+  /** One pass of the retention job, over every due send (tests call it with their own horizon). */
+  async pruneNow(days: number): Promise<{ sends: number; rows: number }> {
+    const total = { sends: 0, rows: 0 }
+    for (;;) {
+      const r = await pruneDeliveries(this.d.db, days, this.d.clock())
+      total.sends += r.sends
+      total.rows += r.rows
+      if (r.sends < PRUNE_DEFAULTS.sends) return total
+    }
+  }
+
   async stop(): Promise<void> {
+    if (this.#jobs) clearInterval(this.#jobs)
     await this.worker.stop()
     await this.recorder.stop()
     this.#unsubscribe?.()
