@@ -86,6 +86,8 @@ export interface Jobs {
    *  the retention job runs every `deliveriesPruneEveryMs` on worker processes. */
   readonly deliveriesRetentionDays: number
   readonly deliveriesPruneEveryMs: number
+  /** Webhook attempts older than this many days are deleted (PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS), by the same job. */
+  readonly webhookAttemptsRetentionDays: number
   /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
   readonly streamMaxLen: number
 }
@@ -154,6 +156,7 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   receiptArchiveEveryMs: 3600_000,
   deliveriesRetentionDays: 7,
   deliveriesPruneEveryMs: 10 * 60_000,
+  webhookAttemptsRetentionDays: 30,
   streamMaxLen: 1_000_000,
 })
 
@@ -264,6 +267,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       mauEveryMs: int(env, 'PM_MAU_EVERY_S', DEFAULT_JOBS.mauEveryMs / 1000, 1) * 1000,
       receiptArchiveDays: int(env, 'PM_RECEIPT_ARCHIVE_DAYS', DEFAULT_JOBS.receiptArchiveDays, 1),
       deliveriesRetentionDays: int(env, 'PM_DELIVERIES_RETENTION_DAYS', DEFAULT_JOBS.deliveriesRetentionDays, 0),
+      webhookAttemptsRetentionDays: int(env, 'PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS', DEFAULT_JOBS.webhookAttemptsRetentionDays, 0),
     }),
     proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
     delivery: Object.freeze({

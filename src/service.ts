@@ -125,6 +125,7 @@ export class Service {
       if (roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true) {
         svc.dispatcher = new WebhookDispatcher({ cfg, log, vault, clock, ca: opts.webhookCa })
         svc.dispatcher.start()
+        if (opts.jobs !== false) svc.dispatcher.startJobs()
       }
       if (roles.has('dashboard')) {
         svc.dashboard = new HttpServer('dashboard', log, proxies)

@@ -16,6 +16,7 @@ import { createPool, type Db, query, type Tx, tagPgError } from '../db/pool'
 import type { Clock } from '../time'
 import type { Vault } from '../vault'
 import { onFailure } from './ladder'
+import { pruneWebhookAttempts } from './retention'
 import { type AttemptResult, WebhookSender } from './sender'
 import { QUEUE_LOCK_CLASS, QUEUE_LOCK_KEY, secretAad } from './store'
 
@@ -64,6 +65,7 @@ export class WebhookDispatcher {
   readonly #stop = new AbortController()
   #loop: Promise<void> | null = null
   #wake: (() => void) | null = null
+  #jobs: NodeJS.Timeout | null = null
 
   constructor(private readonly d: DispatcherDeps) {
     const w = d.cfg.webhook
@@ -76,8 +78,28 @@ export class WebhookDispatcher {
     this.#loop ??= this.#run()
   }
 
+  /** The attempts retention job: at start, then with the other retention jobs (safe on many processes). */
+  startJobs(): void {
+    const run = (): void => {
+      this.pruneNow(this.d.cfg.jobs.webhookAttemptsRetentionDays)
+        .then((rows) => {
+          if (rows > 0) this.d.log.info({ rows }, 'old webhook attempts deleted')
+        })
+        .catch((err) => this.d.log.warn({ err: String(err) }, 'webhook attempts retention failed'))
+    }
+    run()
+    this.#jobs = setInterval(run, this.d.cfg.jobs.deliveriesPruneEveryMs)
+    this.#jobs.unref()
+  }
+
+  /** One pass of the retention job (tests call it with their own horizon). */
+  pruneNow(days: number): Promise<number> {
+    return pruneWebhookAttempts(this.#db, days, this.d.clock())
+  }
+
   /** Stops looking for work, lets attempts in flight end (each within the timeout) and writes their outcome. */
   async stop(): Promise<void> {
+    if (this.#jobs) clearInterval(this.#jobs)
     this.#stop.abort()
     this.#wake?.()
     await this.#loop

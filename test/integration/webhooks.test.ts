@@ -245,3 +245,18 @@ t.test('a URL change while an attempt is in flight waits for it, then the new UR
   const [old] = await s.sql('SELECT head_attempts, active FROM webhook_destinations WHERE NOT active')
   t.same(old, { head_attempts: 1, active: false }, 'the failed attempt was recorded before the hand-over')
 })
+
+t.test('attempts older than the retention are deleted; recent ones and abandoned events stay', async (t) => {
+  const { s, rx, app, path } = await setup(t, { webhook: { retryDelaysMs: [50], maxAttempts: 2 } })
+  rx.script(path, [{ status: 500 }, { status: 500 }, { status: 500 }])
+  await emit(s, app, 1) // two failures: abandoned
+  await until('the first event abandoned', async () => (await s.sql('SELECT 1 FROM webhook_abandoned')).length === 1)
+  await emit(s, app, 1) // one failure, then 2xx
+  await until('the second event acknowledged', async () => (await s.sql("SELECT 1 FROM webhook_attempts WHERE result = 'ok'")).length === 1)
+  t.equal((await s.sql('SELECT count(*)::int AS n FROM webhook_attempts'))[0]?.n, 4)
+  await s.sql(`UPDATE webhook_attempts SET at = at - interval '40 days' WHERE id IN (SELECT id FROM webhook_attempts ORDER BY id LIMIT 2)`)
+  t.equal(await s.svc.dispatcher?.pruneNow(30), 2, 'the two aged attempts')
+  t.equal((await s.sql('SELECT count(*)::int AS n FROM webhook_attempts'))[0]?.n, 2, 'the recent ones stay')
+  t.equal((await s.sql('SELECT count(*)::int AS n FROM webhook_abandoned'))[0]?.n, 1, 'the abandoned event is kept')
+  t.equal(await s.svc.dispatcher?.pruneNow(30), 0)
+})
