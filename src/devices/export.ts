@@ -25,8 +25,15 @@ const MAX_BUILDS = 2
 /** Builds waiting beyond this answer 503 (each app may ask once a second; the queue must not grow without bound). */
 const MAX_QUEUED = 100
 const SWEEP_EVERY_MS = 10 * 60_000
+/** How often an instance refreshes the claims of its queued and running builds, and looks for orphaned ones. */
+const CLAIM_EVERY_MS = 30_000
+/** A build whose claim is older than this has no live instance behind it and is taken over. */
+export const CLAIM_STALE_MS = 2 * 60_000
+/** Orphaned builds taken over per look. */
+const RECOVER_BATCH = 10
 const FILE_RE = /^([0-9a-f]{64})\.csv\.gz$/
-const TMP_RE = /^\.[0-9a-f]{64}\.tmp$/
+/** `.<hash>.<random>.tmp`: two instances building the same export (a takeover racing a slow owner) never share one. */
+const TMP_RE = /^\.[0-9a-f]{64}\.[0-9a-f]{8}\.tmp$/
 
 export interface ExportAnswer {
   csv_file_url: string
@@ -73,6 +80,7 @@ export class Exporter {
   #rowsAhead = 0
   #abort = new AbortController()
   #timer: NodeJS.Timeout | null = null
+  #claimTimer: NodeJS.Timeout | null = null
 
   constructor(
     private readonly db: Db,
@@ -89,6 +97,53 @@ export class Exporter {
       this.sweep().catch((err) => this.log.warn({ err: String(err) }, 'export sweep failed'))
     }, SWEEP_EVERY_MS)
     this.#timer.unref()
+    const claims = (): void => {
+      this.#refreshClaims()
+        .then(() => this.recover())
+        .catch((err) => this.log.warn({ err: String(err) }, 'export claims: refresh or takeover failed'))
+    }
+    claims()
+    this.#claimTimer = setInterval(claims, CLAIM_EVERY_MS)
+    this.#claimTimer.unref()
+  }
+
+  /**
+   * Takes over builds whose instance is gone (claim older than CLAIM_STALE_MS, or never claimed): claims them
+   * atomically (SKIP LOCKED, so two instances never take the same one) and queues them here. Answers how many.
+   */
+  async recover(): Promise<number> {
+    if (this.dir === '' || this.#abort.signal.aborted) return 0
+    const now = this.clock()
+    const r = await query<{ token_hash: string; app_id: string }>(
+      this.db,
+      `UPDATE exports SET claimed_at = $1
+        WHERE token_hash IN (
+          SELECT token_hash FROM exports
+           WHERE status = 'building' AND expires_at > $1 AND COALESCE(claimed_at, created_at) < $2
+           ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
+        RETURNING token_hash, app_id`,
+      [new Date(now), new Date(now - CLAIM_STALE_MS), RECOVER_BATCH],
+    )
+    for (const x of r.rows) {
+      if (this.#owned().includes(x.token_hash)) continue // ours, only slow to refresh
+      this.log.info({ app_id: x.app_id }, 'export build taken over from an instance that went away')
+      this.#enqueue({ appId: x.app_id, hash: x.token_hash, rows: 0 })
+    }
+    return r.rows.length
+  }
+
+  #owned(): string[] {
+    return [...this.#queue, ...this.#running.keys()].map((j) => j.hash)
+  }
+
+  /** One statement keeps every build this instance holds (queued or running) claimed. */
+  async #refreshClaims(): Promise<void> {
+    const mine = this.#owned()
+    if (mine.length === 0) return
+    await query(this.db, `UPDATE exports SET claimed_at = $2 WHERE token_hash = ANY($1::text[]) AND status = 'building'`, [
+      mine,
+      new Date(this.clock()),
+    ])
   }
 
   /** 503 unless the export directory is configured and writable. */
@@ -113,7 +168,7 @@ export class Exporter {
     const now = this.clock()
     await query(
       this.db,
-      `INSERT INTO exports (token_hash, app_id, status, created_at, expires_at) VALUES ($1, $2, 'building', $3, $4)`,
+      `INSERT INTO exports (token_hash, app_id, status, created_at, expires_at, claimed_at) VALUES ($1, $2, 'building', $3, $4, $3)`,
       [hash, appId, new Date(now), new Date(now + this.validityH * 3_600_000)],
     )
     const estimate = Math.max(1, Math.ceil((this.#rowsAhead + rows) / this.#rowsPerSec))
@@ -161,9 +216,13 @@ export class Exporter {
     return r.rows.length
   }
 
-  /** Stops the sweep, abandons queued builds and aborts running ones (their temporary files are removed). */
+  /**
+   * Stops the sweep, abandons queued builds and aborts running ones (their temporary files are removed). Their rows
+   * stay `building`; their claims go stale and another instance (or this one, restarted) takes them over.
+   */
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer)
+    if (this.#claimTimer) clearInterval(this.#claimTimer)
     this.#queue = []
     this.#abort.abort()
     await Promise.allSettled([...this.#running.values()])
@@ -197,10 +256,11 @@ export class Exporter {
   }
 
   async #build(job: Job): Promise<void> {
-    const tmp = join(this.dir, `.${job.hash}.tmp`)
+    const tmp = join(this.dir, `.${job.hash}.${randomBytes(4).toString('hex')}.tmp`)
     const started = performance.now()
     let client: Tx | null = null
     try {
+      await mkdir(this.dir, { recursive: true }) // a taken-over build may be this instance's first export
       client = await this.db.connect()
       const copy = client.query(copyTo(copySql(job.appId)))
       const out = createWriteStream(tmp)
@@ -209,7 +269,7 @@ export class Exporter {
       const rows = copy.rowCount // from the COPY command tag: data rows, header excluded
       const seconds = (performance.now() - started) / 1000
       if (rows >= 50_000) this.#rowsPerSec = Math.round(0.5 * this.#rowsPerSec + 0.5 * (rows / seconds))
-      await query(this.db, `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4 WHERE token_hash = $1`, [
+      await query(this.db, `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4 WHERE token_hash = $1 AND status = 'building'`, [
         job.hash,
         rows,
         out.bytesWritten,

@@ -274,3 +274,32 @@ t.test('stopping the service while an export builds leaves no temporary file', a
   await s.svc.stop()
   t.notOk(existsSync(s.cfg.exportDir) && readdirSync(s.cfg.exportDir).some((f) => f.endsWith('.tmp')))
 })
+
+t.test('an export left building by an instance that went away is taken over and becomes ready', async (t) => {
+  const a = await startService(t)
+  const app = await a.createApp()
+  const id = await reg(a, { app_id: app.id, device_type: 1, identifier: 'orphan' })
+  // What a dead instance leaves: a URL handed out, its row `building`, its claim minutes old.
+  const token = randomBytes(32).toString('hex')
+  const hash = createHash('sha256').update(token).digest('hex')
+  await a.sql(
+    `INSERT INTO exports (token_hash, app_id, status, created_at, expires_at, claimed_at)
+     VALUES ($1, $2, 'building', now() - interval '5 minutes', now() + interval '72 hours', now() - interval '3 minutes')`,
+    [hash, app.id],
+  )
+  t.equal((await download(a, `${a.url}/api/v1/exports/${token}.csv.gz`)).status, 404, 'not ready')
+  // Another instance of the deployment (sharing the export directory) starts and takes it over.
+  const b = await startService(t, { shareWith: a, env: { PM_EXPORT_DIR: `${a.cfg.exportDir}-shared` } })
+  const url = `${b.url}/api/v1/exports/${token}.csv.gz`
+  const rows = parseCsv(gunzipSync(await waitReady(b, url)).toString('utf8'))
+  t.same(rows.slice(1).map((r) => r[0]), [id], 'built by the instance that took it over, in a directory it had to create')
+  t.equal(await a.svc.deps.devices.exporter.recover(), 0, 'ready: nobody takes it again')
+  t.equal(await b.svc.deps.devices.exporter.recover(), 0)
+
+  // A build whose owner is alive keeps a fresh claim and is left to it.
+  const r = await startExport(a, app)
+  const [row] = await a.sql<{ claimed_at: Date | null }>('SELECT claimed_at FROM exports WHERE status = $1 OR ready_at > now() - interval \'1 minute\' ORDER BY created_at DESC LIMIT 1', ['building'])
+  t.ok(row?.claimed_at, 'claimed by the instance that queued it')
+  t.equal(await b.svc.deps.devices.exporter.recover(), 0, 'a fresh claim is not taken')
+  await waitReady(a, r.json.csv_file_url)
+})
