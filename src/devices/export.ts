@@ -32,8 +32,8 @@ export const CLAIM_STALE_MS = 2 * 60_000
 /** Orphaned builds taken over per look. */
 const RECOVER_BATCH = 10
 const FILE_RE = /^([0-9a-f]{64})\.csv\.gz$/
-/** `.<hash>.<random>.tmp`: two instances building the same export (a takeover racing a slow owner) never share one. */
-const TMP_RE = /^\.[0-9a-f]{64}\.[0-9a-f]{8}\.tmp$/
+/** `.<hash>.<random>.tmp` (two instances building one export never share a file); `.<hash>.tmp` from older builds. */
+const TMP_RE = /^\.[0-9a-f]{64}(\.[0-9a-f]{8})?\.tmp$/
 
 export interface ExportAnswer {
   csv_file_url: string
