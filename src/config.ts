@@ -88,6 +88,8 @@ export interface Jobs {
   readonly deliveriesPruneEveryMs: number
   /** Webhook attempts older than this many days are deleted (PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS), by the same job. */
   readonly webhookAttemptsRetentionDays: number
+  /** Events older than this many days that no destination can still read are deleted (PM_EVENTS_RETENTION_DAYS). */
+  readonly eventsRetentionDays: number
   /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
   readonly streamMaxLen: number
 }
@@ -157,6 +159,7 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   deliveriesRetentionDays: 7,
   deliveriesPruneEveryMs: 10 * 60_000,
   webhookAttemptsRetentionDays: 30,
+  eventsRetentionDays: 7,
   streamMaxLen: 1_000_000,
 })
 
@@ -268,6 +271,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       receiptArchiveDays: int(env, 'PM_RECEIPT_ARCHIVE_DAYS', DEFAULT_JOBS.receiptArchiveDays, 1),
       deliveriesRetentionDays: int(env, 'PM_DELIVERIES_RETENTION_DAYS', DEFAULT_JOBS.deliveriesRetentionDays, 0),
       webhookAttemptsRetentionDays: int(env, 'PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS', DEFAULT_JOBS.webhookAttemptsRetentionDays, 0),
+      eventsRetentionDays: int(env, 'PM_EVENTS_RETENTION_DAYS', DEFAULT_JOBS.eventsRetentionDays, 0),
     }),
     proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
     delivery: Object.freeze({

@@ -16,7 +16,7 @@ import { createPool, type Db, query, type Tx, tagPgError } from '../db/pool'
 import type { Clock } from '../time'
 import type { Vault } from '../vault'
 import { onFailure } from './ladder'
-import { pruneWebhookAttempts } from './retention'
+import { pruneEvents, pruneWebhookAttempts } from './retention'
 import { type AttemptResult, WebhookSender } from './sender'
 import { QUEUE_LOCK_CLASS, QUEUE_LOCK_KEY, secretAad } from './store'
 
@@ -78,12 +78,12 @@ export class WebhookDispatcher {
     this.#loop ??= this.#run()
   }
 
-  /** The attempts retention job: at start, then with the other retention jobs (safe on many processes). */
+  /** The attempts and events retention job: at start, then with the other retention jobs (safe on many processes). */
   startJobs(): void {
     const run = (): void => {
-      this.pruneNow(this.d.cfg.jobs.webhookAttemptsRetentionDays)
-        .then((rows) => {
-          if (rows > 0) this.d.log.info({ rows }, 'old webhook attempts deleted')
+      this.pruneNow(this.d.cfg.jobs.webhookAttemptsRetentionDays, this.d.cfg.jobs.eventsRetentionDays)
+        .then((r) => {
+          if (r.attempts > 0 || r.events > 0) this.d.log.info(r, 'old webhook attempts and delivered events deleted')
         })
         .catch((err) => this.d.log.warn({ err: String(err) }, 'webhook attempts retention failed'))
     }
@@ -92,9 +92,10 @@ export class WebhookDispatcher {
     this.#jobs.unref()
   }
 
-  /** One pass of the retention job (tests call it with their own horizon). */
-  pruneNow(days: number): Promise<number> {
-    return pruneWebhookAttempts(this.#db, days, this.d.clock())
+  /** One pass of the retention job (tests call it with their own horizons). */
+  async pruneNow(attemptDays: number, eventDays: number): Promise<{ attempts: number; events: number }> {
+    const attempts = await pruneWebhookAttempts(this.#db, attemptDays, this.d.clock())
+    return { attempts, events: await pruneEvents(this.#db, eventDays, this.d.clock()) }
   }
 
   /** Stops looking for work, lets attempts in flight end (each within the timeout) and writes their outcome. */

@@ -1,5 +1,9 @@
-// Webhook attempts retention: failed attempts (and the success that followed them) older than `days` are deleted,
-// oldest first, a bounded chunk per statement. Safe on many processes at once (a row deleted twice is deleted once).
+// Retention of the webhook side, a bounded chunk per statement, oldest first; safe on many processes at once.
+// - Attempts: failed attempts (and the success that followed them) older than `days`.
+// - Events: an event older than `days` that no destination can still read: at or before the cursor of the app's
+//   active destination (delivered, or abandoned into webhook_abandoned), or any event of an app without an active
+//   one (a destination registered later starts after the app's newest event; a deactivated one never resumes).
+//   Events still queued for a destination are never deleted, however old.
 // Abandoned events are never deleted here: they are the only copy of an event that never arrived.
 import { type Db, query } from '../db/pool'
 
@@ -13,6 +17,25 @@ export async function pruneWebhookAttempts(db: Db, days: number, nowMs: number, 
       before,
       chunk,
     ])
+    total += r.rowCount ?? 0
+    if ((r.rowCount ?? 0) < chunk) return total
+  }
+}
+
+export async function pruneEvents(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
+  const before = new Date(nowMs - days * DAY_MS)
+  let total = 0
+  for (;;) {
+    const r = await query(
+      db,
+      `DELETE FROM events WHERE seq IN (
+         SELECT e.seq FROM events e
+          WHERE e.created_at < $1
+            AND e.seq <= COALESCE((SELECT d.last_seq FROM webhook_destinations d WHERE d.app_id = e.app_id AND d.active),
+                                  9223372036854775807)
+          ORDER BY e.seq LIMIT $2)`,
+      [before, chunk],
+    )
     total += r.rowCount ?? 0
     if ((r.rowCount ?? 0) < chunk) return total
   }
