@@ -3,6 +3,7 @@
 import t from 'tap'
 import type { FcmCredential } from '../../src/delivery/credentials-types'
 import { FcmProvider } from '../../src/delivery/providers/fcm'
+import { googleTokenHost } from '../../src/delivery/providers/fcm-auth'
 import { H2Pool } from '../../src/delivery/providers/h2-pool'
 import { FCM_SCOPE, type FakeFcm, startFakeFcm } from '../fakes/fcm'
 import { testCa } from '../fakes/tls'
@@ -189,4 +190,16 @@ t.test('a service account whose key is not a key is a credential outcome, nothin
 t.test('another project than the account\'s: credential', async (t) => {
   const other = { ...fcm.serviceAccount('pombo-test'), project_id: 'someone-else' } as unknown as FcmCredential
   t.match(await new FcmProvider(other, { baseUrl: fcm.url, pool, clock }).send(android('p-1'), pushFor()), { kind: 'credential', reason: /^PERMISSION_DENIED/ })
+})
+
+t.test('sending to Google, a token_uri outside Google is refused before any request (no request forgery)', async (t) => {
+  const sa = fcm.serviceAccount('pombo-test') as unknown as FcmCredential // token_uri: the fake's address
+  const issued = fcm.tokensIssued
+  const sent = fcm.stats().requests
+  const google = new FcmProvider(sa, { baseUrl: 'https://fcm.googleapis.com', pool, clock })
+  t.match(await google.send(android('ssrf-1'), pushFor()), { kind: 'credential', reason: /token_uri is not a Google token endpoint: 127\.0\.0\.1/ })
+  t.equal(fcm.tokensIssued, issued, 'no assertion was posted anywhere')
+  t.equal(fcm.stats().requests, sent)
+  t.ok(googleTokenHost('oauth2.googleapis.com') && googleTokenHost('accounts.google.com'))
+  t.notOk(googleTokenHost('oauth2.googleapis.com.evil.example') || googleTokenHost('169.254.169.254'))
 })

@@ -21,13 +21,24 @@ export interface FcmAuthOptions {
   clock?: Clock
   /** Refresh this long before the token expires (default 5 min), so no send goes out with a dying token. */
   earlyMs?: number
+  /**
+   * Token endpoints this process may call. Sending to Google's FCM (the default base URL), only Google's own
+   * hosts: the token_uri comes from a file an app owner uploads, and without a pin it would make the worker POST
+   * a signed assertion to any https address (a request forgery into the operator's network). Unset: any https
+   * host (fakes and test doubles).
+   */
+  tokenHostAllowed?: (host: string) => boolean
 }
+
+/** Google's token endpoints: oauth2.googleapis.com (today's service accounts), accounts.google.com (older ones). */
+export const googleTokenHost = (host: string): boolean => host === 'oauth2.googleapis.com' || host === 'accounts.google.com' || host === 'www.googleapis.com'
 
 export class FcmAuth {
   #cached: { token: string; expiresAtMs: number } | undefined
   #inflight: Promise<TokenResult> | undefined
   readonly #clock: Clock
   readonly #earlyMs: number
+  readonly #hostAllowed: (host: string) => boolean
   /** Access tokens fetched so far (tests: "obtained once and reused"). */
   fetches = 0
 
@@ -38,6 +49,7 @@ export class FcmAuth {
   ) {
     this.#clock = o.clock ?? systemClock
     this.#earlyMs = o.earlyMs ?? 5 * 60_000
+    this.#hostAllowed = o.tokenHostAllowed ?? (() => true)
   }
 
   /** The cached token while it is usable, without waiting: the per-delivery path (token() when undefined). */
@@ -76,6 +88,9 @@ export class FcmAuth {
       )
     } catch (err) {
       return { outcome: { kind: 'credential', reason: `service account unusable: ${(err as Error).message}` } }
+    }
+    if (!this.#hostAllowed(url.hostname)) {
+      return { outcome: { kind: 'credential', reason: `service account token_uri is not a Google token endpoint: ${url.hostname}` } }
     }
     this.fetches++
     const form = new URLSearchParams({ grant_type: JWT_BEARER, assertion }).toString()

@@ -5,7 +5,7 @@ import type { OutgoingHttpHeaders } from 'node:http2'
 import { type Clock, systemClock } from '../../time'
 import type { FcmCredential } from '../credentials-types'
 import { classifyFcm, failureOutcome, fcmTokenRefused, parseFcmError } from './classify'
-import { FcmAuth } from './fcm-auth'
+import { FcmAuth, googleTokenHost } from './fcm-auth'
 import { fcmMessage } from './fcm-body'
 import type { H2Pool } from './h2-pool'
 import type { Outcome, Provider, Push, Target } from './types'
@@ -70,8 +70,10 @@ export class FcmProvider implements Provider {
   constructor(cred: FcmCredential, d: FcmDeps) {
     this.#clock = d.clock ?? systemClock
     this.#pool = d.pool
-    this.auth = d.auth ?? new FcmAuth(cred, d.pool, { clock: this.#clock })
     const base = new URL(d.baseUrl)
+    // Google's FCM is reached with Google's tokens only (fcm-auth.ts tokenHostAllowed).
+    const pinned = base.hostname === 'fcm.googleapis.com' ? { tokenHostAllowed: googleTokenHost } : {}
+    this.auth = d.auth ?? new FcmAuth(cred, d.pool, { clock: this.#clock, ...pinned })
     this.#origin = base.origin
     const prefix = base.pathname.replace(/\/+$/, '')
     this.#path = `${prefix}/v1/projects/${encodeURIComponent(cred.project_id)}/messages:send`
