@@ -5,38 +5,29 @@
 //   one (a destination registered later starts after the app's newest event; a deactivated one never resumes).
 //   Events still queued for a destination are never deleted, however old.
 // Abandoned events are never deleted here: they are the only copy of an event that never arrived.
-import { type Db, query } from '../db/pool'
+import { type Db, deleteInChunks } from '../db/pool'
 
 const DAY_MS = 86_400_000
 
-export async function pruneWebhookAttempts(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
-  const before = new Date(nowMs - days * DAY_MS)
-  let total = 0
-  for (;;) {
-    const r = await query(db, 'DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 ORDER BY at LIMIT $2)', [
-      before,
-      chunk,
-    ])
-    total += r.rowCount ?? 0
-    if ((r.rowCount ?? 0) < chunk) return total
-  }
+export function pruneWebhookAttempts(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
+  return deleteInChunks(
+    db,
+    'DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 ORDER BY at LIMIT $2)',
+    [new Date(nowMs - days * DAY_MS)],
+    chunk,
+  )
 }
 
-export async function pruneEvents(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
-  const before = new Date(nowMs - days * DAY_MS)
-  let total = 0
-  for (;;) {
-    const r = await query(
-      db,
-      `DELETE FROM events WHERE seq IN (
-         SELECT e.seq FROM events e
-          WHERE e.created_at < $1
-            AND e.seq <= COALESCE((SELECT d.last_seq FROM webhook_destinations d WHERE d.app_id = e.app_id AND d.active),
-                                  9223372036854775807)
-          ORDER BY e.seq LIMIT $2)`,
-      [before, chunk],
-    )
-    total += r.rowCount ?? 0
-    if ((r.rowCount ?? 0) < chunk) return total
-  }
+export function pruneEvents(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
+  return deleteInChunks(
+    db,
+    `DELETE FROM events WHERE seq IN (
+       SELECT e.seq FROM events e
+        WHERE e.created_at < $1
+          AND e.seq <= COALESCE((SELECT d.last_seq FROM webhook_destinations d WHERE d.app_id = e.app_id AND d.active),
+                                9223372036854775807)
+        ORDER BY e.seq LIMIT $2)`,
+    [new Date(nowMs - days * DAY_MS)],
+    chunk,
+  )
 }

@@ -100,3 +100,16 @@ export function isRetryable(err: unknown): boolean {
   const code = (err as { code?: string }).code
   return code === '40P01' || code === '40001'
 }
+
+/**
+ * Retention deletes: runs `text` (a DELETE whose last parameter is the chunk size) until a run deletes fewer rows
+ * than that, so no single statement holds a large delete's locks and WAL. Answers the rows deleted.
+ */
+export async function deleteInChunks(db: Db, text: string, params: unknown[], chunk: number): Promise<number> {
+  let total = 0
+  for (;;) {
+    const n = (await query(db, text, [...params, chunk])).rowCount ?? 0
+    total += n
+    if (n < chunk) return total
+  }
+}

@@ -3,7 +3,7 @@
 // once its last chunk is gone. Safe to run on many processes at once: deleting twice deletes nothing, and a send
 // is stamped only after its rows are gone. Completed sends are never delivered again (the actor acknowledges a
 // completed send's stream entries without reading its rows), so nothing can count a device twice afterwards.
-import { type Db, query } from '../db/pool'
+import { type Db, deleteInChunks, query } from '../db/pool'
 
 const DAY_MS = 86_400_000
 
@@ -26,16 +26,13 @@ export async function pruneDeliveries(db: Db, days: number, nowMs: number, o: Pr
   )
   let rows = 0
   for (const s of due.rows) {
-    for (;;) {
-      const r = await query(
-        db,
-        `DELETE FROM deliveries WHERE send_id = $1 AND device_id IN (
-           SELECT device_id FROM deliveries WHERE send_id = $1 ORDER BY device_id LIMIT $2)`,
-        [s.id, o.chunk],
-      )
-      rows += r.rowCount ?? 0
-      if ((r.rowCount ?? 0) < o.chunk) break
-    }
+    rows += await deleteInChunks(
+      db,
+      `DELETE FROM deliveries WHERE send_id = $1 AND device_id IN (
+         SELECT device_id FROM deliveries WHERE send_id = $1 ORDER BY device_id LIMIT $2)`,
+      [s.id],
+      o.chunk,
+    )
     await query(db, 'UPDATE sends SET deliveries_pruned_at = $3 WHERE app_id = $1 AND id = $2', [s.app_id, s.id, new Date(nowMs)])
   }
   return { sends: due.rows.length, rows }
