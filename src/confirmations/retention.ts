@@ -6,8 +6,8 @@
 //   Events still queued for a destination are never deleted, however old.
 // Abandoned events are never deleted here: they are the only copy of an event that never arrived.
 import { type Db, deleteInChunks } from '../db/pool'
+import { DAY_MS } from '../time'
 
-const DAY_MS = 86_400_000
 
 export function pruneWebhookAttempts(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
   return deleteInChunks(

@@ -3,8 +3,8 @@
 // A receipt for an archived day is still counted once, against the archive, and answered `tardio`.
 import type { Logger } from 'pino'
 import { type Db, query, type Tx, tx } from '../db/pool'
+import { DAY_MS } from '../time'
 
-const DAY_MS = 86_400_000
 /** Partitions created ahead: sends are scheduled at most 28 days ahead (spec §Limits send_after). */
 const AHEAD_DAYS = 30
 

@@ -7,7 +7,7 @@ import type { Logger } from 'pino'
 import { GroupCommit } from '../db/group-commit'
 import { type Db, isRetryable } from '../db/pool'
 import { ApiError } from '../errors'
-import { type Clock, isoWithOffset } from '../time'
+import { type Clock, DAY_MS, isoWithOffset } from '../time'
 import { KIND_ARRIVAL, KIND_CLICK, type ReceiptRow, writeBatch } from './store'
 import type { ReceiptInput } from './validate'
 
@@ -26,7 +26,7 @@ export const RECEIPT_WRITER_DEFAULTS: ReceiptWriterOptions = {
   maxBatch: 1_000,
   concurrency: 4,
   maxQueue: 50_000,
-  windowMs: 90 * 86_400_000,
+  windowMs: 90 * DAY_MS,
 }
 
 export class ReceiptWriter {

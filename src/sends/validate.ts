@@ -15,6 +15,7 @@ import { type Body, byteLength, optBool } from '../validation'
 import { checkPayloadSize } from './payload'
 import { parseSendAfter } from './send-after'
 import { type Lane, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from './types'
+import { DAY_MS } from '../time'
 
 export const MAX_LIST_IDS = 2000
 export const MAX_SEGMENTS = 10
@@ -22,7 +23,6 @@ export const TTL_DEFAULT_S = 259_200
 export const TTL_MAX_S = 2_419_200
 export const COLLAPSE_ID_MAX_BYTES = 64
 export const SEND_AFTER_MAX_DAYS = 28
-const DAY_MS = 86_400_000
 
 /** spec §refused fields: never accepted and ignored; the second element is the replacement the spec names. */
 export const REFUSED_FIELDS: ReadonlyArray<readonly [string, string | undefined]> = [
