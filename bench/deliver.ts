@@ -18,10 +18,10 @@ import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import jwt from 'jsonwebtoken'
 import pg from 'pg'
-import { from as copyFrom } from 'pg-copy-streams'
 import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
+import { copyRows } from './lib/copy-rows'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
 import { DATABASE_URL, REDIS_URL, ROOT, startPombo } from './lib/pombo'
 
@@ -40,22 +40,12 @@ async function seed(schema: string, appId: string, n: number): Promise<void> {
   await c.connect()
   try {
     const now = new Date().toISOString()
-    for (let i = 0; i < n; i += 10_000) {
-      let text = ''
-      for (let j = i; j < Math.min(n, i + 10_000); j++) {
-        text += `${appId}\t${randomUUID()}\t${token(j)}\t1\tf\tfcm\tpt\t1\tf\t${now}\t${now}\t${now}\n`
-      }
-      const stream = c.query(
-        copyFrom(
-          'COPY devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types, invalid_identifier, last_active, created_at, updated_at) FROM STDIN',
-        ),
-      )
-      await new Promise<void>((resolve, reject) => {
-        stream.on('finish', resolve)
-        stream.on('error', reject)
-        stream.end(text)
-      })
-    }
+    await copyRows(
+      c,
+      'COPY devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types, invalid_identifier, last_active, created_at, updated_at) FROM STDIN',
+      n,
+      (j) => `${appId}\t${randomUUID()}\t${token(j)}\t1\tf\tfcm\tpt\t1\tf\t${now}\t${now}\t${now}\n`,
+    )
     await c.query('VACUUM ANALYZE devices')
   } finally {
     await c.end()

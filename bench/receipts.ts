@@ -9,15 +9,13 @@ import { randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
-import { from as copyFrom } from 'pg-copy-streams'
 import { proof } from '../src/delivery/proof'
 import { startBare } from './lib/bare'
 import { DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
 import { median } from './lib/report'
 import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
+import { copyRows } from './lib/copy-rows'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8)
@@ -39,23 +37,11 @@ async function seed(pombo: Pombo, appId: string): Promise<Seeded> {
   const s = pombo.schema
   const devices = Array.from({ length: DEVICES }, () => randomUUID())
   const now = new Date().toISOString()
-  let i = 0
-  const rows = new Readable({
-    read() {
-      let chunk = ''
-      for (let k = 0; k < 5_000 && i < devices.length; k++, i++) {
-        chunk += `${appId}\t${devices[i]}\tbench-${i}\t1\tf\tfcm\t\\N\t${now}\t${now}\t${now}\tf\n`
-      }
-      this.push(chunk === '' ? null : chunk)
-    },
-  })
-  await pipeline(
-    rows,
-    c.query(
-      copyFrom(
-        `COPY ${s}.devices (app_id, id, identifier, device_type, sandbox, transporte, external_user_id, last_active, created_at, updated_at, invalid_identifier) FROM STDIN`,
-      ),
-    ),
+  await copyRows(
+    c,
+    `COPY ${s}.devices (app_id, id, identifier, device_type, sandbox, transporte, external_user_id, last_active, created_at, updated_at, invalid_identifier) FROM STDIN`,
+    devices.length,
+    (i) => `${appId}\t${devices[i]}\tbench-${i}\t1\tf\tfcm\t\\N\t${now}\t${now}\t${now}\tf\n`,
   )
   const sends = Array.from({ length: SENDS }, () => randomUUID())
   for (const id of sends) {
@@ -69,6 +55,11 @@ async function seed(pombo: Pombo, appId: string): Promise<Seeded> {
   await c.query(`ANALYZE ${s}.devices`)
   await c.end()
   return { appId, sends, devices }
+}
+
+/** wrk posting the lines of `file` to `url` (one body per request, in order) for `seconds`. */
+function postFile(url: string, file: string, seconds: number): Promise<WrkResult> {
+  return wrk({ url, durationS: seconds, connections: CONNECTIONS, lua: wrkScript(file, new URL(url).pathname) })
 }
 
 /** One receipt body per line, for the given (send, device) pair numbers: pair j is send j / DEVICES, device j % DEVICES. */
@@ -135,13 +126,8 @@ export async function receipts(): Promise<void> {
       return r
     }
     const warm = receiptFile(seeded, key, fresh(), 'warm')
-    await wrk({
-      url: `${pombo.url}/api/v1/receipts`,
-      durationS: 2,
-      connections: CONNECTIONS,
-      lua: wrkScript(warm, '/api/v1/receipts'),
-    })
-    await wrk({ url: `${bare.url}/receipt`, durationS: 1, connections: CONNECTIONS, lua: wrkScript(warm, '/receipt') })
+    await postFile(`${pombo.url}/api/v1/receipts`, warm, 2)
+    await postFile(`${bare.url}/receipt`, warm, 1)
 
     const base: WrkResult[] = []
     const uniq: WrkResult[] = []
@@ -152,20 +138,10 @@ export async function receipts(): Promise<void> {
       const pairs = fresh()
       const file = receiptFile(seeded, key, pairs, `u${i}`)
       base.push(
-        await wrk({
-          url: `${bare.url}/receipt`,
-          durationS: DURATION_S,
-          connections: CONNECTIONS,
-          lua: wrkScript(file, '/receipt'),
-        }),
+        await postFile(`${bare.url}/receipt`, file, DURATION_S),
       )
       const before = await counted(pombo)
-      const h = await wrk({
-        url: `${pombo.url}/api/v1/receipts`,
-        durationS: DURATION_S,
-        connections: CONNECTIONS,
-        lua: wrkScript(file, '/api/v1/receipts'),
-      })
+      const h = await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S)
       const rows = (await counted(pombo)) - before
       const answered = Math.round(h.rps * DURATION_S) - h.non2xx
       if (rows < answered * 0.98 && answered <= PER_ROUND)
@@ -181,12 +157,7 @@ export async function receipts(): Promise<void> {
     for (const [i, c] of counted_.entries()) {
       const file = receiptFile(seeded, key, range(c.start, c.rows), `d${i}`)
       dup.push(
-        await wrk({
-          url: `${pombo.url}/api/v1/receipts`,
-          durationS: DURATION_S,
-          connections: CONNECTIONS,
-          lua: wrkScript(file, '/api/v1/receipts'),
-        }),
+        await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S),
       )
     }
     // Mixed: new pairs alternating with pairs a unique round counted.
@@ -198,12 +169,7 @@ export async function receipts(): Promise<void> {
       const file = receiptFile(seeded, key, pairs, `m${i}`)
       const before = await counted(pombo)
       mixed.push(
-        await wrk({
-          url: `${pombo.url}/api/v1/receipts`,
-          durationS: DURATION_S,
-          connections: CONNECTIONS,
-          lua: wrkScript(file, '/api/v1/receipts'),
-        }),
+        await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S),
       )
       mixedDurable.push(((await counted(pombo)) - before) / DURATION_S)
     }

@@ -12,15 +12,13 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { from as copyFrom } from 'pg-copy-streams'
 import { startBare } from './lib/bare'
 import { DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
 import { median } from './lib/report'
 import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
+import { copyRows } from './lib/copy-rows'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8)
@@ -101,26 +99,15 @@ async function seed(schema: string, appId: string, n: number): Promise<number> {
   const c = new pg.Client({ connectionString: DATABASE_URL })
   await c.connect()
   const t0 = performance.now()
-  let i = 0
   const now = new Date().toISOString()
-  const rows = new Readable({
-    read() {
-      let chunk = ''
-      for (let k = 0; k < 5_000 && i < n; k++, i++) {
-        const uid = i % 4 === 0 ? `user-${i}` : i % 97 === 0 ? '=cmd|calc' : '\\N'
-        // COPY text format: tab-separated, \N for NULL.
-        chunk += `${appId}\t${crypto.randomUUID()}\tseed-${i}\t1\t${i % 50 === 0 ? 't' : 'f'}\tfcm\t${uid}\t${now}\t${now}\t${now}\t${i % 10 === 0 ? 't' : 'f'}\n`
-      }
-      this.push(chunk === '' ? null : chunk)
+  await copyRows(
+    c,
+    `COPY ${schema}.devices (app_id, id, identifier, device_type, sandbox, transporte, external_user_id, last_active, created_at, updated_at, invalid_identifier) FROM STDIN`,
+    n,
+    (i) => {
+      const uid = i % 4 === 0 ? `user-${i}` : i % 97 === 0 ? '=cmd|calc' : '\\N'
+      return `${appId}\t${crypto.randomUUID()}\tseed-${i}\t1\t${i % 50 === 0 ? 't' : 'f'}\tfcm\t${uid}\t${now}\t${now}\t${now}\t${i % 10 === 0 ? 't' : 'f'}\n`
     },
-  })
-  await pipeline(
-    rows,
-    c.query(
-      copyFrom(
-        `COPY ${schema}.devices (app_id, id, identifier, device_type, sandbox, transporte, external_user_id, last_active, created_at, updated_at, invalid_identifier) FROM STDIN`,
-      ),
-    ),
   )
   await c.query(`ANALYZE ${schema}.devices`)
   await c.end()
