@@ -82,11 +82,11 @@ export interface Jobs {
    *  `tardio`); the archival job runs every `receiptArchiveEveryMs`. */
   readonly receiptArchiveDays: number
   readonly receiptArchiveEveryMs: number
-  /** Delivery rows of sends completed more than this many days ago are deleted (PM_DELIVERIES_RETENTION_DAYS);
-   *  the retention job runs every `deliveriesPruneEveryMs` on worker processes. */
+  /** How often the retention jobs (deliveries, webhook attempts, events) run on worker processes. */
+  readonly retentionEveryMs: number
+  /** Delivery rows of sends completed more than this many days ago are deleted (PM_DELIVERIES_RETENTION_DAYS). */
   readonly deliveriesRetentionDays: number
-  readonly deliveriesPruneEveryMs: number
-  /** Webhook attempts older than this many days are deleted (PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS), by the same job. */
+  /** Webhook attempts older than this many days are deleted (PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS). */
   readonly webhookAttemptsRetentionDays: number
   /** Events older than this many days that no destination can still read are deleted (PM_EVENTS_RETENTION_DAYS). */
   readonly eventsRetentionDays: number
@@ -157,7 +157,7 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   receiptArchiveDays: 30,
   receiptArchiveEveryMs: 3600_000,
   deliveriesRetentionDays: 7,
-  deliveriesPruneEveryMs: 10 * 60_000,
+  retentionEveryMs: 10 * 60_000,
   webhookAttemptsRetentionDays: 30,
   eventsRetentionDays: 7,
   streamMaxLen: 1_000_000,

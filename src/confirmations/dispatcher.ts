@@ -88,7 +88,7 @@ export class WebhookDispatcher {
         .catch((err) => this.d.log.warn({ err: String(err) }, 'webhook attempts retention failed'))
     }
     run()
-    this.#jobs = setInterval(run, this.d.cfg.jobs.deliveriesPruneEveryMs)
+    this.#jobs = setInterval(run, this.d.cfg.jobs.retentionEveryMs)
     this.#jobs.unref()
   }
 

@@ -76,7 +76,7 @@ export class DeliveryModule implements ProviderSource {
     await this.worker.start()
   }
 
-  /** The deliveries retention job: at start, then every `deliveriesPruneEveryMs` (safe on many processes). */
+  /** The deliveries retention job: at start, then every `retentionEveryMs` (safe on many processes). */
   startJobs(): void {
     const run = (): void => {
       this.pruneNow(this.d.cfg.jobs.deliveriesRetentionDays)
@@ -86,7 +86,7 @@ export class DeliveryModule implements ProviderSource {
         .catch((err) => this.d.log.warn({ err: String(err) }, 'deliveries retention failed'))
     }
     run()
-    this.#jobs = setInterval(run, this.d.cfg.jobs.deliveriesPruneEveryMs)
+    this.#jobs = setInterval(run, this.d.cfg.jobs.retentionEveryMs)
     this.#jobs.unref()
   }
 

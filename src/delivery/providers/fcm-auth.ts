@@ -60,8 +60,8 @@ export class FcmAuth {
 
   /** A usable access token, or the outcome every send gets while none can be had (credential or transient). */
   token(): Promise<TokenResult> {
-    const c = this.#cached
-    if (c && this.#clock() < c.expiresAtMs - this.#earlyMs) return Promise.resolve({ token: c.token })
+    const current = this.current()
+    if (current !== undefined) return Promise.resolve({ token: current })
     this.#inflight ??= this.#fetch().finally(() => {
       this.#inflight = undefined
     })
