@@ -180,12 +180,16 @@ export class AppActor {
         }
         this.#inflight++
         s.inflight++
-        this.#deliver(s, item.c, item.attempts).finally(() => {
-          this.#inflight--
-          s.inflight--
-          this.#slot?.()
-          this.#slot = null
-        })
+        this.#deliver(s, item.c, item.attempts)
+          // Only the last attempt's errored record can fail here; the send then stays open in Postgres and the
+          // sweeper hands it out again (nothing acknowledged that is not durable).
+          .catch((err) => this.d.log.error({ err: String(err), app: this.appId, send: s.meta.id }, 'recording an outcome failed'))
+          .finally(() => {
+            this.#inflight--
+            s.inflight--
+            this.#slot?.()
+            this.#slot = null
+          })
       }
     }
     while (this.#inflight > 0) await new Promise<void>((r) => (this.#slot = r))
@@ -274,7 +278,7 @@ export class AppActor {
     } catch (err) {
       // Our own failure (database, decryption): the device is retried like a transient provider failure.
       this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'delivery attempt failed locally')
-      this.#retry(s, c, attempts + 1, undefined, record)
+      await this.#retry(s, c, attempts + 1, undefined, record)
     }
   }
 
@@ -313,20 +317,21 @@ export class AppActor {
         s.retries.push({ c, attempts: attempts - 1, atMs: this.#clock() })
         return
       case 'transient':
-        this.#retry(s, c, attempts, o.retryAfterMs, record)
+        await this.#retry(s, c, attempts, o.retryAfterMs, record)
         return
     }
   }
 
-  #retry(
+  /** Schedules another attempt, or records the delivery as errored after the last one (awaited: durable first). */
+  async #retry(
     s: Active,
     c: Candidate,
     attempts: number,
     retryAfterMs: number | undefined,
     record: (status: OutcomeRow['status'], tries: number) => Promise<boolean>,
-  ): void {
+  ): Promise<void> {
     if (attempts >= MAX_ATTEMPTS) {
-      void record(STATUS.errored, attempts).catch((err) => this.d.log.error({ err }, 'recording errored failed'))
+      await record(STATUS.errored, attempts)
       return
     }
     const delay = Math.max(retryAfterMs ?? 0, this.d.retryDelaysMs[attempts - 1] ?? 1_000)

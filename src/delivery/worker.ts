@@ -212,7 +212,8 @@ export class DeliveryWorker {
     const appId = f.a
     const sendId = f.s
     if (!appId || !sendId) {
-      void this.redis.xack(stream, GROUP, id)
+      // A malformed entry is dropped; a failed ack only means it is read again and dropped again.
+      this.redis.xack(stream, GROUP, id).catch(() => {})
       return
     }
     const list = this.#entries.get(sendId) ?? []
