@@ -71,6 +71,21 @@ export interface Limits {
   readonly readsPerSec: number
   /** A free-plan MAU measurement older than this is ignored: the send is allowed (PM_MAU_MAX_AGE_S). */
   readonly mauMaxAgeMs: number
+  /** Nesting of objects and lists allowed in a JSON body (PM_JSON_MAX_DEPTH); deeper is a 400 naming the field. */
+  readonly jsonMaxDepth: number
+  /** Caller-chosen keys (Idempotency-Key, idempotency_key, external_id) are at most this many UTF-8 bytes
+   *  (PM_IDEMPOTENCY_KEY_MAX_BYTES): far below what a Postgres btree entry holds (~2.7 KB). */
+  readonly idempotencyKeyMaxBytes: number
+  /** An app's `nome`, in UTF-8 bytes (PM_APP_NAME_MAX_BYTES). */
+  readonly appNameMaxBytes: number
+  /** PUT /confirmacoes waits at most this long for a lock (the webhook queue's, then the app's row) before a 503
+   *  (PM_CONFIG_LOCK_TIMEOUT_MS): longer than one webhook attempt, so a slow destination alone never trips it. */
+  readonly configLockTimeoutMs: number
+  /** Key-resolution cache (spec §Auth 6): apps and keys kept (least recently used leave first), and a separate,
+   *  smaller room for ids that resolved to nothing, so a flood of random ids never evicts the real ones
+   *  (PM_KEY_CACHE_MAX, PM_KEY_CACHE_MISS_MAX). */
+  readonly keyCacheMax: number
+  readonly keyCacheMissMax: number
 }
 
 export interface Jobs {
@@ -186,6 +201,12 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   pgPool: 32,
   readsPerSec: 1_000,
   mauMaxAgeMs: 24 * 3600_000,
+  jsonMaxDepth: 32,
+  idempotencyKeyMaxBytes: 256,
+  appNameMaxBytes: 200,
+  configLockTimeoutMs: 15_000,
+  keyCacheMax: 200_000,
+  keyCacheMissMax: 20_000,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -241,6 +262,12 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     receiptWriters: int(env, 'PM_RECEIPT_WRITERS', DEFAULT_LIMITS.receiptWriters, 1),
     pgPool: int(env, 'PM_PG_POOL', DEFAULT_LIMITS.pgPool, 4),
     registrationQueueMax: int(env, 'PM_REG_QUEUE_MAX', DEFAULT_LIMITS.registrationQueueMax, 1),
+    jsonMaxDepth: int(env, 'PM_JSON_MAX_DEPTH', DEFAULT_LIMITS.jsonMaxDepth, 2),
+    idempotencyKeyMaxBytes: int(env, 'PM_IDEMPOTENCY_KEY_MAX_BYTES', DEFAULT_LIMITS.idempotencyKeyMaxBytes, 1),
+    appNameMaxBytes: int(env, 'PM_APP_NAME_MAX_BYTES', DEFAULT_LIMITS.appNameMaxBytes, 1),
+    configLockTimeoutMs: int(env, 'PM_CONFIG_LOCK_TIMEOUT_MS', DEFAULT_LIMITS.configLockTimeoutMs, 1),
+    keyCacheMax: int(env, 'PM_KEY_CACHE_MAX', DEFAULT_LIMITS.keyCacheMax, 1),
+    keyCacheMissMax: int(env, 'PM_KEY_CACHE_MISS_MAX', DEFAULT_LIMITS.keyCacheMissMax, 1),
     ...overrides.limits,
   })
   const plan = env.PM_DEFAULT_PLAN || 'free'

@@ -54,12 +54,12 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   if (!cfg.platformKey) log.warn('PM_PLATFORM_KEY is not set: app routes answer 503')
   if (!cfg.vaultKey) log.warn('PM_VAULT_KEY is not set: writes that need the vault answer 503')
   let stopping = false
-  const stop = (sig: string) => {
+  const stop = (sig: string, code = 0) => {
     if (stopping) return
     stopping = true
     log.info({ sig }, 'stopping: finishing in-flight requests')
     svc.stop().then(
-      () => process.exit(0),
+      () => process.exit(code),
       (err) => {
         log.error({ err }, 'stop failed')
         process.exit(1)
@@ -68,6 +68,15 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   }
   process.on('SIGINT', () => stop('SIGINT'))
   process.on('SIGTERM', () => stop('SIGTERM'))
+  // Requests have their own error boundary (a bug in one is that request's 500). What still escapes is a bug too:
+  // a rejected promise nobody awaited changes no state, so it is logged and the process serves on; a thrown
+  // exception may have left anything half-done, so the process drains (what was answered is durable) and exits 1
+  // for its supervisor to start it again.
+  process.on('unhandledRejection', (reason) => log.error({ err: reason }, 'unhandled promise rejection (a bug); serving on'))
+  process.on('uncaughtException', (err, origin) => {
+    log.fatal({ err, origin }, 'uncaught exception (a bug); draining and exiting')
+    stop('uncaughtException', 1)
+  })
 }
 
 /**
@@ -122,6 +131,9 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
     case 'create': {
       const nome = values.nome?.trim()
       if (!nome) throw new UsageError('--nome: required and non-empty')
+      if (Buffer.byteLength(nome) > cfg.limits.appNameMaxBytes || !nome.isWellFormed()) {
+        throw new UsageError(`--nome: at most ${cfg.limits.appNameMaxBytes} bytes of well-formed text`)
+      }
       const rateRaw = values['rate-por-min']
       if (rateRaw !== undefined && !/^[1-9]\d{0,9}$/.test(rateRaw)) throw new UsageError('--rate-por-min: expected an integer > 0')
       const created = await withOperatorTools(cfg, (t) =>

@@ -87,7 +87,10 @@ export class Service {
     const redis = await connectRedis(cfg.redisUrl, 'pombo')
     const keys = new Keys(cfg.redisPrefix)
     const vault = new Vault(cfg.vaultKey)
-    const dir = new AppDirectory(db, redis, keys, log, cfg.limits.keyCacheTtlMs, clock)
+    const dir = new AppDirectory(db, redis, keys, log, cfg.limits.keyCacheTtlMs, clock, {
+      max: cfg.limits.keyCacheMax,
+      missMax: cfg.limits.keyCacheMissMax,
+    })
     await dir.start()
     const deps: Deps = {
       cfg,
@@ -109,7 +112,7 @@ export class Service {
     try {
       const proxies = new ProxyTrust(cfg.trustProxy)
       if (roles.has('api')) {
-        svc.api = new HttpServer('api', log, proxies)
+        svc.api = new HttpServer('api', log, proxies, { jsonMaxDepth: cfg.limits.jsonMaxDepth })
         svc.#apiRoutes(svc.api)
         await svc.api.listen(cfg.host, cfg.port)
       }
@@ -128,7 +131,7 @@ export class Service {
         if (opts.jobs !== false) svc.dispatcher.startJobs()
       }
       if (roles.has('dashboard')) {
-        svc.dashboard = new HttpServer('dashboard', log, proxies)
+        svc.dashboard = new HttpServer('dashboard', log, proxies, { jsonMaxDepth: cfg.limits.jsonMaxDepth })
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
         dashboardRoutes(svc.dashboard.router, { db, redis, version: VERSION, apiUrl })
         svc.dashboard.router.fallback()

@@ -1,5 +1,7 @@
 // Cached resolution of apps and keys (spec §Auth 6): entries live 60 s; a change anywhere is published on Redis and
 // every instance drops the app's entries within milliseconds. Concurrent misses for one id share one query.
+// Both caches are bounded LRUs, and ids that resolved to nothing live in a separate, smaller LRU: a flood of
+// random well-formed ids evicts only other misses, never the apps and keys real traffic uses.
 import type { Logger } from 'pino'
 import type { Db } from '../db/pool'
 import type { RedisClient } from '../redis/client'
@@ -11,11 +13,37 @@ interface Entry<T> {
   at: number
 }
 
-/** Past this many entries a cache is cleared rather than grown: a flood of random ids cannot exhaust memory. */
-const MAX_ENTRIES = 200_000
+export interface CacheBounds {
+  /** Entries that resolved to a record. */
+  max: number
+  /** Entries that resolved to nothing (unknown ids). */
+  missMax: number
+}
 
-class TtlCache<T> {
-  private readonly map = new Map<string, Entry<T>>()
+/** A Map kept in recency order: a hit moves the entry last, the first entry is the least recently used. */
+class Lru<V> {
+  readonly map = new Map<string, V>()
+  constructor(private readonly max: number) {}
+
+  get(k: string): V | undefined {
+    const v = this.map.get(k)
+    if (v !== undefined) {
+      this.map.delete(k)
+      this.map.set(k, v)
+    }
+    return v
+  }
+
+  set(k: string, v: V): void {
+    this.map.delete(k)
+    this.map.set(k, v)
+    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string)
+  }
+}
+
+export class TtlCache<T> {
+  readonly #hits: Lru<Entry<T>>
+  readonly #misses: Lru<number>
   readonly #loading = new Map<string, Promise<T | null>>()
   /** Bumped by every invalidation: a load that began before one must not store what it read. */
   #generation = 0
@@ -23,11 +51,22 @@ class TtlCache<T> {
   constructor(
     private readonly ttlMs: number,
     private readonly now: () => number,
-  ) {}
+    bounds: CacheBounds,
+  ) {
+    this.#hits = new Lru(bounds.max)
+    this.#misses = new Lru(bounds.missMax)
+  }
+
+  /** Entries held (tests check the bounds). */
+  get size(): { hits: number; misses: number } {
+    return { hits: this.#hits.map.size, misses: this.#misses.map.size }
+  }
 
   async get(id: string, load: (id: string) => Promise<T | null>): Promise<T | null> {
-    const e = this.map.get(id)
+    const e = this.#hits.get(id)
     if (e && this.now() - e.at < this.ttlMs) return e.value
+    const missAt = this.#misses.get(id)
+    if (missAt !== undefined && this.now() - missAt < this.ttlMs) return null
     let p = this.#loading.get(id)
     if (!p) {
       const startedAt = this.now()
@@ -36,8 +75,13 @@ class TtlCache<T> {
         (value) => {
           this.#loading.delete(id)
           if (generation !== this.#generation) return value
-          if (this.map.size >= MAX_ENTRIES) this.map.clear()
-          this.map.set(id, { value, at: startedAt })
+          if (value === null) {
+            this.#hits.map.delete(id)
+            this.#misses.set(id, startedAt)
+          } else {
+            this.#misses.map.delete(id)
+            this.#hits.set(id, { value, at: startedAt })
+          }
           return value
         },
         (err) => {
@@ -53,17 +97,19 @@ class TtlCache<T> {
   delete(id: string): void {
     this.#generation++
     this.#loading.delete(id)
-    this.map.delete(id)
+    this.#hits.map.delete(id)
+    this.#misses.map.delete(id)
   }
 
   deleteWhere(pred: (v: T) => boolean): void {
     this.#generation++
-    for (const [id, e] of this.map) if (e.value && pred(e.value)) this.map.delete(id)
+    for (const [id, e] of this.#hits.map) if (e.value && pred(e.value)) this.#hits.map.delete(id)
   }
 
   clear(): void {
     this.#generation++
-    this.map.clear()
+    this.#hits.map.clear()
+    this.#misses.map.clear()
   }
 }
 
@@ -79,9 +125,15 @@ export class AppDirectory {
     private readonly log: Logger,
     ttlMs: number,
     now: () => number,
+    bounds: CacheBounds,
   ) {
-    this.#apps = new TtlCache(ttlMs, now)
-    this.#keys = new TtlCache(ttlMs, now)
+    this.#apps = new TtlCache(ttlMs, now, bounds)
+    this.#keys = new TtlCache(ttlMs, now, bounds)
+  }
+
+  /** Entries held by the key cache (tests check its bounds). */
+  get keyCacheSize(): { hits: number; misses: number } {
+    return this.#keys.size
   }
 
   /** Subscribes to invalidations on a dedicated connection; on reconnect everything is dropped (messages may be lost). */

@@ -25,7 +25,7 @@ export function appRoutes(r: Router, d: AppRouteDeps): void {
   r.post('/api/v1/apps', { bodyLimit }, async (req) => {
     d.auth.platform(req) // spec: the credential is checked before the body
     d.vault.require()
-    const input = parseCreateApp(await req.json())
+    const input = parseCreateApp(await req.json(), d.cfg.limits.appNameMaxBytes)
     return created(await d.apps.create(input))
   })
 

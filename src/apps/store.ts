@@ -62,10 +62,14 @@ function toApp(r: AppRow): AppRecord {
   }
 }
 
+/**
+ * `forUpdate` locks the app's row FOR NO KEY UPDATE: it serializes changes of one app without blocking the foreign
+ * keys of concurrent send and device writes (KEY SHARE), which FOR UPDATE would.
+ */
 export async function findApp(db: Db | Tx, id: string, forUpdate = false): Promise<AppRecord | null> {
   const r = await query<AppRow>(
     db,
-    `SELECT ${APP_COLUMNS} FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = $1 ${forUpdate ? 'FOR UPDATE OF a' : ''}`,
+    `SELECT ${APP_COLUMNS} FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = $1 ${forUpdate ? 'FOR NO KEY UPDATE OF a' : ''}`,
     [id],
   )
   return r.rows[0] ? toApp(r.rows[0]) : null

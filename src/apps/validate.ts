@@ -1,13 +1,14 @@
 // Request bodies of the operator's app routes (spec §Apps).
 import { fieldError } from '../errors'
-import { type Body, optBool, optInt } from '../validation'
+import { type Body, byteLength, optBool, optInt } from '../validation'
 import type { CreateAppInput } from './service'
 
 const INT4_MAX = 2_147_483_647
 
-export function parseCreateApp(body: Body): CreateAppInput {
+export function parseCreateApp(body: Body, nameMaxBytes: number): CreateAppInput {
   const nome = body.nome
   if (typeof nome !== 'string' || nome.trim() === '') throw fieldError('nome', 'é obrigatório e não pode ser vazio')
+  if (byteLength(nome.trim()) > nameMaxBytes) throw fieldError('nome', `excede ${nameMaxBytes} bytes`)
   const rate = body.rate_por_min
   if (rate !== undefined && rate !== null && (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0)) {
     throw fieldError('rate_por_min', 'deve ser um inteiro maior que 0')

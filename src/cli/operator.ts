@@ -26,7 +26,10 @@ export async function withOperatorTools<T>(cfg: Config, fn: (t: OperatorTools) =
   const redis = await connectRedis(cfg.redisUrl, 'pombo-cli')
   try {
     const keys = new Keys(cfg.redisPrefix)
-    const dir = new AppDirectory(db, redis, keys, createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock)
+    const dir = new AppDirectory(db, redis, keys, createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock, {
+      max: cfg.limits.keyCacheMax,
+      missMax: cfg.limits.keyCacheMissMax,
+    })
     const vault = new Vault(cfg.vaultKey)
     return await fn({ apps: new AppService(db, dir, vault, cfg, systemClock), db, redis, keys, dir, vault })
   } finally {

@@ -4,6 +4,7 @@
 // literal; IP literals skip DNS and are checked before the request.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
+import { embeddedIpv4, parseIpv6 } from '../ip'
 
 const blocked = new BlockList()
 for (const [net, bits] of [
@@ -27,7 +28,8 @@ for (const [net, bits] of [
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
   ['ff00::', 8], // multicast
-  ['64:ff9b::', 96], // NAT64: may embed any IPv4, private ones included
+  ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215): translates into the operator's own IPv4 space
+  ['2001::', 32], // Teredo: the client's IPv4 is obfuscated inside; a tunnel, never a webhook host
   ['2001:db8::', 32], // documentation
 ] as const) {
   blocked.addSubnet(net, bits, 'ipv6')
@@ -38,17 +40,12 @@ export function isPrivateAddress(ip: string): boolean {
   const family = isIP(ip)
   if (family === 4) return blocked.check(ip, 'ipv4')
   if (family !== 6) return true // not an address at all: refuse
-  const lower = ip.toLowerCase()
-  // IPv4-mapped (::ffff:10.0.0.1 or ::ffff:a00:1) and IPv4-compatible forms reach the IPv4 address inside.
-  const mapped = /^(?:0{0,4}:){0,5}(?:ffff:)?(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (mapped?.[1]) return isPrivateAddress(mapped[1])
-  const hexMapped = /^(?:0{0,4}:){0,5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower)
-  if (hexMapped?.[1] && hexMapped[2]) {
-    const hi = Number.parseInt(hexMapped[1], 16)
-    const lo = Number.parseInt(hexMapped[2], 16)
-    return isPrivateAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`)
-  }
-  return blocked.check(lower, 'ipv6')
+  const groups = parseIpv6(ip)
+  if (!groups) return true
+  // Forms that reach an IPv4 host (mapped, compatible, translated, NAT64, 6to4) are judged by that host.
+  const v4 = embeddedIpv4(groups)
+  if (v4 !== null) return blocked.check(v4, 'ipv4')
+  return blocked.check(groups.map((x) => x.toString(16)).join(':'), 'ipv6')
 }
 
 /** Raised by the lookup (or for a literal) when every address of the destination is refused. */

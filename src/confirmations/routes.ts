@@ -33,7 +33,7 @@ export function confirmationRoutes(r: Router, d: ConfirmationRouteDeps): void {
     const body = await req.json()
     const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
     const change = parseChange(body)
-    const applied = await applyChange(d.db, d.vault, app.id, change, new Date(d.clock()))
+    const applied = await applyChange(d.db, d.vault, app.id, change, new Date(d.clock()), d.cfg.limits.configLockTimeoutMs)
     await d.dir.invalidate(app.id)
     return ok({ ok: true, modo: applied.modo, segredo: applied.segredo })
   })

@@ -31,21 +31,36 @@ export interface Applied {
 }
 
 /**
- * Applies a PUT in one transaction under the app's row lock (concurrent PUTs of one app serialize): the URL
- * first (a new destination with a new secret; the previous one deactivated and its queue taken over), then the
- * mode. A refusal rolls everything back.
+ * Applies a PUT in one transaction (concurrent PUTs of one app serialize): the URL first (a new destination with a
+ * new secret; the previous one deactivated and its queue taken over), then the mode. A refusal rolls everything back.
+ *
+ * Lock order, always: the queue's advisory lock, then the app's row. The advisory lock may be held for a whole
+ * webhook batch (a slow destination: seconds); waiting for it while holding the row would stall every send batch
+ * that holds one of the app's sends (their foreign keys take KEY SHARE on the row). The row is taken FOR NO KEY
+ * UPDATE, which serializes PUTs without conflicting with KEY SHARE at all. `lock_timeout` bounds any wait: past
+ * it the PUT answers 503 and writes nothing.
  */
-export async function applyChange(db: Db, vault: Vault, appId: string, change: ConfigChange, now: Date): Promise<Applied> {
+export async function applyChange(
+  db: Db,
+  vault: Vault,
+  appId: string,
+  change: ConfigChange,
+  now: Date,
+  lockTimeoutMs: number,
+): Promise<Applied> {
   if (change.url !== undefined) vault.require()
   return tx(db, async (c) => {
-    const app = await query<{ confirm_modo: Modo }>(c, 'SELECT confirm_modo FROM apps WHERE id = $1 FOR UPDATE', [appId])
+    await query(c, `SELECT set_config('lock_timeout', $1, true)`, [`${lockTimeoutMs}ms`])
+    if (change.url !== undefined) {
+      // Waits for a batch in flight to the previous URL (at most one attempt's timeout past the batch): the new
+      // destination starts from the cursor that batch wrote, and never runs beside it.
+      await locked(query(c, `SELECT pg_advisory_xact_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId]))
+    }
+    const app = await locked(query<{ confirm_modo: Modo }>(c, 'SELECT confirm_modo FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]))
     let modo = app.rows[0]?.confirm_modo ?? 'consulta'
     let segredo: string | null = null
     let destinationId: string | null = null
     if (change.url !== undefined) {
-      // Waits for a batch in flight to the previous URL (at most one attempt's timeout past the batch): the new
-      // destination starts from the cursor that batch wrote, and never runs beside it.
-      await query(c, `SELECT pg_advisory_xact_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId])
       segredo = mintSecret()
       destinationId = randomUUID()
       await registerDestination(c, vault, appId, destinationId, change.url, segredo, now)
@@ -59,6 +74,16 @@ export async function applyChange(db: Db, vault: Vault, appId: string, change: C
     }
     return { modo, segredo, destinationId }
   })
+}
+
+/** A lock wait past `lock_timeout` (55P03) is answered as Postgres being unavailable for this change: 503. */
+async function locked<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p
+  } catch (err) {
+    if ((err as { code?: string }).code === '55P03') throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'postgres' })
+    throw err
+  }
 }
 
 /**

@@ -1,7 +1,14 @@
 // Group commit: jobs that arrive while the database is busy are gathered and written together (one transaction,
 // multi-row statements), and each caller is answered only after its batch commits. At low load a batch is whatever
 // arrived in one event-loop turn; under load batches grow to `maxBatch` while `concurrency` writes are in flight.
+//
+// A batch is its callers' shared fate only for outages. When a write throws for its data (a value the validators
+// let through and Postgres refused), the batch is split in halves and each half written again, first half first,
+// down to the one guilty job: it alone gets the error, every other job commits, in the order it would have.
+// log2(batch) extra statements per guilty job; an outage or a conflict worth retrying is never split.
 import { ApiError } from '../errors'
+import { dependencyOf } from '../http/dependency-errors'
+import { isRetryable } from './pool'
 
 export interface GroupCommitOptions<J = unknown> {
   maxBatch: number
@@ -14,6 +21,8 @@ export interface GroupCommitOptions<J = unknown> {
    */
   weight?: (job: J) => number
   maxWeight?: number
+  /** Told once per split (the writer logs it: a split means a validator missed something). */
+  onSplit?: (err: unknown, jobs: number) => void
 }
 
 interface Pending<J, R> {
@@ -90,15 +99,36 @@ export class GroupCommit<J, R> {
   }
 
   async #run(batch: Array<Pending<J, R>>): Promise<void> {
+    const results = await this.#isolating(batch.map((p) => p.job))
+    batch.forEach((p, i) => {
+      const r = results[i]
+      if (r instanceof Failure) p.reject(r.err)
+      else if (r instanceof Error) p.reject(r)
+      else p.resolve(r as R)
+    })
+  }
+
+  /** Writes `jobs`; a data error is narrowed down by halves to the jobs that cause it. */
+  async #isolating(jobs: J[]): Promise<Array<R | Error | Failure>> {
     try {
-      const results = await this.write(batch.map((p) => p.job))
-      batch.forEach((p, i) => {
-        const r = results[i]
-        if (r instanceof Error) p.reject(r)
-        else p.resolve(r as R)
-      })
+      return await this.write(jobs)
     } catch (err) {
-      for (const p of batch) p.reject(err)
+      if (jobs.length === 1 || !splittable(err)) return jobs.map(() => new Failure(err))
+      this.o.onSplit?.(err, jobs.length)
+      const mid = jobs.length >>> 1
+      const first = await this.#isolating(jobs.slice(0, mid))
+      const second = await this.#isolating(jobs.slice(mid))
+      return first.concat(second)
     }
   }
+}
+
+/** A thrown value carried to each job of a failed write (it need not be an Error). */
+class Failure {
+  constructor(readonly err: unknown) {}
+}
+
+/** Errors of the data, not of the moment: an outage fails every job alike, a deadlock is the writer's to retry. */
+function splittable(err: unknown): boolean {
+  return !(err instanceof ApiError) && dependencyOf(err) === null && !isRetryable(err)
 }

@@ -50,7 +50,12 @@ export class OutcomeRecorder {
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
-    this.#gc = new GroupCommit((rows) => this.#write(rows), { maxBatch: 1_000, concurrency: 4, maxQueue: 200_000 })
+    this.#gc = new GroupCommit((rows) => this.#write(rows), {
+      maxBatch: 1_000,
+      concurrency: 4,
+      maxQueue: 200_000,
+      onSplit: (err, outcomes) => this.log.error({ err, outcomes }, 'outcome batch refused by Postgres; isolating the outcome'),
+    })
   }
 
   /** Resolves once the outcome is durable: true when it was new, false when the device was already final. */

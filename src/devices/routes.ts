@@ -9,7 +9,7 @@ import type { IpLimiter } from '../http/ip-limit'
 import { ok } from '../http/reply'
 import { isUuid, type Router } from '../http/router'
 import type { DeviceService } from './service'
-import { parseRegistration, parseUpdate } from './validate'
+import { PROFILE_FIELDS, parseRegistration, parseUpdate } from './validate'
 
 export interface DeviceRouteDeps {
   cfg: Config
@@ -30,7 +30,7 @@ export function deviceRoutes(r: Router, d: DeviceRouteDeps): void {
   const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter }
 
   r.post('/api/v1/players', pub, async (req) => {
-    const row = parseRegistration(await req.json())
+    const row = parseRegistration(await req.json({ lenient: PROFILE_FIELDS }))
     await activeApp(d, row.app_id)
     const id = await d.devices.register(row)
     return ok({ success: true, id })

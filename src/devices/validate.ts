@@ -148,9 +148,9 @@ export function truncateUtf8(s: string, maxBytes: number): string {
 // Best-effort profile readers: a strange value is treated as absent, never refused (spec §Device).
 function softText(body: Body, name: string, truncateBytes?: number): string | null {
   const v = body[name]
-  if (typeof v !== 'string') return null
-  const clean = v.includes(NUL) ? v.replaceAll(NUL, '') : v
-  return truncateBytes === undefined ? clean : truncateUtf8(clean, truncateBytes)
+  // A text that cannot be stored exactly is absent, never changed (the route's body guard drops it the same way).
+  if (typeof v !== 'string' || v.includes(NUL) || !v.isWellFormed()) return null
+  return truncateBytes === undefined ? v : truncateUtf8(v, truncateBytes)
 }
 
 function softBool(body: Body, name: string): boolean | null {
@@ -163,6 +163,23 @@ function softCount(body: Body, name: string): number | null {
   const v = body[name]
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= INT4_MAX ? v : null
 }
+
+/** Best-effort fields: a value that cannot be stored exactly is dropped at the door (absent), never refused. */
+export const PROFILE_FIELDS: ReadonlySet<string> = new Set([
+  'device_os',
+  'fabricante',
+  'pais',
+  'sdk_versao',
+  'timezone_id',
+  'net_type',
+  'carrier',
+  'standby_bucket',
+  'instalacao_id',
+  'rooted',
+  'bateria_irrestrita',
+  'sessoes',
+  'notif_permissoes',
+])
 
 /** POST /api/v1/players. */
 export function parseRegistration(body: Body): RegistrationRow {

@@ -7,7 +7,6 @@ import type { Logger } from 'pino'
 import { GroupCommit } from '../db/group-commit'
 import { type Db, isRetryable, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../errors'
-import { dependencyOf } from '../http/dependency-errors'
 import type { Clock } from '../time'
 import { boundDevices, lockAll, lockKey, retireInstallTokens, rowKey, type UpsertRow, upsertBatch } from './store'
 import type { RegistrationRow } from './validate'
@@ -71,7 +70,10 @@ export class RegistrationWriter {
     private readonly log: Logger,
     private readonly o: WriterOptions,
   ) {
-    this.#gc = new GroupCommit((rows) => this.#write(rows), o)
+    this.#gc = new GroupCommit((rows) => this.#write(rows), {
+      ...o,
+      onSplit: (err, rows) => this.log.error({ err, rows }, 'registration batch refused by Postgres; isolating the row'),
+    })
   }
 
   get queued(): number {
@@ -105,30 +107,19 @@ export class RegistrationWriter {
     // One lock order for every batch: concurrent batches touching the same rows wait, never deadlock.
     const sorted = [...groups.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map((e) => e[1])
     const results: Results = new Array(batch.length)
-    await this.#attempt(sorted, true, results)
-    return results
-  }
-
-  async #attempt(groups: Group[], maySplit: boolean, results: Results): Promise<void> {
+    // A deadlock or serialisation failure is retried whole; any other failure is thrown to GroupCommit, which
+    // narrows it down by halves to the registration Postgres refused.
     for (let attempt = 1; ; attempt++) {
       try {
-        const refused = await this.#statement(groups)
-        for (const g of groups) {
+        const refused = await this.#statement(sorted)
+        for (const g of sorted) {
           const r = refused.has(g) ? new ApiError('EXTERNAL_USER_DEVICE_LIMIT', { limite: this.o.devicesPerUser }) : g.row.id
           for (const i of g.waiters) results[i] = r
         }
-        return
+        return results
       } catch (err) {
         if (isRetryable(err) && attempt < 3) continue
-        if (maySplit && groups.length > 1 && !dependencyOf(err)) {
-          // A row the validator let through but Postgres refused must not fail its neighbours: retry each alone.
-          this.log.error({ err, rows: groups.length }, 'registration batch failed; retrying row by row')
-          for (const g of groups) await this.#attempt([g], false, results)
-          return
-        }
-        const e = err instanceof Error ? err : new Error(String(err))
-        for (const g of groups) for (const i of g.waiters) results[i] = e
-        return
+        throw err
       }
     }
   }

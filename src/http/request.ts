@@ -1,9 +1,11 @@
 // One request as the handlers see it: everything copied out of uWS before the first await (uWS frees its request
 // object when the handler returns), the body read with a cap that is enforced while it streams in.
+import { isUtf8 } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
-import { ApiError } from '../errors'
+import { ApiError, fieldError } from '../errors'
 import type { ProxyTrust } from './client-ip'
+import { guardBody } from './json-guard'
 
 export type BodyState = { kind: 'pending' } | { kind: 'ok'; body: Buffer } | { kind: 'too-large' } | { kind: 'aborted' }
 
@@ -67,6 +69,37 @@ function decodeAddress(buf: ArrayBuffer): string {
   return text
 }
 
+/**
+ * A path parameter as the route sees it. A malformed escape (`%zz`, or bytes that are not UTF-8) names nothing, so
+ * it becomes the empty string: no id matches it, and the route answers its usual 400/404 for an unknown id.
+ */
+function decodeParam(raw: string): string {
+  if (!raw.includes('%')) return raw.isWellFormed() ? raw : ''
+  try {
+    return decodeURIComponent(raw)
+  } catch {
+    return ''
+  }
+}
+
+/** How a route reads its JSON body. */
+export interface JsonOptions {
+  /** Top-level best-effort fields: a value that cannot be stored exactly is dropped (as if absent), not refused. */
+  lenient?: ReadonlySet<string>
+}
+
+/** What a route declared, built once per route (not per request). */
+export interface RouteShape {
+  paramCount: number
+  /** Body cap in bytes; null: the route reads no body. */
+  bodyLimit: number | null
+  /** Only the headers the route declared are kept (copying every header costs on the cheapest routes). */
+  headerNames: readonly string[]
+  proxies: ProxyTrust | null
+  /** Nesting allowed in a JSON body (PM_JSON_MAX_DEPTH). */
+  jsonMaxDepth: number
+}
+
 /** Request ids: a random per-process prefix and a counter, in UUID form; unique across instances, ~free to make. */
 const ID_PREFIX = randomUUID().slice(0, 24)
 let idCounter = 0
@@ -97,15 +130,15 @@ export class Request {
   constructor(
     res: HttpResponse,
     req: HttpRequest,
-    private readonly paramCount: number,
-    readonly bodyLimit: number | null,
-    /** Only the headers the route declared are kept (copying every header costs on the cheapest routes). */
-    private readonly headerNames: readonly string[],
-    private readonly proxies: ProxyTrust | null,
+    private readonly shape: RouteShape,
   ) {
     this.#u = req
     this.#res = res
-    if (bodyLimit !== null) this.#body = new BodyReader(res, bodyLimit, req.getHeader('content-length'))
+    if (shape.bodyLimit !== null) this.#body = new BodyReader(res, shape.bodyLimit, req.getHeader('content-length'))
+  }
+
+  get bodyLimit(): number | null {
+    return this.shape.bodyLimit
   }
 
   /** Copies out of uWS everything a handler may read later; called before the route callback returns. */
@@ -144,7 +177,7 @@ export class Request {
     if (!this.#params) {
       const u = this.#live()
       this.#params = []
-      for (let i = 0; i < this.paramCount; i++) this.#params.push(decodeURIComponent(u.getParameter(i)))
+      for (let i = 0; i < this.shape.paramCount; i++) this.#params.push(decodeParam(u.getParameter(i) ?? ''))
     }
     return this.#params
   }
@@ -153,7 +186,7 @@ export class Request {
     if (!this.#headers) {
       const u = this.#live()
       this.#headers = {}
-      for (const h of this.headerNames) {
+      for (const h of this.shape.headerNames) {
         const v = u.getHeader(h)
         if (v !== '') this.#headers[h] = v
       }
@@ -170,7 +203,8 @@ export class Request {
 
   /** The client: the peer, or what a trusted proxy says in X-Forwarded-For (PM_TRUST_PROXY). */
   get ip(): string {
-    this.#ip ??= this.proxies ? this.proxies.clientIp(this.peer, this.headers['x-forwarded-for']) : this.peer
+    const proxies = this.shape.proxies
+    this.#ip ??= proxies ? proxies.clientIp(this.peer, this.headers['x-forwarded-for']) : this.peer
     return this.#ip
   }
 
@@ -207,10 +241,15 @@ export class Request {
     throw new RequestAborted()
   }
 
-  /** The body parsed as a JSON object; 400 for broken JSON or a non-object. */
-  async json(): Promise<Record<string, unknown>> {
+  /**
+   * The body parsed as a JSON object; 400 for bytes that are not UTF-8 (decoding would silently turn them into
+   * U+FFFD, so two different values would become one), broken JSON, a non-object, or any value that cannot be
+   * stored exactly (see json-guard.ts), naming its field.
+   */
+  async json(o: JsonOptions = {}): Promise<Record<string, unknown>> {
     if (this.#json !== undefined) return this.#json as Record<string, unknown>
     const raw = await this.body()
+    if (!isUtf8(raw)) throw new ApiError('INVALID_JSON')
     let v: unknown
     try {
       v = JSON.parse(raw.toString('utf8'))
@@ -218,6 +257,8 @@ export class Request {
       throw new ApiError('INVALID_JSON')
     }
     if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ApiError('BODY_NOT_OBJECT')
+    const problem = guardBody(v as Record<string, unknown>, this.shape.jsonMaxDepth, o.lenient)
+    if (problem) throw fieldError(problem.campo, problem.motivo)
     this.#json = v
     return v as Record<string, unknown>
   }

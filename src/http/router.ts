@@ -1,6 +1,8 @@
 // Routes on uWS's own router (static segments win over parameters, so /notifications/stats beats /notifications/:id).
 // Each request runs one straight pipeline: request id → per-IP limit → malformed-id check → handler → reply.
 // Handlers read top to bottom (credential → body → act → answer); the body streams in meanwhile, capped.
+// Nothing thrown in a route reaches uWS: an exception escaping a uWS callback would end the whole process, so the
+// whole callback (copying the request out included) runs inside one boundary that turns it into that request's answer.
 import type { Logger } from 'pino'
 import type { HttpResponse, TemplatedApp } from 'uWebSockets.js'
 import { ApiError } from '../errors'
@@ -8,7 +10,7 @@ import type { ProxyTrust } from './client-ip'
 import { dependencyOf } from './dependency-errors'
 import type { IpLimiter } from './ip-limit'
 import { errorReply, malformedIdReply, type Reply, write } from './reply'
-import { Request, RequestAborted } from './request'
+import { Request, RequestAborted, type RouteShape } from './request'
 
 export type Handler = (req: Request) => Promise<Reply> | Reply
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del'
@@ -33,6 +35,11 @@ export function isUuid(s: unknown): s is string {
   return typeof s === 'string' && s.length === 36 && UUID_RE.test(s)
 }
 
+export interface RouterOptions {
+  /** Nesting allowed in a JSON body (PM_JSON_MAX_DEPTH). */
+  jsonMaxDepth: number
+}
+
 export class Router {
   #inflight = 0
   #idle: Array<() => void> = []
@@ -41,6 +48,7 @@ export class Router {
     private readonly app: TemplatedApp,
     private readonly log: Logger,
     private readonly proxies: ProxyTrust,
+    private readonly o: RouterOptions,
   ) {}
 
   get inflight(): number {
@@ -65,10 +73,11 @@ export class Router {
 
   /** Everything no route matched: a 404 in the envelope. Call after every route is added. */
   fallback(): void {
-    this.app.any('/*', (res, req) => {
-      const r = new Request(res, req, 0, null, [], null)
-      res.onAborted(() => r.markAborted())
-      write(res, r, errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: r.method, caminho: r.path }), r.id))
+    const shape: RouteShape = { paramCount: 0, bodyLimit: null, headerNames: [], proxies: null, jsonMaxDepth: this.o.jsonMaxDepth }
+    this.app.any('/*', (res, uReq) => {
+      const req = new Request(res, uReq, shape)
+      res.onAborted(() => req.markAborted())
+      this.#guarded(res, req, '/*', () => errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: req.method, caminho: req.path }), req.id))
     })
   }
 
@@ -79,31 +88,53 @@ export class Router {
   }
 
   #add(method: Method, path: string, opts: RouteOptions, handler: Handler): void {
-    const paramCount = (path.match(/\/:/g) ?? []).length
-    const bodyLimit = opts.bodyLimit ?? null
     const proxies = this.proxies.active ? this.proxies : null
-    const headerNames = [...BASE_HEADERS, ...(proxies ? ['x-forwarded-for'] : []), ...(opts.headers ?? [])]
+    const shape: RouteShape = {
+      paramCount: (path.match(/\/:/g) ?? []).length,
+      bodyLimit: opts.bodyLimit ?? null,
+      headerNames: [...BASE_HEADERS, ...(proxies ? ['x-forwarded-for'] : []), ...(opts.headers ?? [])],
+      proxies,
+      jsonMaxDepth: this.o.jsonMaxDepth,
+    }
     this.app[method](path, (res, uReq) => {
-      const req = new Request(res, uReq, paramCount, bodyLimit, headerNames, proxies)
-      res.onAborted(() => req.markAborted())
-      this.#inflight++
-      let out: Reply | Promise<Reply>
+      let req: Request
       try {
-        out = this.#precheck(req, opts) ?? handler(req)
+        req = new Request(res, uReq, shape)
+        res.onAborted(() => req.markAborted())
       } catch (err) {
-        out = this.#fromError(err, req)
+        // Only a bug can land here (nothing of the request has been read yet); the connection is dropped.
+        this.log.error({ err, route: path }, 'request setup failed')
+        res.close()
+        return
       }
-      // Synchronous handlers answer in the same tick: no promise and no copying on the cheapest routes.
-      if (out instanceof Promise) {
-        req.detach()
-        out.then(
-          (reply) => this.#finish(res, req, reply),
-          (err) => this.#finish(res, req, this.#fromError(err, req)),
-        )
-      } else {
-        this.#finish(res, req, out)
-      }
+      this.#guarded(res, req, path, () => this.#precheck(req, opts) ?? handler(req))
     })
+  }
+
+  /** Runs `run` and writes what it answers; any exception becomes this request's error answer. */
+  #guarded(res: HttpResponse, req: Request, route: string, run: () => Reply | Promise<Reply>): void {
+    this.#inflight++
+    let out: Reply | Promise<Reply>
+    try {
+      out = run()
+    } catch (err) {
+      out = this.#fromError(err, req, route)
+    }
+    // Synchronous handlers answer in the same tick: no promise and no copying on the cheapest routes.
+    if (out instanceof Promise) {
+      try {
+        req.detach()
+      } catch (err) {
+        // A bug; the handler's later reads of the request then fail inside its own promise, answered below.
+        this.log.error({ request_id: req.id, route, err }, 'request could not be detached')
+      }
+      out.then(
+        (reply) => this.#finish(res, req, reply, route),
+        (err) => this.#finish(res, req, this.#fromError(err, req, route), route),
+      )
+    } else {
+      this.#finish(res, req, out, route)
+    }
   }
 
   #precheck(req: Request, opts: RouteOptions): Reply | null {
@@ -112,14 +143,27 @@ export class Router {
     return null
   }
 
-  #finish(res: HttpResponse, req: Request, reply: Reply): void {
-    const streaming = write(res, req, reply)
+  #finish(res: HttpResponse, req: Request, reply: Reply, route: string): void {
+    let streaming: void | Promise<void>
+    try {
+      streaming = write(res, req, reply)
+    } catch (err) {
+      // A reply that cannot be written (a bug: a body JSON.stringify refuses) still answers, once.
+      this.log.error({ request_id: req.id, route, err }, 'answer could not be written')
+      try {
+        if (!req.aborted) write(res, req, errorReply(new ApiError('INTERNAL'), req.id))
+      } catch {
+        if (!req.aborted) res.close()
+      }
+      this.#done()
+      return
+    }
     // A streamed file stays in flight until its last byte is handed over (graceful shutdown waits for it).
     if (streaming) {
       streaming.then(
         () => this.#done(),
         (err) => {
-          this.log.error({ request_id: req.id, err }, 'streamed answer failed')
+          this.log.error({ request_id: req.id, route, err }, 'streamed answer failed')
           if (!req.aborted) res.close()
           this.#done()
         },
@@ -133,15 +177,19 @@ export class Router {
     if (--this.#inflight === 0 && this.#idle.length > 0) for (const f of this.#idle.splice(0)) f()
   }
 
-  #fromError(err: unknown, req: Request): Reply {
+  /**
+   * The answer for an exception. Logs name the route's pattern, never the path: a path can carry a secret (the
+   * export download token) and, from a hostile client, anything at all.
+   */
+  #fromError(err: unknown, req: Request, route: string): Reply {
     if (err instanceof ApiError) return errorReply(err, req.id)
     if (err instanceof RequestAborted) return { status: 400 }
     const dep = dependencyOf(err)
     if (dep) {
-      this.log.warn({ request_id: req.id, dependencia: dep, err: String(err) }, 'dependency unavailable')
+      this.log.warn({ request_id: req.id, route, dependencia: dep, err: String(err) }, 'dependency unavailable')
       return errorReply(new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: dep }), req.id)
     }
-    this.log.error({ request_id: req.id, method: req.method, path: req.path, err }, 'unhandled error')
+    this.log.error({ request_id: req.id, route, err }, 'unhandled error')
     return errorReply(new ApiError('INTERNAL'), req.id)
   }
 }

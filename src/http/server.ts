@@ -2,7 +2,7 @@
 import type { Logger } from 'pino'
 import uWS from 'uWebSockets.js'
 import type { ProxyTrust } from './client-ip'
-import { Router } from './router'
+import { Router, type RouterOptions } from './router'
 
 /** STACK.md: on an unsupported Node major the package silently falls back to a slow pure-JS server. */
 export function assertNativeUws(): void {
@@ -21,9 +21,10 @@ export class HttpServer {
     readonly name: string,
     private readonly log: Logger,
     proxies: ProxyTrust,
+    o: RouterOptions,
   ) {
     assertNativeUws()
-    this.router = new Router(this.app, log, proxies)
+    this.router = new Router(this.app, log, proxies, o)
   }
 
   listen(host: string, port: number): Promise<number> {

@@ -40,7 +40,10 @@ export class ReceiptWriter {
     private readonly log: Logger,
     private readonly o: ReceiptWriterOptions = RECEIPT_WRITER_DEFAULTS,
   ) {
-    this.#gc = new GroupCommit((jobs) => this.#write(jobs), o)
+    this.#gc = new GroupCommit((jobs) => this.#write(jobs), {
+      ...o,
+      onSplit: (err, receipts) => this.log.error({ err, receipts }, 'receipt batch refused by Postgres; isolating the receipt'),
+    })
   }
 
   /** Resolves once the receipt is durable: counted now, or already counted. A send unknown to the app or past the

@@ -23,6 +23,7 @@ export class SendsModule {
       maxBatch: cfg.limits.sendBatchMax,
       concurrency: cfg.limits.sendWriters,
       maxQueue: 20_000,
+      onSplit: (err, sends) => log.error({ err, sends }, 'send batch refused by Postgres; isolating the send'),
     })
     this.handoff = new Handoff(
       db,

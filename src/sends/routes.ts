@@ -14,6 +14,7 @@ import { bodyHash } from './canonical'
 import { readNewest, readOne, readShape, windowStats } from './read'
 import type { SendService } from './service'
 import { parseSend } from './validate'
+import { byteLength } from '../validation'
 
 export interface SendRouteDeps {
   cfg: Config
@@ -22,6 +23,21 @@ export interface SendRouteDeps {
   sends: SendService
   readQuota: WindowCounter
   clock: Clock
+}
+
+/**
+ * The idempotency key (spec §Sends: header, then body `idempotency_key`, then `external_id`). Every source present
+ * is checked, used or not: at most `maxBytes` UTF-8 bytes, and the header in visible ASCII only (HTTP header bytes
+ * beyond ASCII cannot be read back exactly, so two different keys could become one).
+ */
+function idempotencyKeyOf(header: string | undefined, idempotencyKey: string | undefined, externalId: string | undefined, maxBytes: number) {
+  if (header !== undefined && header !== '') {
+    if (!/^[\x20-\x7e]+$/.test(header)) throw fieldError('Idempotency-Key', 'aceita apenas caracteres ASCII visíveis')
+    if (header.length > maxBytes) throw fieldError('Idempotency-Key', `excede ${maxBytes} bytes`)
+  }
+  if (idempotencyKey !== undefined && byteLength(idempotencyKey) > maxBytes) throw fieldError('idempotency_key', `excede ${maxBytes} bytes`)
+  if (externalId !== undefined && byteLength(externalId) > maxBytes) throw fieldError('external_id', `excede ${maxBytes} bytes`)
+  return header || idempotencyKey || externalId || undefined
 }
 
 const LIST_MAX = 50
@@ -42,7 +58,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
       const body = await req.json()
       const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
       const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock()) // 400/422, size included
-      const idemKey = req.header('idempotency-key') || input.idempotencyKey || input.externalId || undefined
+      const idemKey = idempotencyKeyOf(req.header('idempotency-key'), input.idempotencyKey, input.externalId, d.cfg.limits.idempotencyKeyMaxBytes)
       const answer = await d.sends.create({
         app,
         input,
