@@ -60,6 +60,8 @@ interface Active {
   broken: Set<Platform>
   badTokens: string[]
   apnsAccepted: number
+  /** An outcome could not be recorded: the send's stream entry is left unacknowledged for a redelivery. */
+  unrecorded: boolean
 }
 
 export class AppActor {
@@ -123,6 +125,7 @@ export class AppActor {
       broken: new Set(),
       badTokens: [],
       apnsAccepted: 0,
+      unrecorded: false,
     })
     this.start()
     this.#wake?.()
@@ -183,7 +186,10 @@ export class AppActor {
         this.#deliver(s, item.c, item.attempts)
           // Only the last attempt's errored record can fail here; the send then stays open in Postgres and the
           // sweeper hands it out again (nothing acknowledged that is not durable).
-          .catch((err) => this.d.log.error({ err: String(err), app: this.appId, send: s.meta.id }, 'recording an outcome failed'))
+          .catch((err) => {
+            s.unrecorded = true
+            this.d.log.error({ err: String(err), app: this.appId, send: s.meta.id }, 'recording an outcome failed')
+          })
           .finally(() => {
             this.#inflight--
             s.inflight--
@@ -351,6 +357,8 @@ export class AppActor {
   async #close(s: Active): Promise<void> {
     await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()))
     await closeIfDone(this.d.db, this.appId, s.meta.id, new Date(this.#clock()))
-    this.d.finished(this.appId, s.meta.id)
+    // Acknowledged only when every outcome is durable; otherwise the entry stays pending and the send is handed
+    // out again (takeover of pending entries, or the sweeper) and its unrecorded devices delivered again.
+    if (!s.unrecorded) this.d.finished(this.appId, s.meta.id)
   }
 }

@@ -47,3 +47,21 @@ t.test('Redis unreachable: registration is 503 naming redis (the hourly count ca
   t.equal(exp.status, 503)
   t.equal((await s.sql('SELECT count(*)::int AS n FROM devices'))[0]?.n, 1)
 })
+
+t.test('a failure on the export download logs the route, never the path: the token is the credential', async (t) => {
+  const { proxy, url } = await postgresBehindCut(t, DATABASE_URL)
+  const s = await startService(t, { env: { DATABASE_URL: url }, limits: { ipPerMin: 0 } })
+  const app = await s.createApp()
+  const exp = await s.call('POST', `/api/v1/players/csv_export?app_id=${app.id}`, { headers: basic(app.api_key) })
+  t.equal(exp.status, 200)
+  const path = new URL(exp.json.csv_file_url).pathname
+  const token = path.split('/').pop() as string
+  await proxy.cut()
+  const r = await s.call('GET', path)
+  t.equal(r.status, 503)
+  await proxy.open()
+  const lines = s.logs.filter((l) => l.request_id === r.json.explain.request_id)
+  t.ok(lines.length > 0, 'the failure is logged')
+  t.ok(lines.some((l) => l.route === '/api/v1/exports/:file'), 'by its route')
+  t.notOk(JSON.stringify(s.logs).includes(token), 'the download token appears in no log line')
+})

@@ -21,6 +21,29 @@ t.test('private, loopback, link-local, unique-local and reserved addresses are r
   }
 })
 
+t.test('IPv6 forms that carry an IPv4 address are judged by it; tunnels and local NAT64 are refused', async (t) => {
+  const refused = [
+    '::a00:1', // IPv4-compatible ::10.0.0.1
+    '::10.0.0.1',
+    '::ffff:0:a00:1', // IPv4-translated (SIIT) 10.0.0.1
+    '::ffff:0:10.0.0.1',
+    '0:0:0:0:0:ffff:7f00:1', // mapped, spelled out
+    '64:ff9b::a00:1', // NAT64 of 10.0.0.1
+    '64:ff9b::127.0.0.1',
+    '64:ff9b:1::808:808', // local-use NAT64: the operator's own IPv4 space, whatever it embeds
+    '2002:a00:1::1', // 6to4 of 10.0.0.1
+    '2002:7f00:1::', // 6to4 of 127.0.0.1
+    '2001::1', // Teredo
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    'fe80::1%eth0',
+    '1::2::3', // not an address
+  ]
+  for (const ip of refused) t.ok(isPrivateAddress(ip), `refused ${ip}`)
+  for (const ip of ['64:ff9b::808:808', '2002:808:808::1', '::ffff:0:8.8.8.8', '2a00:1450:4001::200e', '2001:4860:4860::8888']) {
+    t.notOk(isPrivateAddress(ip), `allowed ${ip}`)
+  }
+})
+
 t.test('a literal is checked before connecting; the lookup checks every resolved address', async (t) => {
   t.throws(() => checkLiteral('127.0.0.1', false), { code: 'EPM_PRIVATE_ADDRESS' })
   t.throws(() => checkLiteral('::1', false), { code: 'EPM_PRIVATE_ADDRESS' })
