@@ -3,6 +3,7 @@
 // message is one line and never quotes a secret.
 import { createPrivateKey, type KeyObject } from 'node:crypto'
 import type { ApnsCredential, FcmCredential } from '../delivery/credentials-types'
+import { findUnstorable, pathText } from '../json-guard'
 
 /** Bad credential input; the message is one line, safe to print (it never contains key material). */
 export class CredentialError extends Error {}
@@ -68,6 +69,12 @@ function parseKey(pem: string): KeyObject | null {
  * The service-account JSON (spec table, Android and web push). A file that is not JSON but one line is taken for
  * the legacy server key, refused by name; its text is never echoed (it is a secret too).
  */
+/** Parts of these files are stored and served back (firebase_params, meta): only values kept exactly are accepted. */
+function storable(doc: unknown, what: string): void {
+  const p = findUnstorable(doc, 32)
+  if (p) throw new CredentialError(`${what}: ${pathText(p.path) || 'the document'} ${p.motivo}`)
+}
+
 export function parseServiceAccount(text: string, what = 'SERVICE_ACCOUNT.json'): { credential: FcmCredential; meta: FcmMeta } {
   const body = text.replace(/^\uFEFF/, '').trim()
   if (body === '') throw new CredentialError(`${what}: the file is empty`)
@@ -88,6 +95,7 @@ export function parseServiceAccount(text: string, what = 'SERVICE_ACCOUNT.json')
     )
   }
   if (!isObject(doc)) throw new CredentialError(`${what}: expected a JSON object (the service-account file)`)
+  storable(doc, what)
   if (isObject(doc.project_info) && Array.isArray(doc.client)) {
     throw new CredentialError(
       `${what}: this is google-services.json (the app's config); pass the service-account JSON here and this file with --config`,
@@ -152,6 +160,7 @@ export function parseGoogleServices(text: string, packageName?: string, what = '
   if (!isObject(doc) || !isObject(doc.project_info) || !Array.isArray(doc.client)) {
     throw new CredentialError(`${what}: expected project_info and client[] (the file Firebase gives for an Android app)`)
   }
+  storable(doc, what)
   const info = doc.project_info
   if (!nonEmpty(info.project_id)) throw new CredentialError(`${what}: project_info.project_id must be a non-empty string`)
   if (typeof info.project_number !== 'string' || !/^\d+$/.test(info.project_number)) {

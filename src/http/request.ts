@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto'
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import { ApiError, fieldError } from '../errors'
 import type { ProxyTrust } from './client-ip'
-import { guardBody } from './json-guard'
+import { guardBody } from '../json-guard'
 
 export type BodyState = { kind: 'pending' } | { kind: 'ok'; body: Buffer } | { kind: 'too-large' } | { kind: 'aborted' }
 

@@ -68,6 +68,12 @@ t.test('service account: project_id is a non-empty string', async (t) => {
   }
 })
 
+t.test('service account and google-services.json: a value that cannot be stored exactly is refused by path', async (t) => {
+  refused(t, () => parseServiceAccount(sa({ project_id: 'demo\ud800' })), /project_id .*surrogate/)
+  refused(t, () => parseServiceAccount(sa({ extra: { deep: 'a\u0000b' } })), /extra\.deep .*U\+0000/)
+  refused(t, () => parseGoogleServices(gs(undefined, 'demo\udc00')), /project_info\.project_id .*surrogate/)
+})
+
 t.test('service account: client_email has @ and the service-account suffix', async (t) => {
   for (const v of [
     'firebase-adminsdk.pombo-demo.iam.gserviceaccount.com', // no @
