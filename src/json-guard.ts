@@ -53,10 +53,16 @@ export function findUnstorable(v: unknown, maxDepth: number, depth = 1): { path:
   return null
 }
 
+/** Field paths quoted in an answer are cut here: the keys are the caller's, and may be as long as the body. */
+const PATH_TEXT_MAX = 200
+
 /** `a.b[3].c`: the notation the error texts use for nested fields. */
 export function pathText(path: ReadonlyArray<string | number>): string {
   let out = ''
-  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out === '' ? seg : `.${seg}`
+  for (const seg of path) {
+    out += typeof seg === 'number' ? `[${seg}]` : out === '' ? seg : `.${seg}`
+    if (out.length > PATH_TEXT_MAX) return `${out.slice(0, PATH_TEXT_MAX)}…`
+  }
   return out
 }
 
