@@ -33,8 +33,11 @@ export function createPool(url: string, schema: string, max = 16): Db {
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   })
-  // An idle client losing its connection must not crash the process; the next checkout reconnects.
+  // An idle client losing its connection must not crash the process; the next checkout reconnects. A checked-out
+  // client that loses it between two queries emits 'error' too, with no pool listener then: without one of its own
+  // that is an uncaught exception. Its next query fails instead, and the caller answers for that.
   pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
   return pool
 }
 
