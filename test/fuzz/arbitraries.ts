@@ -62,6 +62,13 @@ interface RouteDef {
 const DEVICE_CAP = 16 * 1024
 const SEND_CAP = 256 * 1024
 
+/** `n` characters of base64 that do not compress (Postgres would squeeze repeated text under its btree limits). */
+export function incompressible(n: number, seed = 'fuzz'): string {
+  let out = ''
+  for (let i = 0; out.length < n; i++) out += createHash('sha256').update(`${seed}:${i}`).digest('base64url')
+  return out.slice(0, n)
+}
+
 function uuidFrom(token: string): string {
   const h = createHash('sha256').update(token).digest('hex')
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`
@@ -464,7 +471,7 @@ const badAuth: Mutation = (d, ctx) =>
 const IDEM_KEYS: Array<[string, Buffer]> = [
   ['invalid UTF-8 (C3 28)', Buffer.from([0x6b, 0xc3, 0x28])],
   ['invalid UTF-8 (FF 28)', Buffer.from([0x6b, 0xff, 0x28])],
-  ['3 KB', Buffer.from('k'.repeat(3000))],
+  ['4 KB', Buffer.from(incompressible(4000))],
   ['empty', Buffer.alloc(0)],
 ]
 
@@ -542,7 +549,7 @@ function bodyMutations(d: Draft, ctx: FuzzContext, tok: string): fc.Arbitrary<{ 
       }),
       fc.tuple(field, fc.integer({ min: 3000, max: 12000 })).map(([path, n]) => {
         const o = base()
-        setPath(o, path, 'k'.repeat(n))
+        setPath(o, path, incompressible(n, tok))
         return withBody(Buffer.from(JSON.stringify(o)), `${path.join('.')} of ${n} bytes`)
       }),
     )
@@ -560,7 +567,7 @@ function bodyMutations(d: Draft, ctx: FuzzContext, tok: string): fc.Arbitrary<{ 
       }),
       fc.tuple(fc.constantFrom(...objects), fc.integer({ min: 3000, max: 8000 })).map(([path, n]) => {
         const o = base()
-        setPath(o, [...path, 'k'.repeat(n)], 'v')
+        setPath(o, [...path, incompressible(n, tok)], 'v')
         return withBody(Buffer.from(JSON.stringify(o)), `key of ${n} bytes in ${path.join('.')}`)
       }),
     )
