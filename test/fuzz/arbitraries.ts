@@ -82,9 +82,26 @@ export const ROUTES: RouteDef[] = [
     path: '/api/v1/players',
     auth: 'none',
     cap: DEVICE_CAP,
-    body: (ctx, tok) => ({ app_id: ctx.a.id, device_type: 1, identifier: `fz-${tok}`, language: 'pt', tags: { t: tok }, timezone: -10800 }),
+    body: (ctx, tok) => ({
+      app_id: ctx.a.id,
+      device_type: 1,
+      identifier: `fz-${tok}`,
+      language: 'pt',
+      tags: { t: tok },
+      timezone: -10800,
+    }),
     stored: [['identifier'], ['external_user_id'], ['app_version'], ['device_model'], ['language'], ['tags', 't']],
-    fields: [['app_id'], ['device_type'], ['identifier'], ['tags'], ['language'], ['timezone'], ['sessoes'], ['rooted'], ['transporte']],
+    fields: [
+      ['app_id'],
+      ['device_type'],
+      ['identifier'],
+      ['tags'],
+      ['language'],
+      ['timezone'],
+      ['sessoes'],
+      ['rooted'],
+      ['transporte'],
+    ],
     objects: [['tags']],
   },
   {
@@ -207,7 +224,13 @@ export const ROUTES: RouteDef[] = [
     auth: 'none',
     validAlso: [404],
   },
-  { name: 'GET /api/v1/confirmacoes', method: 'GET', path: '/api/v1/confirmacoes', auth: 'c', query: (ctx) => [['app_id', ctx.c.id]] },
+  {
+    name: 'GET /api/v1/confirmacoes',
+    method: 'GET',
+    path: '/api/v1/confirmacoes',
+    auth: 'c',
+    query: (ctx) => [['app_id', ctx.c.id]],
+  },
   {
     name: 'PUT /api/v1/confirmacoes',
     method: 'PUT',
@@ -260,7 +283,17 @@ export const BAD_ESCAPES = [
 ]
 
 /** Path segments that are well-formed but not ids. */
-const ODD_SEGMENTS = ['..', '.', '%2e%2e', '%2F', '%00', 'x'.repeat(5000), '%41'.repeat(1000), '00000000-0000-0000-0000-000000000000', ' ']
+const ODD_SEGMENTS = [
+  '..',
+  '.',
+  '%2e%2e',
+  '%2F',
+  '%00',
+  'x'.repeat(5000),
+  '%41'.repeat(1000),
+  '00000000-0000-0000-0000-000000000000',
+  ' ',
+]
 
 /** Raw bytes no client library will put in a path. */
 const RAW_PATH_BYTES: Buffer[] = [
@@ -288,7 +321,18 @@ const BAD_UTF8: Buffer[] = [
 const LONE_SURROGATES = ['\\ud800', '\\udfff', '\\ud83d', '\\udc00x', 'a\\ud800b', '\\ud800\\ud800']
 
 /** Numbers JSON can spell and JavaScript reads oddly. */
-const HUGE_NUMBERS = ['1e309', '-1e309', '-0', '18446744073709551616', '1e-400', '123456789012345678901234567890', '0.1e1', '2147483648', '-2147483649', '1.5']
+const HUGE_NUMBERS = [
+  '1e309',
+  '-1e309',
+  '-0',
+  '18446744073709551616',
+  '1e-400',
+  '123456789012345678901234567890',
+  '0.1e1',
+  '2147483648',
+  '-2147483649',
+  '1.5',
+]
 
 // ---------------------------------------------------------------------------------------------------------------
 // Building bytes.
@@ -380,10 +424,25 @@ const hostile: Expectation = { valid: false }
 const legitHeaders: Mutation = (d) =>
   fc
     .tuple(
-      fc.array(fc.tuple(fc.constantFrom('X-Forwarded-For', 'X-Request-Id', 'Via', 'X-Amzn-Trace-Id', 'Traceparent', 'X-Real-Ip', 'Cookie', 'Accept'), fc.stringMatching(/^[ -~]{1,100}$/)), {
-        minLength: 1,
-        maxLength: 20,
-      }),
+      fc.array(
+        fc.tuple(
+          fc.constantFrom(
+            'X-Forwarded-For',
+            'X-Request-Id',
+            'Via',
+            'X-Amzn-Trace-Id',
+            'Traceparent',
+            'X-Real-Ip',
+            'Cookie',
+            'Accept',
+          ),
+          fc.stringMatching(/^[ -~]{1,100}$/),
+        ),
+        {
+          minLength: 1,
+          maxLength: 20,
+        },
+      ),
       fc.option(fc.integer({ min: 500, max: 1500 }), { nil: undefined }),
     )
     .map(([hs, long]) => {
@@ -406,12 +465,19 @@ const oddSegment: Mutation = (d) =>
   fc.constantFrom(...ODD_SEGMENTS).map((seg) => ({
     d: { ...d, segment: Buffer.from(seg) },
     mutation: `odd path parameter: ${seg.slice(0, 40)}${seg.length > 40 ? `… (${seg.length})` : ''}`,
-    expect: { valid: false, statuses: d.route.badParam ? [...d.route.badParam, 401, 404, 400] : undefined, bareIdError: d.route.bareIdError },
+    expect: {
+      valid: false,
+      statuses: d.route.badParam ? [...d.route.badParam, 401, 404, 400] : undefined,
+      bareIdError: d.route.bareIdError,
+    },
   }))
 
 const rawPathBytes: Mutation = (d) =>
   fc.tuple(fc.constantFrom(...RAW_PATH_BYTES), fc.boolean()).map(([bytes, inQuery]) => {
-    const nd = inQuery || !d.route.param ? { ...d, query: Buffer.concat([d.query, Buffer.from('&x='), bytes]) } : { ...d, segment: Buffer.concat([d.segment, bytes]) }
+    const nd =
+      inQuery || !d.route.param
+        ? { ...d, query: Buffer.concat([d.query, Buffer.from('&x='), bytes]) }
+        : { ...d, segment: Buffer.concat([d.segment, bytes]) }
     // A control byte (NUL, TAB, DEL) in the request-target is not HTTP: this uWS build neither answers nor closes
     // (the socket waits for its idle timeout, ~10 s; see README). Other bytes must get an answer.
     const control = bytes.some((b) => b < 0x20 || b === 0x7f)
@@ -492,10 +558,18 @@ const absurdHeaders: Mutation = (d) =>
       return { d: { ...d, headers }, mutation: '61+ headers', expect: { valid: false, noAnswer: 'any' as const } }
     }
     const headers: Array<[string, Buffer]> = [...d.headers, ['X-Huge', Buffer.from('h'.repeat(6000))]]
-    return { d: { ...d, headers, transfer: 'split-head' as Transfer }, mutation: '6 KB head in two reads', expect: { valid: false, noAnswer: 'any' as const } }
+    return {
+      d: { ...d, headers, transfer: 'split-head' as Transfer },
+      mutation: '6 KB head in two reads',
+      expect: { valid: false, noAnswer: 'any' as const },
+    }
   })
 
-function bodyMutations(d: Draft, ctx: FuzzContext, tok: string): fc.Arbitrary<{ d: Draft; mutation: string; expect: Expectation }> {
+function bodyMutations(
+  d: Draft,
+  ctx: FuzzContext,
+  tok: string,
+): fc.Arbitrary<{ d: Draft; mutation: string; expect: Expectation }> {
   const route = d.route
   const base = (): Json => (route.body ? route.body(ctx, tok) : {})
   const withBody = (body: Buffer, mutation: string, expect: Expectation = hostile) => ({ d: { ...d, body }, mutation, expect })
@@ -503,20 +577,36 @@ function bodyMutations(d: Draft, ctx: FuzzContext, tok: string): fc.Arbitrary<{ 
     // Broken JSON: a valid body cut short, stray bytes, non-objects.
     fc.integer({ min: 0, max: 200 }).map((cut) => {
       const text = JSON.stringify(base())
-      return withBody(Buffer.from(text.slice(0, Math.min(cut, text.length - 1))), `JSON cut at byte ${Math.min(cut, text.length - 1)}`)
+      return withBody(
+        Buffer.from(text.slice(0, Math.min(cut, text.length - 1))),
+        `JSON cut at byte ${Math.min(cut, text.length - 1)}`,
+      )
     }),
     fc
       .constantFrom('[]', '"x"', '42', 'null', 'true', '{', '{"a":}', '\ufeff{}', '{}}', "{'a':1}", 'NaN', '{"a":1,}', '\u0000')
       .map((t) => withBody(Buffer.from(t), `body ${JSON.stringify(t)}`)),
-    fc.uint8Array({ minLength: 1, maxLength: 64 }).map((b) => withBody(Buffer.from(b), `random body bytes ${Buffer.from(b).toString('hex').slice(0, 40)}`)),
+    fc
+      .uint8Array({ minLength: 1, maxLength: 64 })
+      .map((b) => withBody(Buffer.from(b), `random body bytes ${Buffer.from(b).toString('hex').slice(0, 40)}`)),
     // Over the cap (the route must answer 413 from the declared length or while reading).
-    fc.constant(route.cap ?? 0).map((cap) => withBody(Buffer.alloc(cap + 1, 0x20), `body of ${cap + 1} bytes (cap ${cap})`, { valid: false, statuses: [413] })),
+    fc
+      .constant(route.cap ?? 0)
+      .map((cap) =>
+        withBody(Buffer.alloc(cap + 1, 0x20), `body of ${cap + 1} bytes (cap ${cap})`, { valid: false, statuses: [413] }),
+      ),
     // Aborted: a valid body, the client closes halfway.
-    fc.constant({ d: { ...d, transfer: 'abort' as Transfer }, mutation: 'body aborted halfway', expect: { valid: false, noAnswer: 'any' as const } }),
+    fc.constant({
+      d: { ...d, transfer: 'abort' as Transfer },
+      mutation: 'body aborted halfway',
+      expect: { valid: false, noAnswer: 'any' as const },
+    }),
     // Duplicated keys: the last one wins in JSON.parse; `app_id` of another app after the right one.
     fc.constant(null).map(() => {
       const text = JSON.stringify(base())
-      return withBody(Buffer.from(`{"app_id":"${ctx.a.id}",${text.slice(1, -1)},"app_id":"${ctx.b.id}"}`), 'duplicated app_id (last: another app)')
+      return withBody(
+        Buffer.from(`{"app_id":"${ctx.a.id}",${text.slice(1, -1)},"app_id":"${ctx.b.id}"}`),
+        'duplicated app_id (last: another app)',
+      )
     }),
   ]
   if (route.stored?.length) {
@@ -525,12 +615,18 @@ function bodyMutations(d: Draft, ctx: FuzzContext, tok: string): fc.Arbitrary<{ 
       fc.tuple(field, fc.constantFrom(...LONE_SURROGATES)).map(([path, s]) => {
         const o = base()
         setPath(o, path, PLACEHOLDER)
-        return withBody(jsonWith(o, s, true, prefixOf(path)), `lone surrogate "${s}" in ${path.join('.')}`, { valid: false, mustRefuse: true })
+        return withBody(jsonWith(o, s, true, prefixOf(path)), `lone surrogate "${s}" in ${path.join('.')}`, {
+          valid: false,
+          mustRefuse: true,
+        })
       }),
       fc.tuple(field, fc.constantFrom(...BAD_UTF8)).map(([path, bytes]) => {
         const o = base()
         setPath(o, path, PLACEHOLDER)
-        return withBody(jsonWith(o, bytes, true, prefixOf(path)), `invalid UTF-8 ${bytes.toString('hex')} in ${path.join('.')}`, { valid: false, mustRefuse: true })
+        return withBody(jsonWith(o, bytes, true, prefixOf(path)), `invalid UTF-8 ${bytes.toString('hex')} in ${path.join('.')}`, {
+          valid: false,
+          mustRefuse: true,
+        })
       }),
     )
   }
@@ -557,14 +653,16 @@ function bodyMutations(d: Draft, ctx: FuzzContext, tok: string): fc.Arbitrary<{ 
   const objects = route.objects?.length ? route.objects : route.body ? [['extra']] : []
   if (objects.length) {
     all.push(
-      fc.tuple(fc.constantFrom(...objects), fc.constantFrom(100, 1000, 5000, 10000), fc.constantFrom('{"a":', '[')).map(([path, depth, open]) => {
-        const o = base()
-        setPath(o, path, PLACEHOLDER)
-        const close = open === '[' ? ']' : '}'
-        const nested = `${open.repeat(depth)}1${close.repeat(depth)}`
-        const inner = path.length > 1 || open === '[' ? nested : `{"a":${nested}}`
-        return withBody(jsonWith(o, inner, false), `${depth} levels of ${open} in ${path.join('.')}`)
-      }),
+      fc
+        .tuple(fc.constantFrom(...objects), fc.constantFrom(100, 1000, 5000, 10000), fc.constantFrom('{"a":', '['))
+        .map(([path, depth, open]) => {
+          const o = base()
+          setPath(o, path, PLACEHOLDER)
+          const close = open === '[' ? ']' : '}'
+          const nested = `${open.repeat(depth)}1${close.repeat(depth)}`
+          const inner = path.length > 1 || open === '[' ? nested : `{"a":${nested}}`
+          return withBody(jsonWith(o, inner, false), `${depth} levels of ${open} in ${path.join('.')}`)
+        }),
       fc.tuple(fc.constantFrom(...objects), fc.integer({ min: 3000, max: 8000 })).map(([path, n]) => {
         const o = base()
         setPath(o, [...path, incompressible(n, tok)], 'v')
@@ -583,7 +681,10 @@ function strayRequest(): fc.Arbitrary<FuzzCase> {
     fc.constantFrom('api', 'v1', 'v2', 'players', 'apps', 'notifications', 'receipts', 'exports', 'confirmacoes'),
   )
   return fc
-    .tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'FOO'), fc.array(segment, { minLength: 1, maxLength: 6 }))
+    .tuple(
+      fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'FOO'),
+      fc.array(segment, { minLength: 1, maxLength: 6 }),
+    )
     .map(([method, segs]) => ({
       route: 'stray',
       mutation: `${method} on a random path`,
@@ -614,7 +715,9 @@ export function fuzzCase(ctx: FuzzContext): fc.Arbitrary<FuzzCase> {
     }
     if (route.query) muts.push({ weight: 2, arbitrary: badQuery(d, ctx) })
     if (route.name === 'POST /api/v1/notifications') muts.push({ weight: 2, arbitrary: badSendHeaders(d, ctx) })
-    return fc.oneof(...muts).map(({ d: nd, mutation, expect }) => ({ route: route.name, mutation, request: toRequest(nd), expect }))
+    return fc
+      .oneof(...muts)
+      .map(({ d: nd, mutation, expect }) => ({ route: route.name, mutation, request: toRequest(nd), expect }))
   })
   return fc.oneof({ weight: 12, arbitrary: onRoute }, { weight: 1, arbitrary: strayRequest() })
 }

@@ -71,7 +71,12 @@ export async function startFuzz(t: Tap): Promise<FuzzEnv> {
     limits: { ipPerMin: 0, sendWriters: 1, registrationWriters: 1, receiptWriters: 1, exportsPerSec: 1000 },
   })
   const port = s.svc.api?.port as number
-  const [a, b, c, d] = [await makeApp(s, 'fuzz A'), await makeApp(s, 'bystander B'), await makeApp(s, 'fuzz C'), await makeApp(s, 'fuzz D')]
+  const [a, b, c, d] = [
+    await makeApp(s, 'fuzz A'),
+    await makeApp(s, 'bystander B'),
+    await makeApp(s, 'fuzz C'),
+    await makeApp(s, 'fuzz D'),
+  ]
   const playerA = await register(s, a, 'fuzz-a-device')
   const sendA = await sendTo(s, a, playerA)
   const playerB = await register(s, b, 'bystander-device')
@@ -124,7 +129,9 @@ export class Bystander {
     const ops: Array<Promise<BystanderFailure | null>> = []
     for (let i = 0; i < n; i++) {
       const k = this.#n++
-      const op = [() => this.#register(k), () => this.#send(k), () => this.#receipt()][k % 3] as () => Promise<BystanderFailure | null>
+      const op = [() => this.#register(k), () => this.#send(k), () => this.#receipt()][
+        k % 3
+      ] as () => Promise<BystanderFailure | null>
       // Staggered over a few milliseconds, so that some of them queue behind the fuzzed request's job and share
       // its batch whatever the timing of its parsing.
       ops.push(i < 3 ? op() : new Promise((r) => setTimeout(r, 2 * i)).then(op))
@@ -134,10 +141,18 @@ export class Bystander {
 
   async #register(k: number): Promise<BystanderFailure | null> {
     const identifier = `bystander-${k}`
-    const r = await this.s.call('POST', '/api/v1/players', { body: { app_id: this.b.id, device_type: 1, identifier, tags: { k } } })
+    const r = await this.s.call('POST', '/api/v1/players', {
+      body: { app_id: this.b.id, device_type: 1, identifier, tags: { k } },
+    })
     if (r.status !== 200) return { op: `POST /api/v1/players (${identifier})`, detail: `${r.status} ${r.text.slice(0, 200)}` }
-    const rows = await this.s.sql('SELECT 1 FROM devices WHERE app_id = $1 AND id = $2 AND identifier = $3', [this.b.id, r.json.id, identifier])
-    return rows.length === 1 ? null : { op: `POST /api/v1/players (${identifier})`, detail: `200 but no devices row for ${r.json.id}` }
+    const rows = await this.s.sql('SELECT 1 FROM devices WHERE app_id = $1 AND id = $2 AND identifier = $3', [
+      this.b.id,
+      r.json.id,
+      identifier,
+    ])
+    return rows.length === 1
+      ? null
+      : { op: `POST /api/v1/players (${identifier})`, detail: `200 but no devices row for ${r.json.id}` }
   }
 
   async #send(k: number): Promise<BystanderFailure | null> {
@@ -145,7 +160,8 @@ export class Bystander {
       body: { app_id: this.b.id, contents: { en: `bystander ${k}` }, include_player_ids: [this.player] },
       headers: { authorization: `Basic ${this.b.apiKey}` },
     })
-    if (r.status !== 200 || !r.json?.id) return { op: 'POST /api/v1/notifications', detail: `${r.status} ${r.text.slice(0, 200)}` }
+    if (r.status !== 200 || !r.json?.id)
+      return { op: 'POST /api/v1/notifications', detail: `${r.status} ${r.text.slice(0, 200)}` }
     const rows = await this.s.sql('SELECT 1 FROM sends WHERE app_id = $1 AND id = $2', [this.b.id, r.json.id])
     return rows.length === 1 ? null : { op: 'POST /api/v1/notifications', detail: `200 but no sends row for ${r.json.id}` }
   }
@@ -153,10 +169,20 @@ export class Bystander {
   async #receipt(): Promise<BystanderFailure | null> {
     // The route only needs the send to exist for the app: a fresh device id makes a fresh receipt every time.
     const device = randomUUID()
-    const body = { app_id: this.b.id, notification_id: this.send, player_id: device, rcpt: proof(this.b.receiptKey, this.send, device) }
+    const body = {
+      app_id: this.b.id,
+      notification_id: this.send,
+      player_id: device,
+      rcpt: proof(this.b.receiptKey, this.send, device),
+    }
     const r = await this.s.call('POST', '/api/v1/receipts', { body })
-    if (r.status !== 200 || r.json?.ok !== true) return { op: 'POST /api/v1/receipts', detail: `${r.status} ${r.text.slice(0, 200)}` }
-    const rows = await this.s.sql('SELECT 1 FROM receipts WHERE app_id = $1 AND send_id = $2 AND device_id = $3', [this.b.id, this.send, device])
+    if (r.status !== 200 || r.json?.ok !== true)
+      return { op: 'POST /api/v1/receipts', detail: `${r.status} ${r.text.slice(0, 200)}` }
+    const rows = await this.s.sql('SELECT 1 FROM receipts WHERE app_id = $1 AND send_id = $2 AND device_id = $3', [
+      this.b.id,
+      this.send,
+      device,
+    ])
     return rows.length >= 1 ? null : { op: 'POST /api/v1/receipts', detail: `200 but no receipts row for device ${device}` }
   }
 }

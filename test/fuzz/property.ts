@@ -37,14 +37,23 @@ export async function runCase(env: FuzzEnv, c: FuzzCase): Promise<CaseResult> {
   const bFailures = await bystander
   // An escaped exception or a rejection may surface a tick or two after the answer (or the hang).
   await new Promise((r) => setTimeout(r, 5))
-  const root = await exchange(env.port, { method: 'GET', target: Buffer.from('/'), headers: [], body: null, transfer: 'length' }, ANSWER_MS)
+  const root = await exchange(
+    env.port,
+    { method: 'GET', target: Buffer.from('/'), headers: [], body: null, transfer: 'length' },
+    ANSWER_MS,
+  )
   const after = await env.snapshot()
-  for (const e of env.escapes.take()) v.push({ invariant: 'escaped', detail: `${e.kind}: ${e.error} (no handler in production: the process exits)` })
+  for (const e of env.escapes.take())
+    v.push({ invariant: 'escaped', detail: `${e.kind}: ${e.error} (no handler in production: the process exits)` })
 
   const st = answer.status
   if (st === null) {
     const ok = c.expect.noAnswer === 'any' || (c.expect.noAnswer === 'closed' && answer.closed)
-    if (!ok) v.push({ invariant: 'answered', detail: answer.hung ? `no answer within ${ANSWER_MS} ms` : 'connection closed without an answer' })
+    if (!ok)
+      v.push({
+        invariant: 'answered',
+        detail: answer.hung ? `no answer within ${ANSWER_MS} ms` : 'connection closed without an answer',
+      })
   } else {
     if (st >= 500) v.push({ invariant: 'no-5xx', detail: `${st} ${printable(answer.body, 200)}` })
     if (c.expect.valid) {
@@ -53,16 +62,19 @@ export async function runCase(env: FuzzEnv, c: FuzzCase): Promise<CaseResult> {
     } else if (c.expect.statuses && st < 500 && !c.expect.statuses.includes(st)) {
       v.push({ invariant: 'status', detail: `${st}, expected ${c.expect.statuses.join('/')}: ${printable(answer.body, 160)}` })
     }
-    if (c.expect.mustRefuse && st < 400) v.push({ invariant: 'refuse-unstorable', detail: `${st}: accepted a value it cannot store exactly` })
+    if (c.expect.mustRefuse && st < 400)
+      v.push({ invariant: 'refuse-unstorable', detail: `${st}: accepted a value it cannot store exactly` })
     if (!answer.headers['x-pm-request-id']) v.push({ invariant: 'request-id', detail: `${st} without X-Pm-Request-Id` })
     if (st >= 400 && st < 500 && c.request.method !== 'HEAD') checkEnvelope(c, st, answer, v)
   }
   const refused = st === null || st >= 400
   if (refused) {
     const changed = Object.keys({ ...before, ...after }).filter((k) => before[k] !== after[k])
-    if (changed.length > 0) v.push({ invariant: 'refusal-writes-nothing', detail: `${st ?? 'no answer'} but rows changed in: ${changed.join(', ')}` })
+    if (changed.length > 0)
+      v.push({ invariant: 'refusal-writes-nothing', detail: `${st ?? 'no answer'} but rows changed in: ${changed.join(', ')}` })
   }
-  if (root.status !== 200) v.push({ invariant: 'keeps-answering', detail: `GET / then: ${root.status ?? (root.hung ? 'hung' : 'closed')}` })
+  if (root.status !== 200)
+    v.push({ invariant: 'keeps-answering', detail: `GET / then: ${root.status ?? (root.hung ? 'hung' : 'closed')}` })
   for (const f of bFailures) v.push({ invariant: 'bystander', detail: `app B ${f.op}: ${f.detail}` })
   return { c, answer, violations: v }
 }

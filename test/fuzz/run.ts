@@ -12,7 +12,9 @@ import type { Failure } from './property'
 import { printable } from './wire'
 
 interface LocalServices {
-  ensureTestServices(o: { log: (m: string) => void }): Promise<{ DATABASE_URL: string; REDIS_URL: string; stop: () => Promise<void> }>
+  ensureTestServices(o: {
+    log: (m: string) => void
+  }): Promise<{ DATABASE_URL: string; REDIS_URL: string; stop: () => Promise<void> }>
 }
 
 async function main(): Promise<number> {
@@ -39,7 +41,9 @@ async function main(): Promise<number> {
   const { describeCase, fuzz, summarize } = require('./property') as typeof import('./property')
   const teardowns: Array<() => unknown> = []
   const env = await startFuzz({ teardown: (f) => teardowns.push(f) })
-  console.log(`fuzz: seed ${seed}${values.path ? ` path ${values.path}` : ''}; service on port ${env.port}, schema ${env.s.cfg.dbSchema}`)
+  console.log(
+    `fuzz: seed ${seed}${values.path ? ` path ${values.path}` : ''}; service on port ${env.port}, schema ${env.s.cfg.dbSchema}`,
+  )
   const printFailure = (f: Failure): void => {
     console.log(`\nFAIL [replay: npm run fuzz -- --seed ${f.seed} --path ${f.path}]\n  ${describeCase(f.result.c)}`)
     const a = f.result.answer
@@ -64,7 +68,9 @@ async function main(): Promise<number> {
     },
   })
   if (values.path !== undefined) for (const f of report.failures) printFailure(f)
-  console.log(`\nfuzz: seed ${seed}, ${report.cases} cases in ${(report.ms / 1000).toFixed(1)} s, ${report.failures.length} failing`)
+  console.log(
+    `\nfuzz: seed ${seed}, ${report.cases} cases in ${(report.ms / 1000).toFixed(1)} s, ${report.failures.length} failing`,
+  )
   if (report.assertError) console.log(`\nfast-check counterexample (shrunk):\n${report.assertError}`)
   if (report.failures.length > 0) {
     console.log('\nDistinct failures (route | mutation | invariant):')

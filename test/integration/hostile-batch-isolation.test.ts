@@ -26,13 +26,42 @@ async function mixed(bad: () => Promise<Answer>, good: () => Promise<Answer>): P
   return { bad: badAnswer as Answer, good: [await first, ...rest] }
 }
 
-const CASES: Array<[string, (appId: string, player: string) => { body?: unknown; raw?: string; headers?: Record<string, string> }, string]> = [
-  ['lone surrogate in contents', (app, p) => ({ raw: `{"app_id":"${app}","contents":{"en":"oi \\ud800"},"include_player_ids":["${p}"]}` }), 'contents'],
-  ['lone surrogate in headings', (app, p) => ({ raw: `{"app_id":"${app}","contents":{"en":"oi"},"headings":{"en":"\\udfff"},"include_player_ids":["${p}"]}` }), 'headings'],
-  ['lone surrogate in data', (app, p) => ({ raw: `{"app_id":"${app}","contents":{"en":"oi"},"data":{"k":"\\ud83d"},"include_player_ids":["${p}"]}` }), 'data'],
-  ['external_id of 4 KB', (app, p) => ({ body: { app_id: app, contents: { en: 'oi' }, include_player_ids: [p], external_id: big() } }), 'external_id'],
-  ['idempotency_key of 4 KB', (app, p) => ({ body: { app_id: app, contents: { en: 'oi' }, include_player_ids: [p], idempotency_key: big() } }), 'idempotency_key'],
-  ['Idempotency-Key header of 4 KB', (app, p) => ({ body: { app_id: app, contents: { en: 'oi' }, include_player_ids: [p] }, headers: { 'idempotency-key': big() } }), 'Idempotency-Key'],
+const CASES: Array<
+  [string, (appId: string, player: string) => { body?: unknown; raw?: string; headers?: Record<string, string> }, string]
+> = [
+  [
+    'lone surrogate in contents',
+    (app, p) => ({ raw: `{"app_id":"${app}","contents":{"en":"oi \\ud800"},"include_player_ids":["${p}"]}` }),
+    'contents',
+  ],
+  [
+    'lone surrogate in headings',
+    (app, p) => ({ raw: `{"app_id":"${app}","contents":{"en":"oi"},"headings":{"en":"\\udfff"},"include_player_ids":["${p}"]}` }),
+    'headings',
+  ],
+  [
+    'lone surrogate in data',
+    (app, p) => ({ raw: `{"app_id":"${app}","contents":{"en":"oi"},"data":{"k":"\\ud83d"},"include_player_ids":["${p}"]}` }),
+    'data',
+  ],
+  [
+    'external_id of 4 KB',
+    (app, p) => ({ body: { app_id: app, contents: { en: 'oi' }, include_player_ids: [p], external_id: big() } }),
+    'external_id',
+  ],
+  [
+    'idempotency_key of 4 KB',
+    (app, p) => ({ body: { app_id: app, contents: { en: 'oi' }, include_player_ids: [p], idempotency_key: big() } }),
+    'idempotency_key',
+  ],
+  [
+    'Idempotency-Key header of 4 KB',
+    (app, p) => ({
+      body: { app_id: app, contents: { en: 'oi' }, include_player_ids: [p] },
+      headers: { 'idempotency-key': big() },
+    }),
+    'Idempotency-Key',
+  ],
 ]
 
 for (const [name, make, field] of CASES) {
@@ -41,9 +70,16 @@ for (const [name, make, field] of CASES) {
     const { bad, good } = await mixed(
       () => {
         const m = make(a.id, playerA)
-        return s.call('POST', '/api/v1/notifications', { ...m, headers: { ...basic(a.api_key), 'content-type': 'application/json', ...m.headers } })
+        return s.call('POST', '/api/v1/notifications', {
+          ...m,
+          headers: { ...basic(a.api_key), 'content-type': 'application/json', ...m.headers },
+        })
       },
-      () => s.call('POST', '/api/v1/notifications', { body: { app_id: b.id, contents: { en: 'b' }, include_player_ids: [playerB] }, headers: basic(b.api_key) }),
+      () =>
+        s.call('POST', '/api/v1/notifications', {
+          body: { app_id: b.id, contents: { en: 'b' }, include_player_ids: [playerB] },
+          headers: basic(b.api_key),
+        }),
     )
     t.ok(bad.status === 400 || bad.status === 422, `A's bad send: 400 or 422 (got ${bad.status})`)
     t.match(bad.status >= 400 ? bad.text : '', field, `the refusal names ${field}`)
@@ -53,8 +89,15 @@ for (const [name, make, field] of CASES) {
       "every one of B's sends answered 200",
     )
     const ids = good.map((g) => g.json?.id).filter((id) => typeof id === 'string' && id !== '')
-    const rows = await s.sql<{ n: number }>('SELECT count(*)::int AS n FROM sends WHERE app_id = $1 AND id = ANY($2::uuid[])', [b.id, ids])
+    const rows = await s.sql<{ n: number }>('SELECT count(*)::int AS n FROM sends WHERE app_id = $1 AND id = ANY($2::uuid[])', [
+      b.id,
+      ids,
+    ])
     t.equal(rows[0]?.n, good.length, "every one of B's sends is stored")
-    t.equal((await s.sql<{ n: number }>('SELECT count(*)::int AS n FROM sends WHERE app_id = $1', [a.id]))[0]?.n, 0, 'nothing of A was written')
+    t.equal(
+      (await s.sql<{ n: number }>('SELECT count(*)::int AS n FROM sends WHERE app_id = $1', [a.id]))[0]?.n,
+      0,
+      'nothing of A was written',
+    )
   })
 }

@@ -24,7 +24,10 @@ const PROXY_HEADERS: Array<[string, string]> = [
   ['Cf-Connecting-Ip', '203.0.113.7'],
   ['Cf-Ray', '8c1a2b3c4d5e6f70-GRU'],
   ['True-Client-Ip', '203.0.113.7'],
-  ['User-Agent', 'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36'],
+  [
+    'User-Agent',
+    'Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36',
+  ],
   ['Accept', 'application/json, text/plain, */*'],
   ['Accept-Encoding', 'gzip, deflate, br'],
 ]
@@ -45,7 +48,11 @@ t.test('legitimate heads are answered: a 2 KB Authorization, 20 proxy headers, i
   })
   for (const transfer of ['length', 'split-head'] as const) {
     const r = await exchange(port, req(transfer, PROXY_HEADERS), 3000)
-    t.equal(r.status, 200, `2 KB Authorization + ${PROXY_HEADERS.length} proxy headers, ${transfer === 'length' ? 'one read' : 'two reads'}: 200 (got ${r.status})`)
+    t.equal(
+      r.status,
+      200,
+      `2 KB Authorization + ${PROXY_HEADERS.length} proxy headers, ${transfer === 'length' ? 'one read' : 'two reads'}: 200 (got ${r.status})`,
+    )
   }
   // 47 header lines with Host: one under this build's limit.
   const many = Array.from({ length: 45 }, (_, i): [string, string] => [`X-Trace-${i}`, `v${i}`])
@@ -73,7 +80,17 @@ t.test('absurd heads are refused (or dropped) without harming anyone else', asyn
       },
       1500,
     ),
-    exchange(port, { method: 'GET', target: Buffer.from('/'), headers: [['X-Huge', Buffer.from('h'.repeat(8000))]], body: null, transfer: 'split-head' }, 1500),
+    exchange(
+      port,
+      {
+        method: 'GET',
+        target: Buffer.from('/'),
+        headers: [['X-Huge', Buffer.from('h'.repeat(8000))]],
+        body: null,
+        transfer: 'split-head',
+      },
+      1500,
+    ),
   ]
   // Meanwhile another client's requests are served.
   for (let i = 0; i < 5; i++) {
@@ -81,8 +98,14 @@ t.test('absurd heads are refused (or dropped) without harming anyone else', asyn
     t.equal(r.status, 200, `a registration during the absurd requests: 200 (got ${r.status})`)
   }
   const [count, huge] = await Promise.all(absurd)
-  t.ok(count?.status === null || (count?.status as number) < 500, `100 headers: refused or dropped, never a 5xx (${count?.status ?? 'no answer'})`)
-  t.ok(huge?.status === null || (huge?.status as number) < 500, `8 KB head in two reads: refused or dropped (${huge?.status ?? 'no answer'})`)
+  t.ok(
+    count?.status === null || (count?.status as number) < 500,
+    `100 headers: refused or dropped, never a 5xx (${count?.status ?? 'no answer'})`,
+  )
+  t.ok(
+    huge?.status === null || (huge?.status as number) < 500,
+    `8 KB head in two reads: refused or dropped (${huge?.status ?? 'no answer'})`,
+  )
   t.ok(huge?.closed, 'the 8 KB head split over reads is closed promptly')
   t.equal((await s.call('GET', '/')).status, 200, 'the service still answers')
 })

@@ -14,7 +14,8 @@ t.test('malformed escapes in every path parameter', async (t) => {
   const s = await startService(t, { limits: { ipPerMin: 0 } })
   const port = s.svc.api?.port as number
   const app = await s.createApp()
-  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json.id
+  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json
+    .id
   const call = (method: string, path: string, headers: Record<string, string> = {}, body?: unknown): Promise<WireAnswer> =>
     exchange(
       port,
@@ -30,9 +31,19 @@ t.test('malformed escapes in every path parameter', async (t) => {
   const key = basic(app.api_key)
   const platform = { authorization: `Bearer ${PLATFORM_KEY}` }
   const routes: Array<[string, (bad: string) => Promise<WireAnswer>, number, boolean]> = [
-    ['GET /api/v1/players/{id} (no credential, as in the issue)', (b) => call('GET', `/api/v1/players/${b}?app_id=x`), 401, false],
+    [
+      'GET /api/v1/players/{id} (no credential, as in the issue)',
+      (b) => call('GET', `/api/v1/players/${b}?app_id=x`),
+      401,
+      false,
+    ],
     ['GET /api/v1/players/{id}', (b) => call('GET', `/api/v1/players/${b}?app_id=${app.id}`, key), 404, false],
-    ['PUT /api/v1/players/{id}', (b) => call('PUT', `/api/v1/players/${b}`, { 'content-type': 'application/json' }, { app_id: app.id, tags: { a: 1 } }), 404, false],
+    [
+      'PUT /api/v1/players/{id}',
+      (b) => call('PUT', `/api/v1/players/${b}`, { 'content-type': 'application/json' }, { app_id: app.id, tags: { a: 1 } }),
+      404,
+      false,
+    ],
     ['GET /api/v1/notifications/{id}', (b) => call('GET', `/api/v1/notifications/${b}?app_id=${app.id}`, key), 404, false],
     ['GET /api/v1/exports/{file}', (b) => call('GET', `/api/v1/exports/${b}`), 404, false],
     ['GET /api/v1/apps/{id}/firebase_params', (b) => call('GET', `/api/v1/apps/${b}/firebase_params`), 400, true],

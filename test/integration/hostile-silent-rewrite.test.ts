@@ -20,14 +20,20 @@ const refused = (t: Test, r: Answer, field: string, what: string) => {
 t.test('idempotency keys with lone surrogates are refused, not collapsed into one', async (t) => {
   const s = await startService(t, { limits: { ipPerMin: 0 } })
   const app = await s.createApp()
-  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json.id
+  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json
+    .id
   const send = (extra: string, contents = 'oi') =>
     s.call('POST', '/api/v1/notifications', {
       raw: `{"app_id":"${app.id}","contents":{"en":"${contents}"},"include_player_ids":["${player}"],${extra}}`,
       headers: { ...basic(app.api_key), ...json },
     })
   refused(t, await send('"external_id":"ext-\\ud800"'), 'external_id', 'external_id "ext-\\ud800"')
-  refused(t, await send('"external_id":"ext-\\ud801"', 'outro'), 'external_id', 'external_id "ext-\\ud801" (another key, another body)')
+  refused(
+    t,
+    await send('"external_id":"ext-\\ud801"', 'outro'),
+    'external_id',
+    'external_id "ext-\\ud801" (another key, another body)',
+  )
   refused(t, await send('"idempotency_key":"k-\\udc00"'), 'idempotency_key', 'idempotency_key "k-\\udc00"')
   refused(t, await send('"idempotency_key":"k-\\udc01"', 'outro'), 'idempotency_key', 'idempotency_key "k-\\udc01"')
   refused(t, await send('"name":"campanha \\ud800"'), 'name', 'name with a lone surrogate')
@@ -38,7 +44,8 @@ t.test('idempotency keys with lone surrogates are refused, not collapsed into on
 t.test('an Idempotency-Key header with invalid UTF-8 bytes is refused (two keys must not become one)', async (t) => {
   const s = await startService(t, { limits: { ipPerMin: 0 } })
   const app = await s.createApp()
-  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json.id
+  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json
+    .id
   const answers = []
   for (const [key, text] of [
     [Buffer.from([0x6b, 0x2d, 0xc3, 0x28]), 'um'],
@@ -65,7 +72,11 @@ t.test('an Idempotency-Key header with invalid UTF-8 bytes is refused (two keys 
   }
   for (const a of answers) {
     t.ok(a.status === 400 || a.status === 422, `refused with 400/422 (got ${a.status} ${a.body.toString().slice(0, 100)})`)
-    t.match(a.status !== null && a.status >= 400 ? a.body.toString() : '', /Idempotency-Key/i, 'the refusal names Idempotency-Key')
+    t.match(
+      a.status !== null && a.status >= 400 ? a.body.toString() : '',
+      /Idempotency-Key/i,
+      'the refusal names Idempotency-Key',
+    )
   }
   t.equal((await s.sql<{ n: number }>('SELECT count(*)::int AS n FROM idempotency'))[0]?.n, 0, 'no idempotency record')
 })
@@ -88,8 +99,12 @@ t.test('push tokens with invalid UTF-8 are refused; two different tokens never b
 t.test('PUT external_user_id, an app nome and a webhook url with a lone surrogate are refused', async (t) => {
   const s = await startService(t, { limits: { ipPerMin: 0 } })
   const app = await s.createApp()
-  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json.id
-  const put = await s.call('PUT', `/api/v1/players/${player}`, { raw: `{"app_id":"${app.id}","external_user_id":"user-\\ud800"}`, headers: json })
+  const player = (await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })).json
+    .id
+  const put = await s.call('PUT', `/api/v1/players/${player}`, {
+    raw: `{"app_id":"${app.id}","external_user_id":"user-\\ud800"}`,
+    headers: json,
+  })
   refused(t, put, 'external_user_id', 'PUT external_user_id')
   const putBytes = await s.call('PUT', `/api/v1/players/${player}`, {
     raw: Buffer.concat([Buffer.from(`{"app_id":"${app.id}","external_user_id":"user-`), Buffer.from([0xff]), Buffer.from('"}')]),
