@@ -1,0 +1,29 @@
+// The seeded fuzz run of `npm test` (issue 10): a fixed seed, so every run sends the same cases; about 150 of them
+// across every public, app-key and operator route, with a bystander app's valid traffic alongside each. Each
+// distinct failure is reported with the command that replays it (`npm run fuzz -- --seed S --path N`).
+import t from 'tap'
+import { ROUTES } from './arbitraries'
+import { startFuzz } from './harness'
+import { fuzz, summarize } from './property'
+
+const SEED = 20261126
+const RUNS = 150
+const TIME_LIMIT_MS = 45_000
+
+t.test('hostile input hurts no one (seeded fuzz run)', async (t) => {
+  const env = await startFuzz(t)
+  const routes = new Set<string>()
+  const report = await fuzz(env, {
+    seed: SEED,
+    numRuns: RUNS,
+    timeLimitMs: TIME_LIMIT_MS,
+    onCase: (_i, r) => routes.add(r.c.route),
+  })
+  t.comment(`seed ${SEED}: ${report.cases} cases in ${(report.ms / 1000).toFixed(1)} s, ${report.failures.length} failing`)
+  t.ok(report.cases >= 50, `enough cases ran (${report.cases})`)
+  const missed = ROUTES.map((r) => r.name).filter((n) => !routes.has(n))
+  t.same(missed, [], 'every route was exercised')
+  const lines = summarize(report.failures)
+  for (const line of lines) t.fail(line, { diagnostic: false })
+  if (lines.length === 0) t.pass('no invariant broken')
+})
