@@ -10,7 +10,7 @@ export interface JsonProblem {
   motivo: string
 }
 
-const NOT_WELL_FORMED = 'contém texto que não é Unicode válido (surrogate isolado)'
+const NOT_WELL_FORMED = 'contém texto que não é Unicode válido (surrogate isolado ou bytes que não são UTF-8)'
 const NUL = 'contém o caractere U+0000, que não pode ser armazenado'
 
 function textProblem(s: string): string | null {

@@ -82,6 +82,20 @@ function decodeParam(raw: string): string {
   }
 }
 
+const REPLACEMENT = Buffer.from('\ufffd', 'utf8')
+
+/**
+ * The body as text. Bytes that are not UTF-8 must not be decoded into U+FFFD (two different values would become
+ * one): each becomes a lone surrogate instead, which no UTF-8 can produce, so the body guard refuses the field that
+ * holds it, by name (and JSON.parse refuses it anywhere else). When the body also carries a real U+FFFD the two
+ * cannot be told apart, and the whole body is refused.
+ */
+function decodeBody(raw: Buffer): string {
+  if (isUtf8(raw)) return raw.toString('utf8')
+  if (raw.includes(REPLACEMENT)) throw new ApiError('INVALID_JSON')
+  return raw.toString('utf8').replaceAll('\ufffd', '\udfff')
+}
+
 /** How a route reads its JSON body. */
 export interface JsonOptions {
   /** Top-level best-effort fields: a value that cannot be stored exactly is dropped (as if absent), not refused. */
@@ -249,10 +263,9 @@ export class Request {
   async json(o: JsonOptions = {}): Promise<Record<string, unknown>> {
     if (this.#json !== undefined) return this.#json as Record<string, unknown>
     const raw = await this.body()
-    if (!isUtf8(raw)) throw new ApiError('INVALID_JSON')
     let v: unknown
     try {
-      v = JSON.parse(raw.toString('utf8'))
+      v = JSON.parse(decodeBody(raw))
     } catch {
       throw new ApiError('INVALID_JSON')
     }

@@ -3,7 +3,7 @@ import t from 'tap'
 import { findUnstorable, guardBody, pathText } from '../../src/json-guard'
 
 t.test('lone surrogates, U+0000, non-finite numbers and deep nesting are found, with their path', async (t) => {
-  t.same(guardBody({ contents: { en: 'ok', pt: 'x\ud800' } }, 32), { campo: 'contents.pt', motivo: 'contém texto que não é Unicode válido (surrogate isolado)' })
+  t.same(guardBody({ contents: { en: 'ok', pt: 'x\ud800' } }, 32), { campo: 'contents.pt', motivo: 'contém texto que não é Unicode válido (surrogate isolado ou bytes que não são UTF-8)' })
   t.same(guardBody({ ids: ['a', 'b', 'c\udfff'] }, 32)?.campo, 'ids[2]')
   t.match(guardBody({ data: { k: 'a\u0000b' } }, 32), { campo: 'data.k', motivo: /U\+0000/ })
   t.match(guardBody({ n: Number.POSITIVE_INFINITY }, 32), { campo: 'n', motivo: /número/ })
