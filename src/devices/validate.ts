@@ -164,22 +164,25 @@ function softCount(body: Body, name: string): number | null {
   return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= INT4_MAX ? v : null
 }
 
-/** Best-effort fields: a value that cannot be stored exactly is dropped at the door (absent), never refused. */
-export const PROFILE_FIELDS: ReadonlySet<string> = new Set([
+/** The best-effort profile fields a later registration keeps from an earlier one when it omits them
+ *  (`sessoes` apart: the highest value seen is kept). */
+export const PROFILE_KEYS = [
   'device_os',
   'fabricante',
-  'pais',
   'sdk_versao',
   'timezone_id',
+  'pais',
   'net_type',
   'carrier',
   'standby_bucket',
   'instalacao_id',
   'rooted',
   'bateria_irrestrita',
-  'sessoes',
   'notif_permissoes',
-])
+] as const
+
+/** Best-effort fields: a value that cannot be stored exactly is dropped at the door (absent), never refused. */
+export const PROFILE_FIELDS: ReadonlySet<string> = new Set([...PROFILE_KEYS, 'sessoes'])
 
 /** POST /api/v1/players. */
 export function parseRegistration(body: Body): RegistrationRow {

@@ -9,7 +9,7 @@ import { type Db, isRetryable, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../errors'
 import type { Clock } from '../time'
 import { boundDevices, lockAll, lockKey, retireInstallTokens, rowKey, type UpsertRow, upsertBatch } from './store'
-import type { RegistrationRow } from './validate'
+import { PROFILE_KEYS, type RegistrationRow } from './validate'
 
 export interface WriterOptions {
   /** Rows per statement (STACK.md: ~500 rows a statement is the measured sweet spot). */
@@ -31,20 +31,6 @@ interface Group {
 /** What each request of a batch gets: its player_id, or the error for it alone. */
 type Results = Array<string | Error>
 
-const PROFILE_KEYS = [
-  'device_os',
-  'fabricante',
-  'sdk_versao',
-  'timezone_id',
-  'pais',
-  'net_type',
-  'carrier',
-  'standby_bucket',
-  'instalacao_id',
-  'rooted',
-  'bateria_irrestrita',
-  'notif_permissoes',
-] as const
 
 /**
  * Two registrations of one token in one batch become one row, as if applied in order: identity fields from the
