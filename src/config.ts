@@ -71,6 +71,15 @@ export interface Limits {
   readonly readsPerSec: number
   /** A free-plan MAU measurement older than this is ignored: the send is allowed (PM_MAU_MAX_AGE_S). */
   readonly mauMaxAgeMs: number
+  /** spec §Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
+  readonly inappPackageMax: number
+  readonly inappValidityS: number
+  readonly inappEventsBatchMax: number
+  readonly inappEventPastMs: number
+  readonly inappEventFutureMs: number
+  /** In-app events group commit (src/inapp/events-writer.ts): events per statement, statements in flight. */
+  readonly inappEventWriters: number
+  readonly inappEventBatchMax: number
 }
 
 export interface Jobs {
@@ -186,6 +195,13 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   pgPool: 32,
   readsPerSec: 1_000,
   mauMaxAgeMs: 24 * 3600_000,
+  inappPackageMax: 20,
+  inappValidityS: 86_400,
+  inappEventsBatchMax: 50,
+  inappEventPastMs: 7 * 86_400_000,
+  inappEventFutureMs: 5 * 60_000,
+  inappEventWriters: 4,
+  inappEventBatchMax: 1_000,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'

@@ -18,6 +18,9 @@ import { IpLimiter } from './http/ip-limit'
 import { constantJson } from './http/reply'
 import { DeliveryModule } from './delivery/module'
 import { HttpServer } from './http/server'
+import { inappDeviceRoutes } from './inapp/device-routes'
+import { InappModule } from './inapp/module'
+import { inappRoutes } from './inapp/routes'
 import { SendsModule } from './sends/module'
 import { sendRoutes } from './sends/routes'
 import { ReceiptsModule } from './receipts/module'
@@ -67,6 +70,8 @@ export interface Deps {
   sends: SendsModule
   /** Receipt keys (opened once) and the receipts' group-commit writer. */
   receipts: ReceiptsModule
+  /** In-app campaigns (service usable without HTTP), package cache, event writers. */
+  inapp: InappModule
 }
 
 export class Service {
@@ -104,9 +109,12 @@ export class Service {
       devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
       sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
       receipts: new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters }),
+      inapp: undefined as unknown as InappModule,
     }
+    deps.inapp = new InappModule({ cfg, db, redis, keys, clock, log, dir, receiptKeys: deps.receipts.keys })
     const svc = new Service(deps)
     try {
+      await deps.inapp.start()
       const proxies = new ProxyTrust(cfg.trustProxy)
       if (roles.has('api')) {
         svc.api = new HttpServer('api', log, proxies)
@@ -151,6 +159,8 @@ export class Service {
     receiptRoutes(r, d)
     sendRoutes(r, { ...d, sends: d.sends.service, readQuota: d.sends.readQuota })
     confirmationRoutes(r, d)
+    inappRoutes(r, { ...d, campaigns: d.inapp.campaigns })
+    inappDeviceRoutes(r, { ...d, ...d.inapp, keys: d.inapp.proofKeys })
     r.fallback()
   }
 
@@ -164,6 +174,7 @@ export class Service {
     await this.deps.devices.stop()
     await this.deps.sends.stop()
     await this.deps.receipts.stop()
+    await this.deps.inapp.stop()
     await this.deps.dir.stop()
     this.deps.redis.disconnect()
     await this.deps.db.end()
