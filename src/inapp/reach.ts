@@ -4,7 +4,7 @@
 import { type Db, query } from '../db/pool'
 import type { CampaignDef } from './validate'
 
-/** The audience predicate of each `alvo_tipo` over `devices d` ($2 = the list for the list types). */
+/** The audience predicate of each `alvo_tipo` over `devices d` ($3 = the list, for the list types only). */
 export function audienceSql(tipo: string): string {
   switch (tipo) {
     case 'bloqueados':
@@ -14,9 +14,9 @@ export function audienceSql(tipo: string): string {
     case 'desinscritos':
       return '(d.invalid_identifier OR d.notification_types = -2)'
     case 'external_ids':
-      return 'NOT d.invalid_identifier AND d.external_user_id = ANY($2::text[])'
+      return 'NOT d.invalid_identifier AND d.external_user_id = ANY($3::text[])'
     case 'player_ids':
-      return 'NOT d.invalid_identifier AND d.id = ANY($2::uuid[])'
+      return 'NOT d.invalid_identifier AND d.id = ANY($3::uuid[])'
     default:
       return 'NOT d.invalid_identifier'
   }
@@ -37,10 +37,10 @@ export async function countReach(db: Db, appId: string, def: Pick<CampaignDef, '
        SELECT (regexp_match(d.sdk_versao, '^v?(\\d{1,4})\\.(\\d{1,3})(?:[.+-]|$)'))::int[] AS v
        FROM devices d WHERE d.app_id = $1 AND ${audienceSql(def.alvo_tipo)})
      SELECT count(*) AS total,
-            count(*) FILTER (WHERE v IS NOT NULL AND v[1] * 1000 + v[2] >= $3) AS capaz,
+            count(*) FILTER (WHERE v IS NOT NULL AND v[1] * 1000 + v[2] >= $2) AS capaz,
             count(*) FILTER (WHERE v IS NULL) AS sem
      FROM a`,
-    [appId, def.alvo, level],
+    def.alvo_tipo === 'external_ids' || def.alvo_tipo === 'player_ids' ? [appId, level, def.alvo] : [appId, level],
   )
   const row = r.rows[0] as { total: string; capaz: string; sem: string }
   const total = Number(row.total)
