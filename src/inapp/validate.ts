@@ -65,7 +65,7 @@ function trigger(p: Problems, v: unknown): Obj {
   if (v.tipo === undefined) {
     const params = Object.keys(v).filter((k) => k !== 'atraso_ms')
     if (params.length > 0) p.add('gatilho.tipo', `é obrigatório quando há parâmetros (${params.join(', ')}); só atraso_ms pode vir sozinho`)
-    tipo = 'ao_abrir'
+    tipo = params.length > 0 ? undefined : 'ao_abrir'
   } else {
     tipo = p.oneOf('gatilho.tipo', v.tipo, TRIGGERS)
   }
