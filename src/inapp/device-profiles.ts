@@ -68,7 +68,13 @@ export class DeviceProfiles {
     this.#failures = new Map()
     for (const [appId, ids] of pending) {
       const at = this.clock()
-      query<{ id: string; external_user_id: string | null; notif_permissoes: number | null; invalid_identifier: boolean; notification_types: number }>(
+      query<{
+        id: string
+        external_user_id: string | null
+        notif_permissoes: number | null
+        invalid_identifier: boolean
+        notification_types: number
+      }>(
         this.db,
         'SELECT id, external_user_id, notif_permissoes, invalid_identifier, notification_types FROM devices WHERE app_id = $1 AND id = ANY($2::uuid[])',
         [appId, [...ids.keys()]],

@@ -70,7 +70,12 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
   const lim = d.cfg.limits
   const EMPTY: Profile = { externalUserId: null, perm: null, invalid: true, unsubscribed: false }
 
-  function answer(pack: AppPack | null, q: PendingQuery, profile: Profile | null, key: Buffer | undefined): Reply | Promise<Reply> {
+  function answer(
+    pack: AppPack | null,
+    q: PendingQuery,
+    profile: Profile | null,
+    key: Buffer | undefined,
+  ): Reply | Promise<Reply> {
     if (pack === null) throw new ApiError('APP_ID_UNKNOWN')
     if (pack.paused) throw new ApiError('APP_PAUSED')
     if (!pack.ativo) throw new ApiError('INAPP_CHANNEL_OFF')
@@ -118,7 +123,11 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
 
   r.post('/api/v1/inapp/eventos', { ...pub, bodyLimit: lim.deviceBodyBytes }, async (req) => {
     const now = d.clock()
-    const input = parseEvents(await req.json(), now, { batchMax: lim.inappEventsBatchMax, pastMs: lim.inappEventPastMs, futureMs: lim.inappEventFutureMs })
+    const input = parseEvents(await req.json(), now, {
+      batchMax: lim.inappEventsBatchMax,
+      pastMs: lim.inappEventPastMs,
+      futureMs: lim.inappEventFutureMs,
+    })
     const app = await d.dir.app(input.appId)
     if (!app) throw new ApiError('APP_ID_UNKNOWN')
     if (app.paused) throw new ApiError('APP_PAUSED')
@@ -126,7 +135,14 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const maxAge = lim.inappEventPastMs + lim.inappValidityS * 1000
     const verdicts: Array<Verdict | Promise<Verdict>> = input.items.map((it) => {
       if (!key || !verifyInappProof(key, it.campaignId, input.playerId, it.prova, now, maxAge)) return 'prova_invalida'
-      const job: EventJob = { appId: app.id, campaignId: it.campaignId, deviceId: input.playerId, evento: it.evento, n: it.n, emMs: it.emMs }
+      const job: EventJob = {
+        appId: app.id,
+        campaignId: it.campaignId,
+        deviceId: input.playerId,
+        evento: it.evento,
+        n: it.n,
+        emMs: it.emMs,
+      }
       return d.events.submit(job)
     })
     if (verdicts.every((v) => v === 'prova_invalida')) throw new ApiError('INAPP_PROOF_INVALID')

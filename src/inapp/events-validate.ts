@@ -27,7 +27,8 @@ export function parseEvents(
   nowMs: number,
   o: { batchMax: number; pastMs: number; futureMs: number },
 ): EventsInput {
-  for (const k of Object.keys(body)) if (!['app_id', 'player_id', 'eventos'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
+  for (const k of Object.keys(body))
+    if (!['app_id', 'player_id', 'eventos'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
   if (!isUuid(body.app_id)) throw fieldError('app_id', 'é obrigatório, um UUID')
   if (!isUuid(body.player_id)) throw fieldError('player_id', 'é obrigatório, um UUID')
   const list = body.eventos
@@ -47,14 +48,16 @@ export function parseEvents(
       throw fieldError(at('evento'), 'deve ser impressao, clique ou fechou')
     }
     const n = v.ocorrencia_n
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 500) throw fieldError(at('ocorrencia_n'), 'deve ser um inteiro de 1 a 500')
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 500)
+      throw fieldError(at('ocorrencia_n'), 'deve ser um inteiro de 1 a 500')
     const em = parseRfc3339(v.em)
     if (em === null) throw fieldError(at('em'), 'é obrigatório, em RFC 3339 com fuso')
     return { campaignId: v.campanha_id.toLowerCase(), prova, evento: v.evento as EventName, n, emMs: em }
   })
   // Every item is well-formed; only then the window (a 422: the value is readable but not acceptable).
   items.forEach((it, i) => {
-    if (it.emMs < nowMs - o.pastMs || it.emMs > nowMs + o.futureMs) throw new ApiError('INAPP_EVENT_TIME_OUTSIDE', { campo: `eventos[${i}].em` })
+    if (it.emMs < nowMs - o.pastMs || it.emMs > nowMs + o.futureMs)
+      throw new ApiError('INAPP_EVENT_TIME_OUTSIDE', { campo: `eventos[${i}].em` })
   })
   return { appId: body.app_id.toLowerCase(), playerId: body.player_id.toLowerCase(), items }
 }

@@ -165,7 +165,13 @@ export class PackageCache {
     const h = createHash('sha256').update(`${a.paused}|${a.inapp_ativo}|${a.inapp_cap_horas}`)
     for (const r of rows) h.update(`|${r.id}:${r.atualizado_em.getTime()}`)
     this.log.debug({ app_id: appId, campaigns: campaigns.length }, 'in-app package cache loaded')
-    return { paused: a.paused, ativo: a.inapp_ativo, capH: a.inapp_cap_horas, campaigns, digest: h.digest('base64url').slice(0, 16) }
+    return {
+      paused: a.paused,
+      ativo: a.inapp_ativo,
+      capH: a.inapp_cap_horas,
+      campaigns,
+      digest: h.digest('base64url').slice(0, 16),
+    }
   }
 }
 
@@ -191,7 +197,14 @@ function inAudience(c: PackCampaign, deviceId: string, p: Profile): boolean {
  * The campaigns of a device's package: active, in its audience, not ended, within its capability (`level`: the
  * `schema` it reported; a future `inicia_em` is sent ahead only to 0.6+, which schedule it), at most `max`.
  */
-export function selectFor(pack: AppPack, deviceId: string, p: Profile, level: number | null, nowMs: number, max: number): PackCampaign[] {
+export function selectFor(
+  pack: AppPack,
+  deviceId: string,
+  p: Profile,
+  level: number | null,
+  nowMs: number,
+  max: number,
+): PackCampaign[] {
   const out: PackCampaign[] = []
   if (level === null) return out
   for (const c of pack.campaigns) {

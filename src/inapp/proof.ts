@@ -13,7 +13,11 @@ export function epochOf(nowMs: number): number {
 }
 
 function mac(key: Buffer, campaignId: string, deviceId: string, epochS: number): string {
-  return createHmac('sha256', key).update(`inapp:${campaignId}:${deviceId}:${epochS}`).digest().subarray(0, 18).toString('base64url')
+  return createHmac('sha256', key)
+    .update(`inapp:${campaignId}:${deviceId}:${epochS}`)
+    .digest()
+    .subarray(0, 18)
+    .toString('base64url')
 }
 
 export function inappProof(key: Buffer, campaignId: string, deviceId: string, epochS: number): string {
@@ -21,7 +25,14 @@ export function inappProof(key: Buffer, campaignId: string, deviceId: string, ep
 }
 
 /** True when `presented` is this device's proof for this campaign from a package made in (now - maxAgeMs, now]. */
-export function verifyInappProof(key: Buffer, campaignId: string, deviceId: string, presented: string, nowMs: number, maxAgeMs: number): boolean {
+export function verifyInappProof(
+  key: Buffer,
+  campaignId: string,
+  deviceId: string,
+  presented: string,
+  nowMs: number,
+  maxAgeMs: number,
+): boolean {
   const dot = presented.indexOf('.')
   if (dot < 1 || dot > 10) return false
   const epochS = Number.parseInt(presented.slice(0, dot), 36)

@@ -30,7 +30,12 @@ export interface Reach {
 }
 
 /** Counts the audience, the capable part (`level` as major*1000+minor) and the devices reporting no version. */
-export async function countReach(db: Db, appId: string, def: Pick<CampaignDef, 'alvo_tipo' | 'alvo'>, level: number): Promise<Reach> {
+export async function countReach(
+  db: Db,
+  appId: string,
+  def: Pick<CampaignDef, 'alvo_tipo' | 'alvo'>,
+  level: number,
+): Promise<Reach> {
   const r = await query<{ total: string; capaz: string; sem: string }>(
     db,
     `WITH a AS (

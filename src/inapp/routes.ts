@@ -35,7 +35,8 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
     const key = await d.auth.appKey(req)
     const body = await req.json()
     const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
-    for (const k of Object.keys(body)) if (!['app_id', 'inapp_ativo', 'inapp_cap_horas'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
+    for (const k of Object.keys(body))
+      if (!['app_id', 'inapp_ativo', 'inapp_cap_horas'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
     const ativo = body.inapp_ativo
     if (ativo !== undefined && typeof ativo !== 'boolean') throw fieldError('inapp_ativo', 'deve ser booleano (true ou false)')
     const cap = body.inapp_cap_horas
@@ -62,7 +63,8 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
       limit = Math.min(Number(rawLimit), LIST_MAX)
     }
     const estado = q.get('estado')
-    if (estado !== null && !(ESTADOS as readonly string[]).includes(estado)) throw fieldError('estado', `deve ser um de: ${ESTADOS.join(', ')}`)
+    if (estado !== null && !(ESTADOS as readonly string[]).includes(estado))
+      throw fieldError('estado', `deve ser um de: ${ESTADOS.join(', ')}`)
     const cursor = q.get('cursor')
     if (cursor !== null && !/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw fieldError('cursor', 'não é um cursor desta lista')
     return ok(await d.campaigns.list(app.id, { limit, estado: estado as Estado | null, cursor: cursor || null }))

@@ -68,7 +68,10 @@ export class ServedWriter {
              FROM (SELECT app_id, campanha_id, count(*) AS n FROM ins GROUP BY 1, 2) x
              WHERE c.app_id = x.app_id AND c.id = x.campanha_id RETURNING x.n)
            SELECT coalesce(sum(n), 0) AS n FROM upd`,
-          [JSON.stringify(rows.map((j) => ({ app_id: j.appId, campanha_id: j.campaignId, device_id: j.deviceId }))), new Date(this.clock())],
+          [
+            JSON.stringify(rows.map((j) => ({ app_id: j.appId, campanha_id: j.campaignId, device_id: j.deviceId }))),
+            new Date(this.clock()),
+          ],
         )
         this.stats.rows += Number(r.rows[0]?.n ?? 0)
         return jobs.map(() => true)

@@ -49,7 +49,12 @@ export function campaignShape(r: CampaignRow, nowMs: number): CampaignShape {
     estado: r.estado,
     ...r.definicao,
     schema_min: schemaText(schemaMin(r.definicao, nowMs)),
-    contadores: { servidos: Number(r.servidos), impressoes: Number(r.impressoes), cliques: Number(r.cliques), fechados: Number(r.fechados) },
+    contadores: {
+      servidos: Number(r.servidos),
+      impressoes: Number(r.impressoes),
+      cliques: Number(r.cliques),
+      fechados: Number(r.fechados),
+    },
     origem_id: r.origem_id,
     criado_em: isoWithOffset(r.criado_em),
     atualizado_em: isoWithOffset(r.atualizado_em),
@@ -73,7 +78,11 @@ export class CampaignService {
     private readonly onConfig: (appId: string) => Promise<void> = onChange,
   ) {}
 
-  async setConfig(appId: string, ativo: boolean | undefined, capHoras: number | undefined): Promise<{ inapp_ativo: boolean; inapp_cap_horas: number }> {
+  async setConfig(
+    appId: string,
+    ativo: boolean | undefined,
+    capHoras: number | undefined,
+  ): Promise<{ inapp_ativo: boolean; inapp_cap_horas: number }> {
     const out = await updateConfig(this.db, appId, ativo, capHoras)
     await this.onConfig(appId)
     return out
@@ -82,7 +91,14 @@ export class CampaignService {
   /** Validates (422 listing every problem) and stores a draft: creating never publishes. */
   async create(appId: string, body: Record<string, unknown>): Promise<CampaignShape> {
     const v = parseCampaign(body)
-    const row = await insertCampaign(this.db, { appId, id: randomUUID(), def: v.def, usaConfigNotif: v.usaConfigNotif, origemId: null, now: new Date(this.clock()) })
+    const row = await insertCampaign(this.db, {
+      appId,
+      id: randomUUID(),
+      def: v.def,
+      usaConfigNotif: v.usaConfigNotif,
+      origemId: null,
+      now: new Date(this.clock()),
+    })
     return campaignShape(row, this.clock())
   }
 
@@ -152,7 +168,10 @@ export class CampaignService {
     await this.onChange(appId)
   }
 
-  async reach(appId: string, id: string): Promise<Reach & { campanha_id: string; alvo_tipo: string; schema_min_efetivo: string }> {
+  async reach(
+    appId: string,
+    id: string,
+  ): Promise<Reach & { campanha_id: string; alvo_tipo: string; schema_min_efetivo: string }> {
     const row = await this.#row(appId, id)
     const level = schemaMin(row.definicao, this.clock())
     const r = await countReach(this.db, appId, row.definicao, level)
@@ -193,6 +212,7 @@ function encodeCursor(r: CampaignRow): string {
 export function decodeCursor(c: string): { at: Date; id: string } {
   const [at, id] = Buffer.from(c, 'base64url').toString('utf8').split('|')
   const ms = Date.parse(at ?? '')
-  if (!id || !/^[0-9a-f-]{36}$/.test(id) || Number.isNaN(ms)) throw new ApiError('INVALID_FIELD', { campo: 'cursor', motivo: 'não é um cursor desta lista' })
+  if (!id || !/^[0-9a-f-]{36}$/.test(id) || Number.isNaN(ms))
+    throw new ApiError('INVALID_FIELD', { campo: 'cursor', motivo: 'não é um cursor desta lista' })
   return { at: new Date(ms), id }
 }

@@ -43,16 +43,28 @@ export async function insertCampaign(db: Db, c: NewCampaign): Promise<CampaignRo
     `INSERT INTO inapp_campaigns (app_id, id, estado, nome, alvo_tipo, definicao, prioridade, cap_total, usa_config_notif,
        origem_id, criado_em, atualizado_em)
      VALUES ($1, $2, 'rascunho', $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING ${COLS}`,
-    [c.appId, c.id, c.def.nome, c.def.alvo_tipo, JSON.stringify(c.def), c.def.regras.prioridade, c.def.regras.cap_total, c.usaConfigNotif, c.origemId, c.now],
+    [
+      c.appId,
+      c.id,
+      c.def.nome,
+      c.def.alvo_tipo,
+      JSON.stringify(c.def),
+      c.def.regras.prioridade,
+      c.def.regras.cap_total,
+      c.usaConfigNotif,
+      c.origemId,
+      c.now,
+    ],
   )
   return r.rows[0] as CampaignRow
 }
 
 export async function findCampaign(db: Db | Tx, appId: string, id: string, forUpdate = false): Promise<CampaignRow | null> {
-  const r = await query<CampaignRow>(db, `SELECT ${COLS} FROM inapp_campaigns WHERE app_id = $1 AND id = $2 ${forUpdate ? 'FOR UPDATE' : ''}`, [
-    appId,
-    id,
-  ])
+  const r = await query<CampaignRow>(
+    db,
+    `SELECT ${COLS} FROM inapp_campaigns WHERE app_id = $1 AND id = $2 ${forUpdate ? 'FOR UPDATE' : ''}`,
+    [appId, id],
+  )
   return r.rows[0] ?? null
 }
 
@@ -73,7 +85,17 @@ export async function editCampaign(
       `UPDATE inapp_campaigns SET nome = $3, alvo_tipo = $4, definicao = $5, prioridade = $6, cap_total = $7,
          usa_config_notif = $8, atualizado_em = $9
        WHERE app_id = $1 AND id = $2 RETURNING ${COLS}`,
-      [appId, id, v.def.nome, v.def.alvo_tipo, JSON.stringify(v.def), v.def.regras.prioridade, v.def.regras.cap_total, v.usaConfigNotif, now],
+      [
+        appId,
+        id,
+        v.def.nome,
+        v.def.alvo_tipo,
+        JSON.stringify(v.def),
+        v.def.regras.prioridade,
+        v.def.regras.cap_total,
+        v.usaConfigNotif,
+        now,
+      ],
     )
     return r.rows[0] as CampaignRow
   })
@@ -101,7 +123,12 @@ export async function transition(
 }
 
 /** Deletes the campaign and its whole trail in one transaction; `allowActive` false refuses an active one. */
-export async function deleteCampaign(db: Db, appId: string, id: string, allowActive: boolean): Promise<'deleted' | 'active' | 'missing'> {
+export async function deleteCampaign(
+  db: Db,
+  appId: string,
+  id: string,
+  allowActive: boolean,
+): Promise<'deleted' | 'active' | 'missing'> {
   return tx(db, async (c) => {
     const row = await findCampaign(c, appId, id, true)
     if (!row) return 'missing'
@@ -137,7 +164,12 @@ export async function activeCampaigns(db: Db, appId: string): Promise<CampaignRo
   return r.rows
 }
 
-export async function updateConfig(db: Db, appId: string, ativo: boolean | undefined, cap: number | undefined): Promise<{ inapp_ativo: boolean; inapp_cap_horas: number }> {
+export async function updateConfig(
+  db: Db,
+  appId: string,
+  ativo: boolean | undefined,
+  cap: number | undefined,
+): Promise<{ inapp_ativo: boolean; inapp_cap_horas: number }> {
   const r = await query<{ inapp_ativo: boolean; inapp_cap_horas: number }>(
     db,
     `UPDATE apps SET inapp_ativo = coalesce($2, inapp_ativo), inapp_cap_horas = coalesce($3, inapp_cap_horas)

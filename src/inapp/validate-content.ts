@@ -185,7 +185,19 @@ export function checkStyle(p: Problems, v: unknown, facts: ContentFacts): { hide
     p.add('estilo', 'deve ser um objeto')
     return { hidesClose: false }
   }
-  p.known('estilo', v, ['fundo', 'texto', 'botao_fundo', 'botao_texto', 'raio', 'escurecer', 'padding_px', 'imagem_sangra', 'fundo_imagem', 'acao_card', 'fechar'])
+  p.known('estilo', v, [
+    'fundo',
+    'texto',
+    'botao_fundo',
+    'botao_texto',
+    'raio',
+    'escurecer',
+    'padding_px',
+    'imagem_sangra',
+    'fundo_imagem',
+    'acao_card',
+    'fechar',
+  ])
   for (const c of ['fundo', 'texto', 'botao_fundo', 'botao_texto']) if (v[c] !== undefined) p.color(join('estilo', c), v[c])
   if (v.raio !== undefined) p.int('estilo.raio', v.raio, 0, 32)
   if (v.escurecer !== undefined) p.num('estilo.escurecer', v.escurecer, 0, 1)

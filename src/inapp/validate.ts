@@ -10,7 +10,18 @@ export const FORMATS = ['modal', 'banner_top', 'banner_bottom', 'fullscreen'] as
 export const AUDIENCES = ['todos', 'bloqueados', 'nunca_pediu', 'desinscritos', 'external_ids', 'player_ids'] as const
 export const TRIGGERS = ['ao_abrir', 'evento', 'sessao_duracao', 'inatividade'] as const
 const COMPARATORS = ['igual', 'diferente', 'maior', 'menor', 'existe', 'nao_existe'] as const
-const TOP = ['nome', 'formato', 'alvo_tipo', 'alvo', 'conteudo', 'estilo', 'gatilho', 'regras', 'inicia_em', 'termina_em'] as const
+const TOP = [
+  'nome',
+  'formato',
+  'alvo_tipo',
+  'alvo',
+  'conteudo',
+  'estilo',
+  'gatilho',
+  'regras',
+  'inicia_em',
+  'termina_em',
+] as const
 const TRIGGER_PARAMS: Record<string, readonly string[]> = {
   ao_abrir: [],
   evento: ['chave', 'comparador', 'valor'],
@@ -64,7 +75,8 @@ function trigger(p: Problems, v: unknown): Obj {
   let tipo: string | undefined
   if (v.tipo === undefined) {
     const params = Object.keys(v).filter((k) => k !== 'atraso_ms')
-    if (params.length > 0) p.add('gatilho.tipo', `é obrigatório quando há parâmetros (${params.join(', ')}); só atraso_ms pode vir sozinho`)
+    if (params.length > 0)
+      p.add('gatilho.tipo', `é obrigatório quando há parâmetros (${params.join(', ')}); só atraso_ms pode vir sozinho`)
     tipo = params.length > 0 ? undefined : 'ao_abrir'
   } else {
     tipo = p.oneOf('gatilho.tipo', v.tipo, TRIGGERS)
@@ -74,7 +86,8 @@ function trigger(p: Problems, v: unknown): Obj {
   if (!tipo) return out
   const allowed = TRIGGER_PARAMS[tipo] as readonly string[]
   for (const k of Object.keys(v)) {
-    if (k !== 'tipo' && k !== 'atraso_ms' && !allowed.includes(k)) p.add(join('gatilho', k), `não pertence ao gatilho do tipo ${tipo}`)
+    if (k !== 'tipo' && k !== 'atraso_ms' && !allowed.includes(k))
+      p.add(join('gatilho', k), `não pertence ao gatilho do tipo ${tipo}`)
   }
   if (tipo === 'sessao_duracao') out.segundos = p.int('gatilho.segundos', v.segundos, 1, 86_400)
   if (tipo === 'inatividade') out.horas = p.int('gatilho.horas', v.horas, 1, 8_760)

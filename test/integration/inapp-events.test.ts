@@ -13,7 +13,13 @@ async function served(w: InappWorld, body: Record<string, unknown> = {}): Promis
   return { id, dev, prova: m.prova }
 }
 
-const ev = (id: string, prova: string, evento: string, n = 1, em = nowIso()) => ({ campanha_id: id, prova, evento, ocorrencia_n: n, em })
+const ev = (id: string, prova: string, evento: string, n = 1, em = nowIso()) => ({
+  campanha_id: id,
+  prova,
+  evento,
+  ocorrencia_n: n,
+  em,
+})
 
 t.test('verdicts: aceito, duplicado, acima_do_cap, prova_invalida, positional inside a 200; funnel counters', async (t) => {
   const w = await inappWorld(t)
@@ -28,14 +34,30 @@ t.test('verdicts: aceito, duplicado, acima_do_cap, prova_invalida, positional in
     ev(randomUUID(), prova, 'impressao', 1),
   ])
   t.equal(r.status, 200)
-  t.same(r.json, { ok: true, resultados: ['aceito', 'duplicado', 'acima_do_cap', 'prova_invalida', 'aceito', 'aceito', 'prova_invalida'] })
+  t.same(r.json, {
+    ok: true,
+    resultados: ['aceito', 'duplicado', 'acima_do_cap', 'prova_invalida', 'aceito', 'aceito', 'prova_invalida'],
+  })
   const again = await w.events(dev, [ev(id, prova, 'impressao', 1), ev(id, prova, 'impressao', 2)])
   t.same(again.json.resultados, ['duplicado', 'aceito'], 'a retry is a duplicate; another occurrence counts')
   await w.s.svc.deps.inapp.served.stop()
   const f = await w.get(`/${id}/funil`)
-  t.same(f.json, { campanha_id: id, nome: 'Campanha sem nome', estado: 'ativa', servidos: 1, impressoes: 2, cliques: 1, fechados: 1, alcance_estimado: 1 })
+  t.same(f.json, {
+    campanha_id: id,
+    nome: 'Campanha sem nome',
+    estado: 'ativa',
+    servidos: 1,
+    impressoes: 2,
+    cliques: 1,
+    fechados: 1,
+    alcance_estimado: 1,
+  })
   const unlimited = await served(w, { regras: { cap_total: 0 } })
-  t.same((await w.events(unlimited.dev, [ev(unlimited.id, unlimited.prova, 'impressao', 500)])).json.resultados, ['aceito'], 'cap_total 0: unlimited')
+  t.same(
+    (await w.events(unlimited.dev, [ev(unlimited.id, unlimited.prova, 'impressao', 500)])).json.resultados,
+    ['aceito'],
+    'cap_total 0: unlimited',
+  )
 })
 
 t.test("403 when every proof is invalid: another device's proof, a made-up proof, a deleted campaign", async (t) => {
@@ -74,7 +96,12 @@ t.test('a malformed item fails the whole request: 400 naming it; the em window i
     ['prova over 64', { ...base, eventos: [{ ...good, prova: 'a'.repeat(65) }] }, 400, 'eventos[0].prova'],
     ['prova with a lone surrogate', { ...base, eventos: [{ ...good, prova: `${prova}\ud800` }] }, 400, 'eventos[0].prova'],
     ['unknown item field', { ...base, eventos: [{ ...good, x: 1 }] }, 400, 'eventos[0].x'],
-    ['em 8 days ago', { ...base, eventos: [good, { ...good, ocorrencia_n: 2, em: nowIso(-8 * 86_400_000) }] }, 422, 'eventos[1].em'],
+    [
+      'em 8 days ago',
+      { ...base, eventos: [good, { ...good, ocorrencia_n: 2, em: nowIso(-8 * 86_400_000) }] },
+      422,
+      'eventos[1].em',
+    ],
     ['em 6 minutes ahead', { ...base, eventos: [{ ...good, em: nowIso(6 * 60_000) }] }, 422, 'eventos[0].em'],
   ]
   for (const [name, body, status, campo] of cases) {
@@ -82,10 +109,19 @@ t.test('a malformed item fails the whole request: 400 naming it; the em window i
     t.equal(r.status, status, name)
     t.equal(r.json?.explain?.campo, campo, `${name}: names ${campo}`)
   }
-  t.equal((await post({ ...base, eventos: [{ ...good, em: nowIso(4 * 60_000) }] })).json.resultados[0], 'aceito', '4 minutes ahead is inside')
-  const raw = await w.s.call('POST', '/api/v1/inapp/eventos', { raw: '{"eventos":[', headers: { 'content-type': 'application/json' } })
+  t.equal(
+    (await post({ ...base, eventos: [{ ...good, em: nowIso(4 * 60_000) }] })).json.resultados[0],
+    'aceito',
+    '4 minutes ahead is inside',
+  )
+  const raw = await w.s.call('POST', '/api/v1/inapp/eventos', {
+    raw: '{"eventos":[',
+    headers: { 'content-type': 'application/json' },
+  })
   t.equal(raw.status, 400)
-  const big = await w.s.call('POST', '/api/v1/inapp/eventos', { raw: JSON.stringify({ ...base, eventos: [good], pad: 'x'.repeat(17_000) }) })
+  const big = await w.s.call('POST', '/api/v1/inapp/eventos', {
+    raw: JSON.stringify({ ...base, eventos: [good], pad: 'x'.repeat(17_000) }),
+  })
   t.equal(big.status, 413)
   const unknownApp = await post({ ...base, app_id: randomUUID(), eventos: [good] })
   t.equal(unknownApp.status, 400)
@@ -98,7 +134,8 @@ t.test('concurrent duplicates count once: same batch, many requests, two instanc
   const b = await startService(t, { shareWith: w.s, limits: { ipPerMin: 0 } })
   const { id, dev, prova } = await served(w, { regras: { cap_total: 0 } })
   const item = (n: number, e = 'impressao') => ev(id, prova, e, n)
-  const onB = (eventos: unknown[]) => b.call('POST', '/api/v1/inapp/eventos', { body: { app_id: w.app.id, player_id: dev, eventos } })
+  const onB = (eventos: unknown[]) =>
+    b.call('POST', '/api/v1/inapp/eventos', { body: { app_id: w.app.id, player_id: dev, eventos } })
   const reqs = []
   for (let i = 0; i < 20; i++) {
     const batch = [item(1), item(1), item(2), item(3, 'clique'), item((i % 5) + 10, 'fechou')]
@@ -119,7 +156,11 @@ t.test('proofs expire: a package older than 7 days + 24 h proves nothing', async
   const w = await inappWorld(t, { clock })
   const { id, dev, prova } = await served(w)
   clock.advance(7 * 86_400_000)
-  t.same((await w.events(dev, [ev(id, prova, 'impressao', 1, new Date(clock.ms).toISOString())])).json.resultados, ['aceito'], 'within 8 days')
+  t.same(
+    (await w.events(dev, [ev(id, prova, 'impressao', 1, new Date(clock.ms).toISOString())])).json.resultados,
+    ['aceito'],
+    'within 8 days',
+  )
   clock.advance(86_400_000 + 6 * 3600_000)
   const late = await w.events(dev, [ev(id, prova, 'clique', 1, new Date(clock.ms).toISOString())])
   t.equal(late.status, 403)

@@ -19,7 +19,12 @@ t.test('the package: shape, rules and proof per item, ETag and 304, cap_global_h
   t.equal(r.json.etag, r.headers.get('etag'))
   t.equal(r.json.messages.length, 1)
   const m = r.json.messages[0]
-  t.match(m, { campanha_id: id, formato: 'modal', regras: { cap_total: 3, cooldown_h: 2, fechar_apos_ms: 5000, prioridade: 7 }, gatilho: { tipo: 'ao_abrir' } })
+  t.match(m, {
+    campanha_id: id,
+    formato: 'modal',
+    regras: { cap_total: 3, cooldown_h: 2, fechar_apos_ms: 5000, prioridade: 7 },
+    gatilho: { tipo: 'ao_abrir' },
+  })
   t.type(m.prova, 'string')
   t.ok(m.prova.length >= 1 && m.prova.length <= 64)
   const again = await w.pending(dev)
@@ -99,31 +104,36 @@ t.test('audiences: player_ids, external_ids, permission segments, desinscritos',
   const cn = await w.campaign({ alvo_tipo: 'nunca_pediu' })
   const cd = await w.campaign({ alvo_tipo: 'desinscritos' })
   const ct = await w.campaign({ alvo_tipo: 'todos' })
-  const got = async (dev: string) => ((await w.pending(dev)).json.messages as Array<{ campanha_id: string }>).map((m) => m.campanha_id).sort()
+  const got = async (dev: string) =>
+    ((await w.pending(dev)).json.messages as Array<{ campanha_id: string }>).map((m) => m.campanha_id).sort()
   t.same(await got(a), [ce, cb, ct].sort())
   t.same(await got(b), [cn, ct].sort())
   t.same(await got(c), [cp, ct].sort())
   t.same(await got(dead), [cd])
 })
 
-t.test('capability: schema absent serves nothing; 0.5 gets ao_abrir only; future inicia_em only to 0.6; termina_em ends it', async (t) => {
-  const clock = new FakeClock()
-  const w = await inappWorld(t, { clock })
-  const soon = new Date(clock.ms + 3600_000).toISOString()
-  const open = await w.campaign({ regras: { prioridade: 4 } })
-  const ev = await w.campaign({ regras: { prioridade: 3 }, gatilho: { tipo: 'evento', chave: 'k', comparador: 'existe' } })
-  const later = await w.campaign({ regras: { prioridade: 2 }, inicia_em: soon })
-  const ending = await w.campaign({ regras: { prioridade: 1 }, termina_em: soon })
-  const dev = await w.device()
-  const ids = async (schema: string | null) => ((await w.pending(dev, schema)).json.messages as Array<{ campanha_id: string }>).map((m) => m.campanha_id)
-  t.same(await ids(null), [], 'no version: incapable')
-  t.same(await ids('0.4'), [])
-  t.same(await ids('0.5'), [open, ending])
-  t.same(await ids('0.6.3'), [open, ev, later, ending])
-  t.same(await ids('1.0'), [open, ev, later, ending])
-  clock.advance(3600_000)
-  t.same(await ids('0.5'), [open, later], 'once inicia_em passed, 0.5 gets it; termina_em passed ends the other')
-})
+t.test(
+  'capability: schema absent serves nothing; 0.5 gets ao_abrir only; future inicia_em only to 0.6; termina_em ends it',
+  async (t) => {
+    const clock = new FakeClock()
+    const w = await inappWorld(t, { clock })
+    const soon = new Date(clock.ms + 3600_000).toISOString()
+    const open = await w.campaign({ regras: { prioridade: 4 } })
+    const ev = await w.campaign({ regras: { prioridade: 3 }, gatilho: { tipo: 'evento', chave: 'k', comparador: 'existe' } })
+    const later = await w.campaign({ regras: { prioridade: 2 }, inicia_em: soon })
+    const ending = await w.campaign({ regras: { prioridade: 1 }, termina_em: soon })
+    const dev = await w.device()
+    const ids = async (schema: string | null) =>
+      ((await w.pending(dev, schema)).json.messages as Array<{ campanha_id: string }>).map((m) => m.campanha_id)
+    t.same(await ids(null), [], 'no version: incapable')
+    t.same(await ids('0.4'), [])
+    t.same(await ids('0.5'), [open, ending])
+    t.same(await ids('0.6.3'), [open, ev, later, ending])
+    t.same(await ids('1.0'), [open, ev, later, ending])
+    clock.advance(3600_000)
+    t.same(await ids('0.5'), [open, later], 'once inicia_em passed, 0.5 gets it; termina_em passed ends the other')
+  },
+)
 
 t.test('the cache: a warm poll costs no database round trip; changes reach every instance at once', async (t) => {
   const w = await inappWorld(t)

@@ -26,13 +26,29 @@ t.test('reach: alcance = agora + precisam; sem_versao ⊆ precisam; schema_min_e
     sem_versao_reportada: 2,
   })
   const ev = await w.campaign({ gatilho: { tipo: 'sessao_duracao', segundos: 30 } }, false)
-  t.match((await w.get(`/${ev}/alcance`)).json, { schema_min_efetivo: '0.6', alcance_estimado: 6, alcancaveis_agora: 2, precisam_app_atualizado: 4, sem_versao_reportada: 2 })
+  t.match((await w.get(`/${ev}/alcance`)).json, {
+    schema_min_efetivo: '0.6',
+    alcance_estimado: 6,
+    alcancaveis_agora: 2,
+    precisam_app_atualizado: 4,
+    sem_versao_reportada: 2,
+  })
   const later = await w.campaign({ inicia_em: new Date(clock.ms + 3600_000).toISOString() }, false)
   t.match((await w.get(`/${later}/alcance`)).json, { schema_min_efetivo: '0.6', alcancaveis_agora: 2 })
   clock.advance(3600_001)
-  t.match((await w.get(`/${later}/alcance`)).json, { schema_min_efetivo: '0.5', alcancaveis_agora: 3 }, 'once its time came, 0.5 is enough')
+  t.match(
+    (await w.get(`/${later}/alcance`)).json,
+    { schema_min_efetivo: '0.5', alcancaveis_agora: 3 },
+    'once its time came, 0.5 is enough',
+  )
   const list = await w.campaign({ alvo_tipo: 'player_ids', alvo: [noVersion] }, false)
-  t.match((await w.get(`/${list}/alcance`)).json, { alvo_tipo: 'player_ids', alcance_estimado: 1, alcancaveis_agora: 0, precisam_app_atualizado: 1, sem_versao_reportada: 1 })
+  t.match((await w.get(`/${list}/alcance`)).json, {
+    alvo_tipo: 'player_ids',
+    alcance_estimado: 1,
+    alcancaveis_agora: 0,
+    precisam_app_atualizado: 1,
+    sem_versao_reportada: 1,
+  })
   const ext = await w.campaign({ alvo_tipo: 'external_ids', alvo: ['nobody'] }, false)
   t.match((await w.get(`/${ext}/alcance`)).json, { alcance_estimado: 0 })
   t.match((await w.get(`/${open}/funil`)).json, { alcance_estimado: 6, servidos: 0 })
@@ -58,15 +74,19 @@ t.test('window statistics: half-open [desde, ate), ordered by impressions; 400 f
   const q = (d: string, e: string) => w.get(`/stats?desde=${encodeURIComponent(d)}&ate=${encodeURIComponent(e)}`)
   const s = await q(at(0), at(10_000))
   t.equal(s.status, 200)
-  t.same(s.json, {
-    desde: at(0),
-    ate: at(10_000),
-    totais: { impressoes: 3, cliques: 1, reativados: 0 },
-    campanhas: [
-      { campanha_id: b, nome: 'B', estado: 'ativa', alvo_tipo: 'todos', impressoes: 2, cliques: 1, reativados: 0 },
-      { campanha_id: a, nome: 'A', estado: 'ativa', alvo_tipo: 'todos', impressoes: 1, cliques: 0, reativados: 0 },
-    ],
-  }, 'desde included, ate excluded')
+  t.same(
+    s.json,
+    {
+      desde: at(0),
+      ate: at(10_000),
+      totais: { impressoes: 3, cliques: 1, reativados: 0 },
+      campanhas: [
+        { campanha_id: b, nome: 'B', estado: 'ativa', alvo_tipo: 'todos', impressoes: 2, cliques: 1, reativados: 0 },
+        { campanha_id: a, nome: 'A', estado: 'ativa', alvo_tipo: 'todos', impressoes: 1, cliques: 0, reativados: 0 },
+      ],
+    },
+    'desde included, ate excluded',
+  )
   t.same((await q(at(10_000), at(10_001))).json.totais, { impressoes: 1, cliques: 0, reativados: 0 })
   t.same((await q(at(20_000), at(30_000))).json.campanhas, [])
   t.equal((await q('ontem', at(1))).status, 400)
@@ -74,41 +94,64 @@ t.test('window statistics: half-open [desde, ate), ordered by impressions; 400 f
   t.equal((await w.get('/stats')).status, 400)
 })
 
-t.test('reativados: a device turning permission on stamps its last-7-days occasions on open_notification_settings campaigns, once', async (t) => {
-  const w = await inappWorld(t)
-  const ask = await w.campaign({
-    nome: 'Ative',
-    alvo_tipo: 'bloqueados',
-    conteudo: { pt: { titulo: 'Ative as notificações', botao: { texto: 'Ativar', acao: { tipo: 'open_notification_settings' } } } },
-  })
-  const plain = await w.campaign({ nome: 'Plain', alvo_tipo: 'bloqueados' })
-  const ident = `tok-${Date.now()}`
-  const register = (perm: number) =>
-    w.s.call('POST', '/api/v1/players', { body: { app_id: w.app.id, device_type: 1, identifier: ident, sdk_versao: '0.6', notif_permissoes: perm } })
-  const dev = (await register(2)).json.id
-  const bystander = await w.device({ notif_permissoes: 2 })
-  const pk = (await w.pending(dev)).json.messages as Array<{ campanha_id: string; prova: string }>
-  t.equal(pk.length, 2)
-  const evs = pk.map((m) => ({ campanha_id: m.campanha_id, prova: m.prova, evento: 'impressao', ocorrencia_n: 1, em: nowIso(-60_000) }))
-  t.same((await w.events(dev, evs)).json.resultados, ['aceito', 'aceito'])
-  t.equal((await register(2)).status, 200, 'still denied: nothing')
-  await w.s.call('POST', '/api/v1/players', { body: { app_id: w.app.id, device_type: 1, identifier: `x-${Date.now()}`, notif_permissoes: 3 } })
-  t.equal((await w.s.sql('SELECT count(*)::int AS n FROM inapp_reactivations'))[0]?.n, 0)
-  t.equal((await register(3)).status, 200, 'permission turned on')
-  t.equal((await register(2)).status, 200)
-  t.equal((await register(3)).status, 200, 'on again: stamped once per campaign and device')
-  const rows = await w.s.sql('SELECT campanha_id, device_id FROM inapp_reactivations')
-  t.same(rows, [{ campanha_id: ask, device_id: dev }], 'only the campaign with the action; never the bystander')
-  t.not(bystander, dev)
-  const s = await w.get(`/stats?desde=${encodeURIComponent(nowIso(-3600_000))}&ate=${encodeURIComponent(nowIso(3600_000))}`)
-  t.same(s.json.totais, { impressoes: 2, cliques: 0, reativados: 1 })
-  t.match(s.json.campanhas.find((c: { campanha_id: string }) => c.campanha_id === ask), { reativados: 1 })
-  t.match(s.json.campanhas.find((c: { campanha_id: string }) => c.campanha_id === plain), { reativados: 0 })
-})
+t.test(
+  'reativados: a device turning permission on stamps its last-7-days occasions on open_notification_settings campaigns, once',
+  async (t) => {
+    const w = await inappWorld(t)
+    const ask = await w.campaign({
+      nome: 'Ative',
+      alvo_tipo: 'bloqueados',
+      conteudo: {
+        pt: { titulo: 'Ative as notificações', botao: { texto: 'Ativar', acao: { tipo: 'open_notification_settings' } } },
+      },
+    })
+    const plain = await w.campaign({ nome: 'Plain', alvo_tipo: 'bloqueados' })
+    const ident = `tok-${Date.now()}`
+    const register = (perm: number) =>
+      w.s.call('POST', '/api/v1/players', {
+        body: { app_id: w.app.id, device_type: 1, identifier: ident, sdk_versao: '0.6', notif_permissoes: perm },
+      })
+    const dev = (await register(2)).json.id
+    const bystander = await w.device({ notif_permissoes: 2 })
+    const pk = (await w.pending(dev)).json.messages as Array<{ campanha_id: string; prova: string }>
+    t.equal(pk.length, 2)
+    const evs = pk.map((m) => ({
+      campanha_id: m.campanha_id,
+      prova: m.prova,
+      evento: 'impressao',
+      ocorrencia_n: 1,
+      em: nowIso(-60_000),
+    }))
+    t.same((await w.events(dev, evs)).json.resultados, ['aceito', 'aceito'])
+    t.equal((await register(2)).status, 200, 'still denied: nothing')
+    await w.s.call('POST', '/api/v1/players', {
+      body: { app_id: w.app.id, device_type: 1, identifier: `x-${Date.now()}`, notif_permissoes: 3 },
+    })
+    t.equal((await w.s.sql('SELECT count(*)::int AS n FROM inapp_reactivations'))[0]?.n, 0)
+    t.equal((await register(3)).status, 200, 'permission turned on')
+    t.equal((await register(2)).status, 200)
+    t.equal((await register(3)).status, 200, 'on again: stamped once per campaign and device')
+    const rows = await w.s.sql('SELECT campanha_id, device_id FROM inapp_reactivations')
+    t.same(rows, [{ campanha_id: ask, device_id: dev }], 'only the campaign with the action; never the bystander')
+    t.not(bystander, dev)
+    const s = await w.get(`/stats?desde=${encodeURIComponent(nowIso(-3600_000))}&ate=${encodeURIComponent(nowIso(3600_000))}`)
+    t.same(s.json.totais, { impressoes: 2, cliques: 0, reativados: 1 })
+    t.match(
+      s.json.campanhas.find((c: { campanha_id: string }) => c.campanha_id === ask),
+      { reativados: 1 },
+    )
+    t.match(
+      s.json.campanhas.find((c: { campanha_id: string }) => c.campanha_id === plain),
+      { reativados: 0 },
+    )
+  },
+)
 
 t.test('reativados: occasions older than 7 days are not stamped', async (t) => {
   const w = await inappWorld(t)
-  const ask = await w.campaign({ conteudo: { pt: { titulo: 'x', botao: { texto: 'Ativar', acao: { tipo: 'open_notification_settings' } } } } })
+  const ask = await w.campaign({
+    conteudo: { pt: { titulo: 'x', botao: { texto: 'Ativar', acao: { tipo: 'open_notification_settings' } } } },
+  })
   const ident = `tok-old-${Date.now()}`
   const register = (perm: number) =>
     w.s.call('POST', '/api/v1/players', { body: { app_id: w.app.id, device_type: 1, identifier: ident, notif_permissoes: perm } })
