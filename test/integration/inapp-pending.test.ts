@@ -197,3 +197,15 @@ t.test('servidos: once per (campaign, device) whatever the polls and instances; 
   t.equal(funil.json.servidos, 2)
   t.equal((await w.s.sql('SELECT count(*)::int AS n FROM inapp_served'))[0]?.n, 2)
 })
+
+t.test('device routes share the per-IP limit: 429 with Retry-After: 60', async (t) => {
+  const w = await inappWorld(t, { limits: { ipPerMin: 3 } })
+  const dev = randomUUID()
+  t.equal((await w.pending(dev)).status, 200)
+  t.equal((await w.events(dev, [])).status, 400)
+  t.equal((await w.pending(dev)).status, 200)
+  const over = await w.pending(dev)
+  t.equal(over.status, 429)
+  t.equal(over.headers.get('retry-after'), '60')
+  t.equal((await w.events(dev, [])).status, 429)
+})
