@@ -134,25 +134,35 @@ export async function inapp(): Promise<void> {
       join(tmpdir(), `pombo-inapp-200-${process.pid}.txt`),
       held.map((h) => path(h)),
     )
+    // The baseline gets the same requests through the same wrk script (the script's cost on the shared cores is
+    // alike): bare uWS routes on the path, ignores the query and If-None-Match, and answers GET / with a small JSON.
+    const bareFile = lines(
+      join(tmpdir(), `pombo-inapp-bare-${process.pid}.txt`),
+      held.map((h) => `${path(h).replace('/api/v1/inapp/pending', '/')} ${h.etag}`),
+    )
 
-    // Every (device, campaign, event, occurrence) once: rounds draw disjoint ranges, so every event is new.
-    const bodies: string[] = []
-    let items: unknown[] = []
+    // Every (device, campaign, event, occurrence) once, each body one device's 50 items, devices interleaved;
+    // rounds draw disjoint ranges, so every event is new.
     const kinds = ['impressao', 'clique', 'fechou']
     const em = new Date().toISOString()
-    for (let n = 1; n <= 300; n++) {
-      for (const h of held) {
+    const perDevice = held.map((h) => {
+      const out: string[] = []
+      let items: unknown[] = []
+      for (let n = 1; n <= 300; n++) {
         for (const c of campaigns) {
           for (const e of kinds) {
             items.push({ campanha_id: c, prova: h.proofs[c], evento: e, ocorrencia_n: n, em })
             if (items.length === BATCH) {
-              bodies.push(JSON.stringify({ app_id: app.id, player_id: h.player, eventos: items }))
+              out.push(JSON.stringify({ app_id: app.id, player_id: h.player, eventos: items }))
               items = []
             }
           }
         }
       }
-    }
+      return out
+    })
+    const bodies: string[] = []
+    for (let k = 0; k < (perDevice[0]?.length ?? 0); k++) for (const list of perDevice) bodies.push(list[k] as string)
     console.log(
       `inapp: wrk -t1 -c64 -d${DURATION_S}s, ${ROUNDS} alternating rounds, medians; ${DEVICES} devices, ${CAMPAIGNS} campaigns`,
     )
@@ -166,12 +176,12 @@ export async function inapp(): Promise<void> {
       return [median(bs), median(hs)]
     }
     const [b304, h304] = await alt(
-      () => wrk({ url: `${bare.url}/`, durationS: DURATION_S }),
+      () => wrk({ url: bare.url, durationS: DURATION_S, lua: pollScript(bareFile) }),
       () => wrk({ url: pombo.url, durationS: DURATION_S, lua: pollScript(file304) }),
     )
     console.log(row('pending warm, 304', b304, h304, false))
     const [b200, h200] = await alt(
-      () => wrk({ url: `${bare.url}/`, durationS: DURATION_S }),
+      () => wrk({ url: bare.url, durationS: DURATION_S, lua: pollScript(bareFile) }),
       () => wrk({ url: pombo.url, durationS: DURATION_S, lua: pollScript(file200) }),
     )
     console.log(row('pending warm, 200 (3 proofs)', b200, h200, false))
