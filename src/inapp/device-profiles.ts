@@ -34,10 +34,15 @@ export class DeviceProfiles {
 
   /** The cached profile (null: no such device), or undefined when it must be loaded. */
   peek(appId: string, id: string): Profile | null | undefined {
+    return this.peekEntry(appId, id)?.p
+  }
+
+  /** The cached profile and until when it holds, or undefined when it must be loaded. */
+  peekEntry(appId: string, id: string): { p: Profile | null; until: number } | undefined {
     const e = this.#map.get(appId + id)
     if (!e) return undefined
-    if (this.clock() - e.at >= (e.p ? this.ttlMs : this.unknownTtlMs)) return undefined
-    return e.p
+    const until = e.at + (e.p ? this.ttlMs : this.unknownTtlMs)
+    return this.clock() < until ? { p: e.p, until } : undefined
   }
 
   load(appId: string, id: string): Promise<Profile | null> {
