@@ -209,3 +209,16 @@ t.test('device routes share the per-IP limit: 429 with Retry-After: 60', async (
   t.equal(over.headers.get('retry-after'), '60')
   t.equal((await w.events(dev, [])).status, 429)
 })
+
+t.test('the query is read like any other: percent-encoding accepted, a malformed escape is 400', async (t) => {
+  const w = await inappWorld(t)
+  await w.campaign()
+  const dev = await w.device()
+  const enc = encodeURIComponent(dev.toUpperCase()).replace('-', '%2D')
+  const r = await w.s.call('GET', `/api/v1/inapp/pending?app_id=${w.app.id}&player_id=${enc}&schema=0%2E6&schema=x`)
+  t.equal(r.status, 200, 'first schema wins, escapes decoded, ids in any case')
+  t.equal(r.json.messages.length, 1)
+  const bad = await w.s.call('GET', `/api/v1/inapp/pending?app_id=${w.app.id}&player_id=%zz${dev.slice(3)}`)
+  t.equal(bad.status, 400)
+  t.equal(bad.json.explain.campo, 'player_id')
+})
