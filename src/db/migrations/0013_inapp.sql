@@ -53,7 +53,6 @@ CREATE TABLE inapp_events (
   PRIMARY KEY (campanha_id, device_id, evento, ocorrencia_n)
 );
 CREATE INDEX inapp_events_window_idx ON inapp_events (app_id, em);
-CREATE INDEX inapp_events_device_idx ON inapp_events (app_id, device_id, em);
 
 -- reativados: a device that had an occasion of a campaign using open_notification_settings in the last 7 days and
 -- then reports notification permission enabled; once per (campaign, device).
@@ -72,9 +71,10 @@ CREATE FUNCTION inapp_stamp_reactivation() RETURNS trigger LANGUAGE plpgsql AS $
 BEGIN
   INSERT INTO inapp_reactivations (app_id, campanha_id, device_id, em)
   SELECT DISTINCT e.app_id, e.campanha_id, e.device_id, NEW.updated_at
-  FROM inapp_events e
-  JOIN inapp_campaigns c ON c.app_id = e.app_id AND c.id = e.campanha_id AND c.usa_config_notif
-  WHERE e.app_id = NEW.app_id AND e.device_id = NEW.id
+  FROM inapp_campaigns c
+  -- The events' primary key (campanha_id, device_id, ...) answers each probe: no extra index on the hot table.
+  JOIN inapp_events e ON e.campanha_id = c.id AND e.device_id = NEW.id AND e.app_id = c.app_id
+  WHERE c.app_id = NEW.app_id AND c.usa_config_notif
     AND e.em >= NEW.updated_at - interval '7 days' AND e.em <= NEW.updated_at
   ON CONFLICT DO NOTHING;
   RETURN NULL;
