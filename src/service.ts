@@ -94,6 +94,7 @@ export class Service {
     const vault = new Vault(cfg.vaultKey)
     const dir = new AppDirectory(db, redis, keys, log, cfg.limits.keyCacheTtlMs, clock)
     await dir.start()
+    const receipts = new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters })
     const deps: Deps = {
       cfg,
       log,
@@ -108,16 +109,15 @@ export class Service {
       publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
       devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
       sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
-      receipts: new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters }),
-      inapp: undefined as unknown as InappModule,
+      receipts,
+      inapp: new InappModule({ cfg, db, redis, keys, clock, log, dir, receiptKeys: receipts.keys }),
     }
-    deps.inapp = new InappModule({ cfg, db, redis, keys, clock, log, dir, receiptKeys: deps.receipts.keys })
     const svc = new Service(deps)
     try {
-      await deps.inapp.start()
       const proxies = new ProxyTrust(cfg.trustProxy)
       if (roles.has('api')) {
         svc.api = new HttpServer('api', log, proxies)
+        await deps.inapp.start() // the package cache's invalidations (only the API serves packages)
         svc.#apiRoutes(svc.api)
         await svc.api.listen(cfg.host, cfg.port)
       }
