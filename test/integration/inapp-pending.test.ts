@@ -222,3 +222,29 @@ t.test('the query is read like any other: percent-encoding accepted, a malformed
   t.equal(bad.status, 400)
   t.equal(bad.json.explain.campo, 'player_id')
 })
+
+t.test('device facts are cached a minute: a login shows in the package within 60 s; an unknown id within 10 s', async (t) => {
+  const clock = new FakeClock()
+  const w = await inappWorld(t, { clock })
+  const id = await w.campaign({ alvo_tipo: 'external_ids', alvo: ['maria'] })
+  const dev = await w.device()
+  t.same((await w.pending(dev)).json.messages, [])
+  const put = await w.s.call('PUT', `/api/v1/players/${dev}`, { body: { app_id: w.app.id, external_user_id: 'maria' } })
+  t.equal(put.status, 200)
+  t.same((await w.pending(dev)).json.messages, [], 'still the cached facts')
+  clock.advance(60_001)
+  t.same(
+    (await w.pending(dev)).json.messages.map((m: { campanha_id: string }) => m.campanha_id),
+    [id],
+    'after the cache minute',
+  )
+  const late = randomUUID()
+  t.same((await w.pending(late)).json.messages, [])
+  await w.s.sql(
+    `INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, external_user_id, last_active, created_at, updated_at)
+     VALUES ($1, $2, 'tok-late', 1, false, 'fcm', 'maria', now(), now(), now())`,
+    [w.app.id, late],
+  )
+  clock.advance(10_001)
+  t.equal((await w.pending(late)).json.messages.length, 1, 'an id unknown at first is looked up again after 10 s')
+})
