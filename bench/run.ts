@@ -4,12 +4,13 @@ import { join } from 'node:path'
 import { deliver } from './deliver'
 import { runChildrenCompiled } from './lib/pombo'
 import { http } from './http'
+import { inapp } from './inapp'
 import { receipts } from './receipts'
 import { register } from './register'
 import { send } from './send'
 import { webhooks } from './webhooks'
 
-const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts, webhooks }
+const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts, webhooks, inapp }
 
 async function main(): Promise<void> {
   // The service under load is the compiled one (dist/), as the image runs it: built fresh, so it is this checkout.

@@ -86,6 +86,15 @@ export interface Limits {
    *  (PM_KEY_CACHE_MAX, PM_KEY_CACHE_MISS_MAX). */
   readonly keyCacheMax: number
   readonly keyCacheMissMax: number
+  /** spec §Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
+  readonly inappPackageMax: number
+  readonly inappValidityS: number
+  readonly inappEventsBatchMax: number
+  readonly inappEventPastMs: number
+  readonly inappEventFutureMs: number
+  /** In-app events group commit (src/inapp/events-writer.ts): events per statement, statements in flight. */
+  readonly inappEventWriters: number
+  readonly inappEventBatchMax: number
 }
 
 export interface Jobs {
@@ -207,6 +216,13 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   configLockTimeoutMs: 15_000,
   keyCacheMax: 200_000,
   keyCacheMissMax: 20_000,
+  inappPackageMax: 20,
+  inappValidityS: 86_400,
+  inappEventsBatchMax: 50,
+  inappEventPastMs: 7 * 86_400_000,
+  inappEventFutureMs: 5 * 60_000,
+  inappEventWriters: 4,
+  inappEventBatchMax: 1_000,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'

@@ -309,6 +309,61 @@ export const E = {
     causa: 'O rcpt não comprova a entrega desta notificação a este dispositivo.',
     como_corrigir: 'Envie o pm_rcpt recebido no push, exatamente como chegou, com o pm_msg_id e o player_id do dispositivo.',
   })),
+
+  // ---- in-app ----
+  INAPP_CAMPAIGN_INVALID: def(422, (p: { problemas: readonly FieldProblem[] }) => ({
+    erro: p.problemas.some((x) => x.motivo.includes('preso'))
+      ? 'Campanha inválida: o usuário ficaria preso sem o botão de fechar.'
+      : `Campanha inválida: ${p.problemas.length} campo(s) com problema.`,
+    causa: p.problemas.map((x) => `${x.campo}: ${x.motivo}`).join('; '),
+    como_corrigir: 'Corrija cada campo listado em problemas e envie de novo; nada foi gravado.',
+    extra: { problemas: p.problemas },
+  })),
+  INAPP_CAP_HORAS_INVALID: def(422, () => ({
+    erro: 'inapp_cap_horas inválido: use um inteiro de 0 a 168.',
+    causa: 'inapp_cap_horas (horas mínimas entre duas mensagens in-app num dispositivo) deve ser um inteiro de 0 a 168.',
+    como_corrigir: 'Envie inapp_cap_horas entre 0 e 168.',
+    extra: { campo: 'inapp_cap_horas' },
+  })),
+  INAPP_CAMPAIGN_NOT_FOUND: def(404, () => ({
+    erro: 'Campanha in-app não encontrada.',
+    causa: 'Não existe campanha com este id neste app.',
+    como_corrigir: 'Confira o id da campanha e o app_id.',
+  })),
+  INAPP_TRANSITION_INVALID: def(409, (p: { operacao: string; estado: string; origens: readonly string[] }) => ({
+    erro: `Operação ${p.operacao} não permitida no estado ${p.estado}.`,
+    causa: `A campanha está em ${p.estado}; ${p.operacao} só é aceita a partir de: ${p.origens.join(', ')}.`,
+    como_corrigir: `Leve a campanha a um dos estados ${p.origens.join(', ')} antes de ${p.operacao}.`,
+    extra: { estado_atual: p.estado, origens_aceitas: p.origens },
+  })),
+  INAPP_CAMPAIGN_ENDED: def(409, () => ({
+    erro: 'Campanha encerrada não pode ser editada.',
+    causa: 'A campanha está em encerrada, um estado terminal.',
+    como_corrigir: 'Use duplicar para criar um rascunho novo a partir dela.',
+    extra: { estado_atual: 'encerrada' },
+  })),
+  INAPP_DELETE_UNCONFIRMED: def(409, () => ({
+    erro: 'Campanha ativa: exclusão exige confirmar=true.',
+    causa: 'Excluir uma campanha ativa apaga o funil e o histórico dela; é preciso confirmar.',
+    como_corrigir: 'Repita com ?confirmar=true, ou pause/encerre a campanha antes.',
+    extra: { estado_atual: 'ativa' },
+  })),
+  INAPP_CHANNEL_OFF: def(403, () => ({
+    erro: 'Canal In-App desligado.',
+    causa: 'O app está com inapp_ativo false; nenhuma campanha é servida.',
+    como_corrigir: 'Ligue o canal com PUT /api/v1/in_app_messages/config {inapp_ativo: true}.',
+  })),
+  INAPP_PROOF_INVALID: def(403, () => ({
+    erro: 'Prova in-app inválida em todos os itens.',
+    causa: 'Nenhuma prova do lote corresponde a um pacote recente deste dispositivo.',
+    como_corrigir: 'Envie cada prova exatamente como veio no pacote de /api/v1/inapp/pending, com o player_id que o recebeu.',
+  })),
+  INAPP_EVENT_TIME_OUTSIDE: def(422, (p: { campo: string }) => ({
+    erro: `Horário fora da janela aceita: ${p.campo}.`,
+    causa: `${p.campo} deve estar entre 7 dias no passado e 5 minutos no futuro.`,
+    como_corrigir: 'Descarte eventos com mais de 7 dias e confira o relógio do dispositivo.',
+    extra: { campo: p.campo },
+  })),
 } as const
 
 export type ErrorKey = keyof typeof E

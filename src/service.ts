@@ -18,6 +18,9 @@ import { IpLimiter } from './http/ip-limit'
 import { constantJson } from './http/reply'
 import { DeliveryModule } from './delivery/module'
 import { HttpServer } from './http/server'
+import { inappDeviceRoutes } from './inapp/device-routes'
+import { InappModule } from './inapp/module'
+import { inappRoutes } from './inapp/routes'
 import { SendsModule } from './sends/module'
 import { sendRoutes } from './sends/routes'
 import { ReceiptsModule } from './receipts/module'
@@ -67,6 +70,8 @@ export interface Deps {
   sends: SendsModule
   /** Receipt keys (opened once) and the receipts' group-commit writer. */
   receipts: ReceiptsModule
+  /** In-app campaigns (service usable without HTTP), package cache, event writers. */
+  inapp: InappModule
 }
 
 export class Service {
@@ -92,6 +97,7 @@ export class Service {
       missMax: cfg.limits.keyCacheMissMax,
     })
     await dir.start()
+    const receipts = new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters })
     const deps: Deps = {
       cfg,
       log,
@@ -106,13 +112,15 @@ export class Service {
       publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
       devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
       sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
-      receipts: new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters }),
+      receipts,
+      inapp: new InappModule({ cfg, db, redis, keys, clock, log, dir, receiptKeys: receipts.keys }),
     }
     const svc = new Service(deps)
     try {
       const proxies = new ProxyTrust(cfg.trustProxy)
       if (roles.has('api')) {
         svc.api = new HttpServer('api', log, proxies, { jsonMaxDepth: cfg.limits.jsonMaxDepth })
+        await deps.inapp.start() // the package cache's invalidations (only the API serves packages)
         svc.#apiRoutes(svc.api)
         await svc.api.listen(cfg.host, cfg.port)
       }
@@ -154,6 +162,8 @@ export class Service {
     receiptRoutes(r, d)
     sendRoutes(r, { ...d, sends: d.sends.service, readQuota: d.sends.readQuota })
     confirmationRoutes(r, d)
+    inappRoutes(r, { ...d, campaigns: d.inapp.campaigns })
+    inappDeviceRoutes(r, { ...d, ...d.inapp, keys: d.inapp.proofKeys })
     r.fallback()
   }
 
@@ -167,6 +177,7 @@ export class Service {
     await this.deps.devices.stop()
     await this.deps.sends.stop()
     await this.deps.receipts.stop()
+    await this.deps.inapp.stop()
     await this.deps.dir.stop()
     this.deps.redis.disconnect()
     await this.deps.db.end()

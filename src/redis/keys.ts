@@ -8,6 +8,11 @@ export class Keys {
     return `${this.prefix}:ctl:invalidate`
   }
 
+  /** Pub/sub channel: an app's in-app campaigns or in-app config changed; every instance drops its package cache. */
+  inappChanges(): string {
+    return `${this.prefix}:ctl:inapp`
+  }
+
   /** Pub/sub channel: an app's delivery credential changed (`<app_id>:<platform>`); workers drop cached providers. */
   credentials(): string {
     return `${this.prefix}:ctl:credentials`

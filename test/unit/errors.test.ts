@@ -28,6 +28,9 @@ const SAMPLES: Record<string, unknown> = {
   REGISTRATIONS_RATE_LIMITED: { limite: 50000 },
   EXPORT_RATE_LIMITED: { limite: 1 },
   CONFIRM_MODE_UNKNOWN: { validos: ['consulta', 'webhook', 'grpc'] },
+  INAPP_CAMPAIGN_INVALID: { problemas: [{ campo: 'conteudo.pt', motivo: 'é obrigatório' }] },
+  INAPP_TRANSITION_INVALID: { operacao: 'pausar', estado: 'rascunho', origens: ['ativa'] },
+  INAPP_EVENT_TIME_OUTSIDE: { campo: 'eventos[0].em' },
 }
 
 t.test('every error renders the envelope with Portuguese texts', async (t) => {

@@ -1,0 +1,219 @@
+// The per-app package cache (spec §In-app device routes; DESIGN: no per-item round trip on a hot path). Every device
+// of an app polls `pending`; what they are served comes from the app's active campaigns and the app's switches,
+// loaded once and kept in memory. A campaign change, a config change or any app change (pause, keys) is published on
+// Redis and every instance drops the app's entry (as the key cache does); entries also expire after a minute in
+// case a message was lost, and everything is dropped when the subscription reconnects.
+import { createHash } from 'node:crypto'
+import type { Logger } from 'pino'
+import { type Db, query } from '../db/pool'
+import type { RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
+import type { Clock } from '../time'
+import type { Profile } from './device-profiles'
+import { activeCampaigns } from './store'
+import { type AlvoTipo, schemaMin } from './validate'
+
+export interface PackCampaign {
+  id: string
+  prioridade: number
+  alvoTipo: AlvoTipo
+  alvo: Set<string> | null
+  /** SDK capability of the trigger (5: 0.5, 6: 0.6); a future `inicia_em` needs 6 until it passes. */
+  level: number
+  iniciaMs: number | null
+  terminaMs: number | null
+  /** The item of `messages[]` as JSON, up to the opening quote of the proof's value. */
+  head: string
+}
+
+export interface AppPack {
+  paused: boolean
+  ativo: boolean
+  capH: number
+  /** Sorted by prioridade (higher first), then creation, then id: the package order. */
+  campaigns: PackCampaign[]
+  /** Digest of everything above: part of every ETag, equal on every instance for equal state. */
+  digest: string
+}
+
+interface Entry {
+  pack: AppPack | null
+  at: number
+}
+
+const MAX_APPS = 100_000
+
+export class PackageCache {
+  readonly #map = new Map<string, Entry>()
+  readonly #loading = new Map<string, Promise<AppPack | null>>()
+  #generation = 0
+  #sub: RedisClient | null = null
+
+  constructor(
+    private readonly db: Db,
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly ttlMs: number,
+  ) {}
+
+  /** Subscribes to the in-app channel and to the apps' invalidation channel on a dedicated connection. */
+  async start(): Promise<void> {
+    const sub = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
+    sub.on('error', () => {})
+    let first = true
+    sub.on('ready', () => {
+      if (!first) this.clear()
+      first = false
+    })
+    sub.on('message', (_ch: string, appId: string) => this.#drop(appId))
+    await sub.subscribe(this.keys.inappChanges(), this.keys.invalidations())
+    this.#sub = sub
+  }
+
+  stop(): void {
+    this.#sub?.disconnect()
+    this.#sub = null
+  }
+
+  /** Tells every instance (this one included) that an app's campaigns or in-app config changed. */
+  async invalidate(appId: string): Promise<void> {
+    this.#drop(appId)
+    await this.redis.publish(this.keys.inappChanges(), appId)
+  }
+
+  clear(): void {
+    this.#generation++
+    this.#map.clear()
+    this.#loading.clear()
+  }
+
+  /** The cached pack (null: no such app), or undefined when it must be loaded. */
+  peek(appId: string): AppPack | null | undefined {
+    const e = this.#map.get(appId)
+    if (!e || this.clock() - e.at >= this.ttlMs) return undefined
+    return e.pack
+  }
+
+  load(appId: string): Promise<AppPack | null> {
+    let p = this.#loading.get(appId)
+    if (p) return p
+    const generation = this.#generation
+    const at = this.clock()
+    p = this.#read(appId, at).then(
+      (pack) => {
+        this.#loading.delete(appId)
+        if (generation === this.#generation) {
+          if (this.#map.size >= MAX_APPS) this.#map.clear()
+          this.#map.set(appId, { pack, at })
+        }
+        return pack
+      },
+      (err) => {
+        this.#loading.delete(appId)
+        throw err
+      },
+    )
+    this.#loading.set(appId, p)
+    return p
+  }
+
+  #drop(appId: string): void {
+    this.#generation++
+    this.#map.delete(appId)
+    this.#loading.delete(appId)
+  }
+
+  async #read(appId: string, nowMs: number): Promise<AppPack | null> {
+    const [app, rows] = await Promise.all([
+      query<{ paused: boolean; inapp_ativo: boolean; inapp_cap_horas: number }>(
+        this.db,
+        'SELECT paused, inapp_ativo, inapp_cap_horas FROM apps WHERE id = $1',
+        [appId],
+      ),
+      activeCampaigns(this.db, appId),
+    ])
+    const a = app.rows[0]
+    if (!a) return null
+    const campaigns = rows
+      .sort((x, y) => y.prioridade - x.prioridade || x.criado_em.getTime() - y.criado_em.getTime() || (x.id < y.id ? -1 : 1))
+      .map((r): PackCampaign => {
+        const d = r.definicao
+        const item = {
+          campanha_id: r.id,
+          formato: d.formato,
+          conteudo: d.conteudo,
+          estilo: d.estilo,
+          gatilho: d.gatilho,
+          regras: d.regras,
+          inicia_em: d.inicia_em,
+          termina_em: d.termina_em,
+        }
+        const json = JSON.stringify(item)
+        return {
+          id: r.id,
+          prioridade: r.prioridade,
+          alvoTipo: d.alvo_tipo,
+          alvo: d.alvo.length > 0 ? new Set(d.alvo) : null,
+          level: schemaMin({ gatilho: d.gatilho, inicia_em: null }, nowMs),
+          iniciaMs: d.inicia_em ? Date.parse(d.inicia_em) : null,
+          terminaMs: d.termina_em ? Date.parse(d.termina_em) : null,
+          head: `${json.slice(0, -1)},"prova":"`,
+        }
+      })
+    const h = createHash('sha256').update(`${a.paused}|${a.inapp_ativo}|${a.inapp_cap_horas}`)
+    for (const r of rows) h.update(`|${r.id}:${r.atualizado_em.getTime()}`)
+    this.log.debug({ app_id: appId, campaigns: campaigns.length }, 'in-app package cache loaded')
+    return {
+      paused: a.paused,
+      ativo: a.inapp_ativo,
+      capH: a.inapp_cap_horas,
+      campaigns,
+      digest: h.digest('base64url').slice(0, 16),
+    }
+  }
+}
+
+/** Whether a device belongs to a campaign's audience (same rules as reach.ts's SQL). */
+function inAudience(c: PackCampaign, deviceId: string, p: Profile): boolean {
+  switch (c.alvoTipo) {
+    case 'todos':
+      return !p.invalid
+    case 'player_ids':
+      return !p.invalid && c.alvo !== null && c.alvo.has(deviceId)
+    case 'external_ids':
+      return !p.invalid && c.alvo !== null && p.externalUserId !== null && c.alvo.has(p.externalUserId)
+    case 'bloqueados':
+      return !p.invalid && p.perm !== null && (p.perm & 3) === 2
+    case 'nunca_pediu':
+      return !p.invalid && p.perm !== null && (p.perm & 3) === 0
+    case 'desinscritos':
+      return p.invalid || p.unsubscribed
+  }
+}
+
+/**
+ * The campaigns of a device's package: active, in its audience, not ended, within its capability (`level`: the
+ * `schema` it reported; a future `inicia_em` is sent ahead only to 0.6+, which schedule it), at most `max`.
+ */
+export function selectFor(
+  pack: AppPack,
+  deviceId: string,
+  p: Profile,
+  level: number | null,
+  nowMs: number,
+  max: number,
+): PackCampaign[] {
+  const out: PackCampaign[] = []
+  if (level === null) return out
+  for (const c of pack.campaigns) {
+    if (c.terminaMs !== null && c.terminaMs <= nowMs) continue
+    const future = c.iniciaMs !== null && c.iniciaMs > nowMs
+    if ((future ? Math.max(c.level, 6) : c.level) > level) continue
+    if (!inAudience(c, deviceId, p)) continue
+    out.push(c)
+    if (out.length >= max) break
+  }
+  return out
+}

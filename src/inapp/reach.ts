@@ -1,0 +1,59 @@
+// Reach of a campaign (spec §In-app campaign "Reach answer", §Versioning): the audience counted in Postgres with the
+// SDK capability arithmetic. A device whose `sdk_versao` is absent or unreadable is incapable.
+// Permission bitmask (`notif_permissoes`, our reading): bit 1 = notifications allowed, bit 2 = the prompt was shown.
+import { type Db, query } from '../db/pool'
+import type { CampaignDef } from './validate'
+
+/** The audience predicate of each `alvo_tipo` over `devices d` ($3 = the list, for the list types only). */
+export function audienceSql(tipo: string): string {
+  switch (tipo) {
+    case 'bloqueados':
+      return 'NOT d.invalid_identifier AND d.notif_permissoes & 3 = 2'
+    case 'nunca_pediu':
+      return 'NOT d.invalid_identifier AND d.notif_permissoes & 3 = 0'
+    case 'desinscritos':
+      return '(d.invalid_identifier OR d.notification_types = -2)'
+    case 'external_ids':
+      return 'NOT d.invalid_identifier AND d.external_user_id = ANY($3::text[])'
+    case 'player_ids':
+      return 'NOT d.invalid_identifier AND d.id = ANY($3::uuid[])'
+    default:
+      return 'NOT d.invalid_identifier'
+  }
+}
+
+export interface Reach {
+  alcance_estimado: number
+  alcancaveis_agora: number
+  precisam_app_atualizado: number
+  sem_versao_reportada: number
+}
+
+/** Counts the audience, the capable part (`level` as major*1000+minor) and the devices reporting no version. */
+export async function countReach(
+  db: Db,
+  appId: string,
+  def: Pick<CampaignDef, 'alvo_tipo' | 'alvo'>,
+  level: number,
+): Promise<Reach> {
+  const r = await query<{ total: string; capaz: string; sem: string }>(
+    db,
+    `WITH a AS (
+       SELECT (regexp_match(d.sdk_versao, '^v?(\\d{1,4})\\.(\\d{1,3})(?:[.+-]|$)'))::int[] AS v
+       FROM devices d WHERE d.app_id = $1 AND ${audienceSql(def.alvo_tipo)})
+     SELECT count(*) AS total,
+            count(*) FILTER (WHERE v IS NOT NULL AND v[1] * 1000 + v[2] >= $2) AS capaz,
+            count(*) FILTER (WHERE v IS NULL) AS sem
+     FROM a`,
+    def.alvo_tipo === 'external_ids' || def.alvo_tipo === 'player_ids' ? [appId, level, def.alvo] : [appId, level],
+  )
+  const row = r.rows[0] as { total: string; capaz: string; sem: string }
+  const total = Number(row.total)
+  const capaz = Number(row.capaz)
+  return {
+    alcance_estimado: total,
+    alcancaveis_agora: capaz,
+    precisam_app_atualizado: total - capaz,
+    sem_versao_reportada: Number(row.sem),
+  }
+}

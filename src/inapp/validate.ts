@@ -1,0 +1,246 @@
+// In-app campaign bodies (spec §In-app campaign): every field checked, every problem collected, one 422 listing them
+// all. Creating and PATCH share one validator: PATCH replaces the top-level fields it carries and the merged
+// campaign is validated whole, so an edit can never leave a campaign that creation would refuse.
+import { ApiError } from '../errors'
+import { isUuid } from '../http/router'
+import { isObj, join, type Obj, parseRfc3339, Problems, wellFormed } from './checks'
+import { checkContent, checkStyle, checkTrap, newFacts } from './validate-content'
+
+export const FORMATS = ['modal', 'banner_top', 'banner_bottom', 'fullscreen'] as const
+export const AUDIENCES = ['todos', 'bloqueados', 'nunca_pediu', 'desinscritos', 'external_ids', 'player_ids'] as const
+export const TRIGGERS = ['ao_abrir', 'evento', 'sessao_duracao', 'inatividade'] as const
+const COMPARATORS = ['igual', 'diferente', 'maior', 'menor', 'existe', 'nao_existe'] as const
+const TOP = [
+  'nome',
+  'formato',
+  'alvo_tipo',
+  'alvo',
+  'conteudo',
+  'estilo',
+  'gatilho',
+  'regras',
+  'inicia_em',
+  'termina_em',
+] as const
+const TRIGGER_PARAMS: Record<string, readonly string[]> = {
+  ao_abrir: [],
+  evento: ['chave', 'comparador', 'valor'],
+  sessao_duracao: ['segundos'],
+  inatividade: ['horas'],
+}
+const KEY = /^[A-Za-z0-9_.:-]{1,64}$/
+/** Targets listed on one campaign. */
+export const AUDIENCE_MAX = 10_000
+
+export type Formato = (typeof FORMATS)[number]
+export type AlvoTipo = (typeof AUDIENCES)[number]
+
+export interface Regras {
+  cap_total: number
+  cooldown_h: number
+  fechar_apos_ms: number
+  prioridade: number
+}
+
+/** The campaign as stored and read back, defaults applied. */
+export interface CampaignDef {
+  nome: string
+  formato: Formato
+  alvo_tipo: AlvoTipo
+  alvo: string[]
+  conteudo: Obj
+  estilo: Obj
+  gatilho: Obj
+  regras: Regras
+  inicia_em: string | null
+  termina_em: string | null
+}
+
+export interface ValidCampaign {
+  def: CampaignDef
+  /** Uses `open_notification_settings` anywhere (reativados attribution). */
+  usaConfigNotif: boolean
+}
+
+export const REGRAS_DEFAULT: Regras = { cap_total: 1, cooldown_h: 24, fechar_apos_ms: 0, prioridade: 100 }
+const ATRASO_DEFAULT = 2000
+
+function trigger(p: Problems, v: unknown): Obj {
+  if (v === undefined || v === null) return { tipo: 'ao_abrir', atraso_ms: ATRASO_DEFAULT }
+  if (!isObj(v)) {
+    p.add('gatilho', 'deve ser um objeto {tipo, ...parâmetros}')
+    return {}
+  }
+  const out: Obj = {}
+  let tipo: string | undefined
+  if (v.tipo === undefined) {
+    const params = Object.keys(v).filter((k) => k !== 'atraso_ms')
+    if (params.length > 0)
+      p.add('gatilho.tipo', `é obrigatório quando há parâmetros (${params.join(', ')}); só atraso_ms pode vir sozinho`)
+    tipo = params.length > 0 ? undefined : 'ao_abrir'
+  } else {
+    tipo = p.oneOf('gatilho.tipo', v.tipo, TRIGGERS)
+  }
+  out.tipo = tipo
+  out.atraso_ms = v.atraso_ms === undefined ? ATRASO_DEFAULT : p.int('gatilho.atraso_ms', v.atraso_ms, 0, 60_000)
+  if (!tipo) return out
+  const allowed = TRIGGER_PARAMS[tipo] as readonly string[]
+  for (const k of Object.keys(v)) {
+    if (k !== 'tipo' && k !== 'atraso_ms' && !allowed.includes(k))
+      p.add(join('gatilho', k), `não pertence ao gatilho do tipo ${tipo}`)
+  }
+  if (tipo === 'sessao_duracao') out.segundos = p.int('gatilho.segundos', v.segundos, 1, 86_400)
+  if (tipo === 'inatividade') out.horas = p.int('gatilho.horas', v.horas, 1, 8_760)
+  if (tipo === 'evento') {
+    if (typeof v.chave !== 'string' || !wellFormed(v.chave) || !KEY.test(v.chave)) {
+      p.add('gatilho.chave', 'deve ter de 1 a 64 caracteres: letras, dígitos e _ . : - (sem espaços)')
+    }
+    out.chave = v.chave
+    const cmp = p.oneOf('gatilho.comparador', v.comparador, COMPARATORS)
+    out.comparador = cmp
+    if (cmp === 'existe' || cmp === 'nao_existe') {
+      if (v.valor !== undefined) p.add('gatilho.valor', `não é aceito com o comparador ${cmp}`)
+    } else if (cmp) {
+      out.valor = v.valor
+      triggerValue(p, v.valor, cmp === 'maior' || cmp === 'menor')
+    }
+  }
+  return out
+}
+
+/** spec: text 1-120 characters, or a number up to 1e12 in absolute value with at most 6 decimals. "10" ≠ 10. */
+function triggerValue(p: Problems, v: unknown, numeric: boolean): void {
+  if (v === undefined || v === null) {
+    p.add('gatilho.valor', 'é obrigatório com este comparador')
+    return
+  }
+  if (typeof v === 'string') {
+    if (numeric) p.add('gatilho.valor', 'deve ser um número: maior e menor não comparam texto')
+    else p.text('gatilho.valor', v, 1, 120)
+    return
+  }
+  if (typeof v !== 'number' || !Number.isFinite(v)) {
+    p.add('gatilho.valor', numeric ? 'deve ser um número' : 'deve ser um texto ou um número')
+    return
+  }
+  if (Math.abs(v) > 1e12) p.add('gatilho.valor', 'deve ter valor absoluto até 1e12')
+  else if (Number(v.toFixed(6)) !== v) p.add('gatilho.valor', 'aceita no máximo 6 casas decimais')
+}
+
+function rules(p: Problems, v: unknown): Regras {
+  if (v === undefined || v === null) return { ...REGRAS_DEFAULT }
+  if (!isObj(v)) {
+    p.add('regras', 'deve ser um objeto')
+    return { ...REGRAS_DEFAULT }
+  }
+  for (const k of Object.keys(v)) {
+    if (k === 'inicia_em' || k === 'termina_em') p.add(join('regras', k), 'só é aceito no nível de topo da campanha')
+    else if (!(k in REGRAS_DEFAULT)) p.add(join('regras', k), 'não é um campo aceito aqui')
+  }
+  const r = { ...REGRAS_DEFAULT }
+  if (v.cap_total !== undefined) r.cap_total = p.int('regras.cap_total', v.cap_total, 0, 500) ?? r.cap_total
+  if (v.cooldown_h !== undefined) r.cooldown_h = p.int('regras.cooldown_h', v.cooldown_h, 0, 8_760) ?? r.cooldown_h
+  if (v.fechar_apos_ms !== undefined) r.fechar_apos_ms = p.int('regras.fechar_apos_ms', v.fechar_apos_ms, 0, 600_000) ?? 0
+  if (v.prioridade !== undefined) r.prioridade = p.int('regras.prioridade', v.prioridade, 0, 1_000_000) ?? r.prioridade
+  return r
+}
+
+function audience(p: Problems, tipoRaw: unknown, v: unknown): { tipo: AlvoTipo; alvo: string[] } {
+  const tipo = tipoRaw === undefined ? 'todos' : p.oneOf('alvo_tipo', tipoRaw, AUDIENCES)
+  if (v !== undefined && !Array.isArray(v)) {
+    p.add('alvo', 'deve ser uma lista')
+    return { tipo: tipo ?? 'todos', alvo: [] }
+  }
+  const list = (v as unknown[] | undefined) ?? []
+  if (!tipo) return { tipo: 'todos', alvo: [] }
+  if (tipo !== 'external_ids' && tipo !== 'player_ids') {
+    if (list.length > 0) p.add('alvo', `deve ser [] com alvo_tipo ${tipo} (uma lista só com external_ids ou player_ids)`)
+    return { tipo, alvo: [] }
+  }
+  if (list.length === 0) p.add('alvo', `precisa de ao menos 1 item com alvo_tipo ${tipo}`)
+  if (list.length > AUDIENCE_MAX) p.add('alvo', `tem ${list.length} itens; máximo ${AUDIENCE_MAX}`)
+  const out = new Set<string>()
+  list.slice(0, AUDIENCE_MAX).forEach((x, i) => {
+    if (tipo === 'player_ids') {
+      if (!isUuid(x)) p.add(join('alvo', i), 'deve ser um player_id (UUID)')
+      else out.add(x.toLowerCase())
+    } else if (p.text(join('alvo', i), x, 1, 128) !== undefined) {
+      if (Buffer.byteLength(x as string) > 128) p.add(join('alvo', i), 'excede 128 bytes')
+      else out.add(x as string)
+    }
+  })
+  return { tipo, alvo: [...out] }
+}
+
+function moment(p: Problems, name: string, v: unknown): { iso: string | null; ms: number | null } {
+  if (v === undefined || v === null) return { iso: null, ms: null }
+  const ms = parseRfc3339(v)
+  if (ms === null) {
+    p.add(name, 'deve ser uma data RFC 3339 com fuso (ex.: 2026-12-01T09:00:00-03:00)')
+    return { iso: null, ms: null }
+  }
+  return { iso: v as string, ms }
+}
+
+/**
+ * Validates a campaign body. `base` (PATCH) is the stored campaign: the body's top-level fields replace its fields.
+ * Throws INAPP_CAMPAIGN_INVALID listing every problem; `app_id` is the route's business.
+ */
+export function parseCampaign(body: Obj, base?: CampaignDef): ValidCampaign {
+  const p = new Problems()
+  p.known('', body, [...TOP, 'app_id'])
+  const src: Obj = { ...(base as unknown as Obj | undefined) }
+  for (const k of TOP) if (body[k] !== undefined) src[k] = body[k]
+  if (base && body.inicia_em === null) src.inicia_em = null
+  if (base && body.termina_em === null) src.termina_em = null
+
+  let nome = typeof src.nome === 'string' ? src.nome.trim() : src.nome
+  if (nome === undefined) nome = 'Campanha sem nome'
+  else if (p.text('nome', nome, 1, 120) === undefined) nome = ''
+  const formato = src.formato === undefined ? 'modal' : p.oneOf('formato', src.formato, FORMATS)
+  const aud = audience(p, src.alvo_tipo, src.alvo)
+  const facts = newFacts()
+  if (src.conteudo === undefined) p.add('conteudo', 'é obrigatório, com o bloco pt')
+  else checkContent(p, src.conteudo, facts)
+  const { hidesClose } = checkStyle(p, src.estilo, facts)
+  checkTrap(p, formato, hidesClose, facts)
+  const gatilho = trigger(p, src.gatilho)
+  const regras = rules(p, src.regras)
+  const ini = moment(p, 'inicia_em', src.inicia_em)
+  const fim = moment(p, 'termina_em', src.termina_em)
+  if (ini.ms !== null && fim.ms !== null && fim.ms <= ini.ms) p.add('termina_em', 'deve ser posterior a inicia_em')
+  if (!p.empty) throw new ApiError('INAPP_CAMPAIGN_INVALID', { problemas: p.list })
+  return {
+    def: {
+      nome: nome as string,
+      formato: formato as Formato,
+      alvo_tipo: aud.tipo,
+      alvo: aud.alvo,
+      conteudo: src.conteudo as Obj,
+      estilo: (src.estilo as Obj | undefined) ?? {},
+      gatilho,
+      regras,
+      inicia_em: ini.iso,
+      termina_em: fim.iso,
+    },
+    usaConfigNotif: facts.actions.has('open_notification_settings'),
+  }
+}
+
+/** SDK capability a campaign needs (spec §Versioning), as major*1000+minor: 0.5 → 5, 0.6 → 6. */
+export function schemaMin(def: Pick<CampaignDef, 'gatilho' | 'inicia_em'>, nowMs: number): number {
+  if (def.gatilho.tipo !== 'ao_abrir') return 6
+  if (def.inicia_em !== null && Date.parse(def.inicia_em) > nowMs) return 6
+  return 5
+}
+
+export function schemaText(level: number): string {
+  return `${Math.floor(level / 1000)}.${level % 1000}`
+}
+
+/** A version as the SDK reports it (`0.6`, `0.6.2`, `v1.2.0-beta`) → major*1000+minor, or null. */
+export function parseSchema(v: string | null | undefined): number | null {
+  if (!v) return null
+  const m = /^v?(\d{1,4})\.(\d{1,3})(?:[.\-+].*)?$/.exec(v)
+  return m ? Number(m[1]) * 1000 + Number(m[2]) : null
+}
