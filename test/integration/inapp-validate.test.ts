@@ -198,9 +198,20 @@ const CASES: Array<[string, Record<string, unknown>, string[]]> = [
     ['inicia_em', 'termina_em'],
   ],
   ['termina_em before inicia_em', { inicia_em: '2030-01-02T00:00:00Z', termina_em: '2030-01-01T00:00:00Z' }, ['termina_em']],
-  ['lone surrogate in a text', { conteudo: { pt: { titulo: 'a\ud800b' } } }, ['conteudo.pt.titulo']],
-  ['lone surrogate in nome', { nome: 'x\udc00' }, ['nome']],
 ]
+
+t.test('a text that cannot be stored exactly is refused at the door (400 naming it, as on every route)', async (t) => {
+  const w = await inappWorld(t)
+  for (const [body, campo] of [
+    [{ conteudo: { pt: { titulo: 'a\ud800b' } } }, 'conteudo.pt.titulo'],
+    [{ nome: 'x\udc00' }, 'nome'],
+  ] as const) {
+    const r = await w.create(body)
+    t.equal(r.status, 400, campo)
+    t.equal(r.json.explain.campo, campo)
+  }
+  t.same(await w.s.sql('SELECT id FROM inapp_campaigns'), [], 'nothing written')
+})
 
 t.test('each rule is a 422 naming every offending field; nothing is written', async (t) => {
   const w = await inappWorld(t)
