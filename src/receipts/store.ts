@@ -90,7 +90,6 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
                                  'quando', $7::text) AS body
          FROM ins i
      ), ${eventCtes({ source: 'ev_in', order: 's.send_id, s.device_id, s.kind', at: '$5', after: ['counted', 'touched'] })}
-     )
      SELECT DISTINCT 'v' AS t, app_id, send_id, NULL::uuid AS device_id, NULL::smallint AS kind, false AS late FROM valid
      UNION ALL
      SELECT 'n', app_id, send_id, device_id, kind, late FROM ins`,
