@@ -81,6 +81,8 @@ export class ConfirmationStreamServer {
   #closing = false
   #lastRecheck = Date.now()
   port = 0
+  /** Back-pressure seen (tests, bench): waits for 'drain', and the most messages ever queued on one stream. */
+  readonly stats = { waitingDrain: 0, maxQueued: 0 }
 
   constructor(readonly d: StreamDeps) {
     this.#presence = new Presence(d.db, d.redis, d.keys, d.clock)
@@ -167,6 +169,7 @@ export class ConfirmationStreamServer {
       await this.recheckOne(session)
       await session.run()
     } catch (err) {
+      if (!(err instanceof Refusal)) this.d.log.warn({ err: String(err), app_id: session.appId }, 'confirmation stream ended by a failure')
       const r = refusalOf(err)
       session.end(r.code, r.details)
     } finally {
@@ -264,7 +267,7 @@ export class ConfirmationStreamServer {
   page(appId: string, cursor: string): Promise<EventRow[]> {
     return query<EventRow>(
       this.d.db,
-      `SELECT seq::text AS seq, evento, body FROM events
+      `SELECT seq, evento, body FROM events
         WHERE app_id = $1 AND canal = 'grpc' AND seq > $2 ORDER BY seq LIMIT $3`,
       [appId, cursor, PAGE],
     ).then((r) => r.rows)
@@ -321,7 +324,12 @@ class Session implements Tracked {
         if (this.#closed) return
         const more = this.call.write(toEvento(this.appId, r))
         this.cursor = r.seq
-        if (!more) await this.#drained()
+        const stats = this.srv.stats
+        if (this.call.writableLength > stats.maxQueued) stats.maxQueued = this.call.writableLength
+        if (!more) {
+          stats.waitingDrain++
+          await this.#drained()
+        }
       }
       const exp = this.key.expiresAtMs
       if (exp !== null && this.srv.clock() >= exp) this.end(grpc.status.UNAUTHENTICATED, 'Chave de API expirada.')
