@@ -4,8 +4,8 @@
 //   dead instance's streams stop being counted STREAM_TTL_MS after its last heartbeat.
 // - Postgres (`event_streams`), for retention: how far each stream was sent and when it was last seen, written when
 //   it opens, every POSITION_EVERY_MS while it is open, and when it closes.
-import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
@@ -47,15 +47,21 @@ export class Presence {
       at,
     ])
     const key = this.keys.grpcStreams(s.appId)
-    await this.redis.multi().zadd(key, Date.now() + STREAM_TTL_MS, this.#member(s)).pexpire(key, STREAM_TTL_MS * 10).exec()
+    await this.redis
+      .multi()
+      .zadd(key, Date.now() + STREAM_TTL_MS, this.#member(s))
+      .pexpire(key, STREAM_TTL_MS * 10)
+      .exec()
   }
 
   /** Never throws: a stream closing must not fail on its bookkeeping (the TTL and the next job correct it). */
   async closed(s: Tracked): Promise<void> {
     await this.redis.zrem(this.keys.grpcStreams(s.appId), this.#member(s)).catch(() => {})
-    await query(this.db, 'UPDATE event_streams SET last_seq = $2, seen_at = $3 WHERE id = $1', [s.id, s.cursor, new Date(this.now())]).catch(
-      () => {},
-    )
+    await query(this.db, 'UPDATE event_streams SET last_seq = $2, seen_at = $3 WHERE id = $1', [
+      s.id,
+      s.cursor,
+      new Date(this.now()),
+    ]).catch(() => {})
   }
 
   /** One heartbeat of this instance's open streams: Redis every time, positions every POSITION_EVERY_MS. */

@@ -100,7 +100,9 @@ export class ConfirmationStreamServer {
 
   async listen(host: string, port: number): Promise<number> {
     this.port = await new Promise<number>((resolve, reject) =>
-      this.#server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+      this.#server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
+        err ? reject(err) : resolve(p),
+      ),
     )
     this.#unsubscribe = this.d.dir.onDrop((appId) => this.#recheck(appId))
     await this.#listen()
@@ -115,7 +117,8 @@ export class ConfirmationStreamServer {
     this.#closing = true
     if (this.#beat) clearInterval(this.#beat)
     this.#unsubscribe?.()
-    for (const set of this.#byApp.values()) for (const s of set) s.end(grpc.status.UNAVAILABLE, 'Servidor encerrando; retome a partir do último seq.')
+    for (const set of this.#byApp.values())
+      for (const s of set) s.end(grpc.status.UNAVAILABLE, 'Servidor encerrando; retome a partir do último seq.')
     await Promise.all(this.#runs)
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
@@ -153,7 +156,8 @@ export class ConfirmationStreamServer {
       if (desde < 0n || desde > MAX_SEQ) throw new Refusal(grpc.status.INVALID_ARGUMENT, 'desde_seq fora do intervalo.')
       await this.#checkApp(appId)
       const set = this.#byApp.get(appId) ?? new Set<Session>()
-      if (set.size >= MAX_PER_APP) throw new Refusal(grpc.status.RESOURCE_EXHAUSTED, `Mais de ${MAX_PER_APP} streams abertos deste app nesta instância.`)
+      if (set.size >= MAX_PER_APP)
+        throw new Refusal(grpc.status.RESOURCE_EXHAUSTED, `Mais de ${MAX_PER_APP} streams abertos deste app nesta instância.`)
       if (this.#closing) throw new Refusal(grpc.status.UNAVAILABLE, 'Servidor encerrando.')
       session = new Session(appId, key, call, desde.toString(), this)
       set.add(session)
@@ -169,7 +173,8 @@ export class ConfirmationStreamServer {
       await this.recheckOne(session)
       await session.run()
     } catch (err) {
-      if (!(err instanceof Refusal)) this.d.log.warn({ err: String(err), app_id: session.appId }, 'confirmation stream ended by a failure')
+      if (!(err instanceof Refusal))
+        this.d.log.warn({ err: String(err), app_id: session.appId }, 'confirmation stream ended by a failure')
       const r = refusalOf(err)
       session.end(r.code, r.details)
     } finally {
@@ -193,7 +198,10 @@ export class ConfirmationStreamServer {
     if (!app) throw new Refusal(grpc.status.UNAUTHENTICATED, 'Chave de API desconhecida, revogada ou expirada.')
     if (app.paused) throw new Refusal(grpc.status.PERMISSION_DENIED, 'App pausado.')
     if (app.confirmModo !== 'grpc') {
-      throw new Refusal(grpc.status.FAILED_PRECONDITION, `O modo de confirmação do app é ${app.confirmModo}, não grpc (PUT /api/v1/confirmacoes).`)
+      throw new Refusal(
+        grpc.status.FAILED_PRECONDITION,
+        `O modo de confirmação do app é ${app.confirmModo}, não grpc (PUT /api/v1/confirmacoes).`,
+      )
     }
   }
 
@@ -403,7 +411,8 @@ function refusalOf(err: unknown): Refusal {
     if (err.status === 503) return new Refusal(grpc.status.UNAVAILABLE, err.texts().erro)
     return new Refusal(grpc.status.INVALID_ARGUMENT, err.texts().erro)
   }
-  if ((err as { dependency?: string } | null)?.dependency) return new Refusal(grpc.status.UNAVAILABLE, 'Dependência indisponível; tente de novo.')
+  if ((err as { dependency?: string } | null)?.dependency)
+    return new Refusal(grpc.status.UNAVAILABLE, 'Dependência indisponível; tente de novo.')
   return new Refusal(grpc.status.UNAVAILABLE, 'Falha temporária; retome a partir do último seq.')
 }
 

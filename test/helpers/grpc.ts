@@ -31,7 +31,13 @@ export function grpcClient(port: number): grpc.Client {
 }
 
 /** Opens `Assinar`; `auth` is the whole metadata value (`Basic <key>`), or a Metadata for hostile cases. */
-export function subscribe(port: number, auth: string | grpc.Metadata | null, appId: string, desde = '0', client = grpcClient(port)): Subscription {
+export function subscribe(
+  port: number,
+  auth: string | grpc.Metadata | null,
+  appId: string,
+  desde = '0',
+  client = grpcClient(port),
+): Subscription {
   let md: grpc.Metadata
   if (auth instanceof grpc.Metadata) md = auth
   else {
@@ -85,7 +91,9 @@ export function subscribe(port: number, auth: string | grpc.Metadata | null, app
 /** An app in `grpc` mode with one registered device and one send to it (never delivered: API role only is fine). */
 export async function streamApp(s: TestService, modo = 'grpc') {
   const app = await s.createApp()
-  const reg = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: `tok-${randomUUID()}` } })
+  const reg = await s.call('POST', '/api/v1/players', {
+    body: { app_id: app.id, device_type: 1, identifier: `tok-${randomUUID()}` },
+  })
   if (reg.status !== 200) throw new Error(`register: ${reg.status} ${reg.text}`)
   const send = await s.call('POST', '/api/v1/notifications', {
     body: { app_id: app.id, contents: { en: 'Hi' }, include_player_ids: [reg.json.id] },
@@ -108,7 +116,13 @@ export async function streamApp(s: TestService, modo = 'grpc') {
         while (next < players.length) {
           const p = players[next++] as string
           const r = await via.call('POST', '/api/v1/receipts', {
-            body: { app_id: app.id, notification_id: send.json.id, player_id: p, rcpt: proof(key, send.json.id, p), ...(o.clique ? { evento: 'clique' } : {}) },
+            body: {
+              app_id: app.id,
+              notification_id: send.json.id,
+              player_id: p,
+              rcpt: proof(key, send.json.id, p),
+              ...(o.clique ? { evento: 'clique' } : {}),
+            },
           })
           if (r.status !== 200) throw new Error(`receipt: ${r.status} ${r.text}`)
         }

@@ -5,9 +5,9 @@
 import Redis from 'ioredis'
 import t from 'tap'
 import { type Pombo, startPombo } from '../../bench/lib/pombo'
+import { STREAM_TTL_MS } from '../../src/confirmations/presence'
 import { CredentialService } from '../../src/credentials/service'
 import { parseServiceAccount } from '../../src/credentials/validate'
-import { STREAM_TTL_MS } from '../../src/confirmations/presence'
 import { partitionOf } from '../../src/redis/partitions'
 import { startFakeProviders } from '../fakes'
 import { contiguous, subscribe, until } from '../helpers/grpc'
@@ -48,7 +48,10 @@ t.test('a worker SIGKILLed mid-send: the stream gets one notification.completed 
     [app.id, DEVICES],
   )
   await s.sql('ANALYZE devices')
-  t.equal((await s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: app.id, modo: 'grpc' }, headers: basic(app.api_key) })).status, 200)
+  t.equal(
+    (await s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: app.id, modo: 'grpc' }, headers: basic(app.api_key) })).status,
+    200,
+  )
   const sub = subscribe(s.svc.grpc?.port as number, `Basic ${app.api_key}`, app.id, '0')
 
   const workers: Pombo[] = []
@@ -108,7 +111,10 @@ t.test('a worker SIGKILLed mid-send: the stream gets one notification.completed 
   t.equal(completed.length, 1, 'exactly one notification.completed')
   const body = JSON.parse(completed[0]?.corpo_json ?? '{}')
   t.match(body, { notification_id: sendId, recipients: DEVICES, successful: DEVICES, failed: 0, errored: 0, canal: 'grpc' })
-  t.same(new Set(sub.events.filter((e) => e.evento === 'delivery.received').map((e) => e.player_id)), new Set(unique.map((p) => p.player_id)))
+  t.same(
+    new Set(sub.events.filter((e) => e.evento === 'delivery.received').map((e) => e.player_id)),
+    new Set(unique.map((p) => p.player_id)),
+  )
   sub.cancel()
 })
 
@@ -117,9 +123,15 @@ t.test('an API instance SIGKILLed with open streams: streams_ativos forgets them
   const app = await s.createApp()
   await s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: app.id, modo: 'grpc' }, headers: basic(app.api_key) })
   const grpcPort = freePort()
-  const other = await startPombo(freePort(), { PM_GRPC_PORT: String(grpcPort), PM_VAULT_KEY: VAULT_KEY, NODE_OPTIONS: '' }, 'api', [], {
-    shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix },
-  })
+  const other = await startPombo(
+    freePort(),
+    { PM_GRPC_PORT: String(grpcPort), PM_VAULT_KEY: VAULT_KEY, NODE_OPTIONS: '' },
+    'api',
+    [],
+    {
+      shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix },
+    },
+  )
   t.teardown(() => other.stop())
   const auth = `Basic ${app.api_key}`
   const ativos = async (): Promise<number> =>

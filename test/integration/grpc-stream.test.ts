@@ -30,11 +30,16 @@ t.test('refusals: key, app, mode, arguments; hostile metadata is UNAUTHENTICATED
   const a = await streamApp(s)
   const other = await streamApp(s)
   const polling = await streamApp(s, 'consulta')
-  const code = async (auth: string | grpc.Metadata | null, appId: string, desde = '0') => (await subscribe(port(s), auth, appId, desde).ended).code
+  const code = async (auth: string | grpc.Metadata | null, appId: string, desde = '0') =>
+    (await subscribe(port(s), auth, appId, desde).ended).code
   t.equal(await code(null, a.app.id), S.UNAUTHENTICATED, 'no authorization')
   t.equal(await code('', a.app.id), S.UNAUTHENTICATED, 'empty authorization')
   t.equal(await code('Basic nonsense', a.app.id), S.UNAUTHENTICATED, 'malformed key')
-  t.equal(await code(`Basic ${a.app.api_key.slice(0, -1)}${a.app.api_key.endsWith('A') ? 'B' : 'A'}`, a.app.id), S.UNAUTHENTICATED, 'wrong secret')
+  t.equal(
+    await code(`Basic ${a.app.api_key.slice(0, -1)}${a.app.api_key.endsWith('A') ? 'B' : 'A'}`, a.app.id),
+    S.UNAUTHENTICATED,
+    'wrong secret',
+  )
   t.equal(await code(`Digest ${a.app.api_key}`, a.app.id), S.UNAUTHENTICATED, 'unknown scheme')
   t.equal(await code(`Basic ${'x'.repeat(6000)}`, a.app.id), S.UNAUTHENTICATED, 'a huge value')
   const two = new grpc.Metadata()
@@ -139,7 +144,10 @@ t.test('order under concurrent receipts from two API instances, read live on a t
     db.map((r) => [r.seq, r.p, r.evento]),
     'exactly the committed events, in seq order',
   )
-  t.ok(s.svc.deps.receipts.writer.stats.statements > 1 && s2.svc.deps.receipts.writer.stats.statements > 1, 'many batches on both instances')
+  t.ok(
+    s.svc.deps.receipts.writer.stats.statements > 1 && s2.svc.deps.receipts.writer.stats.statements > 1,
+    'many batches on both instances',
+  )
   live.cancel()
 })
 
@@ -157,7 +165,10 @@ t.test('a consumer slower than the producer: back-pressure, bounded buffer, noth
   await until('the server waits on drain', async () => grpcServer.stats.waitingDrain > 0)
   const got = slow.events.length
   t.ok(got < total, `the paused consumer has not got everything (${got} of ${total})`)
-  t.ok(grpcServer.stats.maxQueued <= 32, `the stream never queued more than gRPC's buffer (${grpcServer.stats.maxQueued} messages)`)
+  t.ok(
+    grpcServer.stats.maxQueued <= 32,
+    `the stream never queued more than gRPC's buffer (${grpcServer.stats.maxQueued} messages)`,
+  )
   // Now it reads, slowly at first: a few milliseconds of reading every 20.
   let slowly = true
   const reader = setInterval(() => {
@@ -206,7 +217,10 @@ t.test('revocation, pause and mode change end an open stream at once', async (t)
 
   const m = subscribe(port(s2), b.auth, b.app.id, '1')
   await until('open', async () => (await ativos(s, b.app)) === 1)
-  const put = await s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: b.app.id, modo: 'consulta' }, headers: basic(b.app.api_key) })
+  const put = await s.call('PUT', '/api/v1/confirmacoes', {
+    body: { app_id: b.app.id, modo: 'consulta' },
+    headers: basic(b.app.api_key),
+  })
   t.equal(put.status, 200)
   t.equal((await m.ended).code, S.FAILED_PRECONDITION, 'mode left grpc: FAILED_PRECONDITION')
   await until('uncounted', async () => (await ativos(s, b.app)) === 0)
@@ -279,8 +293,14 @@ t.test('notification.completed carries pm_problema, on the stream and in the web
     pm_problema: 'credencial_ausente:fcm',
     canal: 'grpc',
   })
-  const [hook] = await d.s.sql("SELECT canal, body FROM events WHERE app_id = $1 AND evento = 'notification.completed'", [hooked.id])
-  t.match(hook, { canal: 'webhook', body: { notification_id: s2, pm_problema: 'credencial_ausente:fcm', canal: 'webhook' } }, 'the webhook body too')
+  const [hook] = await d.s.sql("SELECT canal, body FROM events WHERE app_id = $1 AND evento = 'notification.completed'", [
+    hooked.id,
+  ])
+  t.match(
+    hook,
+    { canal: 'webhook', body: { notification_id: s2, pm_problema: 'credencial_ausente:fcm', canal: 'webhook' } },
+    'the webhook body too',
+  )
   // With a credential, nothing went wrong: no pm_problema key at all.
   await d.fcmFor(streamed)
   const s3 = await d.send(streamed, { include_player_ids: [await d.device(streamed, 'pp-3')] })
@@ -301,7 +321,7 @@ t.test('retention keeps what a recently active stream has not been sent', async 
   await sub.waitFor(2)
   sub.cancel()
   await until('position written at close', async () => {
-    const [r] = await s.sql("SELECT last_seq::text AS l FROM event_streams WHERE app_id = $1", [a.app.id])
+    const [r] = await s.sql('SELECT last_seq::text AS l FROM event_streams WHERE app_id = $1', [a.app.id])
     return r?.l === '6'
   })
   // A second, older position: a consumer that stopped at 2 three days ago.
@@ -314,7 +334,9 @@ t.test('retention keeps what a recently active stream has not been sent', async 
   if (!dispatcher) throw new Error('no dispatcher')
   await dispatcher.pruneNow(30, 7)
   const left = async (app: { id: string }) =>
-    (await s.sql<{ seq: string }>('SELECT seq::text FROM events WHERE app_id = $1 ORDER BY events.seq', [app.id])).map((r) => r.seq)
+    (await s.sql<{ seq: string }>('SELECT seq::text FROM events WHERE app_id = $1 ORDER BY events.seq', [app.id])).map(
+      (r) => r.seq,
+    )
   t.same(await left(a.app), ['3', '4', '5', '6'], 'old events after the lowest recent position stay')
   t.same(await left(idle.app), [], 'an app no stream read recently keeps nothing older than the retention')
   await s.sql("UPDATE event_streams SET seen_at = now() - interval '8 days' WHERE last_seq = 2")
