@@ -23,7 +23,7 @@ interface Dest {
   last: number
 }
 
-class Receiver {
+export class Receiver {
   readonly dests = new Map<string, Dest>()
   received = 0
   outOfOrder = 0
