@@ -1,7 +1,7 @@
 // `npm run bench -- grpc`: events per second the confirmation stream delivers to ONE consumer, beside, in the same
 // run, (a) the webhook dispatcher's rate to ONE destination (the same events, the other channel: a local HTTPS
-// receiver that verifies every signature and the order) and (b) a bare @grpc/grpc-js server streaming the same
-// messages from memory to the same kind of client (the transport's ceiling on this machine).
+// receiver that verifies every signature and the order) and (b) a bare @grpc/grpc-js server (bench/bare-grpc.ts,
+// a child process too) streaming the same message from memory to the same client (the transport's ceiling here).
 //
 // Pombo runs compiled as a child (`pombo serve --roles api,worker`). Each round writes BENCH_GRPC_EVENTS events
 // (default 10,000) for the grpc app in one statement through the service's own event writer
@@ -10,12 +10,14 @@
 // app, clocked from the commit to the last accepted POST. After the rounds, a new consumer replays everything from
 // seq 0 (backlog rate). Settings changed: PM_GRPC_PORT (a free port), PM_WEBHOOK_ALLOW_PRIVATE=1,
 // PM_WEBHOOK_POLL_MS=50, PM_LIMIT_IP_PER_MIN=0. BENCH_ROUNDS (default 3).
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import pg from 'pg'
 import { eventCtes } from '../src/confirmations/events'
 import { confirmacoes, type Evento } from '../src/confirmations/proto'
 import { trustEnv } from '../test/fakes/tls'
-import { DATABASE_URL, startPombo } from './lib/pombo'
+import { childEntry, DATABASE_URL, ROOT, startPombo } from './lib/pombo'
 import { Receiver } from './webhooks'
 
 const N = Number(process.env.BENCH_GRPC_EVENTS ?? 10_000)
@@ -66,28 +68,33 @@ class Consumer {
   }
 }
 
-/** The ceiling: a bare grpc-js server streaming `n` prebuilt messages with the same back-pressure handling. */
-async function bare(sample: Evento, n: number): Promise<number> {
-  const server = new grpc.Server()
-  server.addService(confirmacoes().service, {
-    Assinar: async (call: grpc.ServerWritableStream<unknown, Evento>) => {
-      for (let i = 1; i <= n; i++) {
-        if (!call.write({ ...sample, seq: String(i) })) await new Promise((r) => call.once('drain', r))
-      }
-      call.end()
-    },
+/** The ceiling: bench/bare-grpc.ts in a child process, streaming `n` copies of `sample` to one Consumer. */
+async function startBareGrpc(sample: Evento): Promise<{ run(n: number): Promise<number>; stop(): void }> {
+  const entry = childEntry(join(ROOT, 'bench', 'bare-grpc.ts'))
+  const child = spawn(process.execPath, [...entry.execArgv, entry.file], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, BENCH_SAMPLE: JSON.stringify(sample) },
   })
-  const port = await new Promise<number>((res, rej) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? rej(e) : res(p))),
-  )
-  const c = new Consumer(port, 'pm_live_aaaaaaaa_x', '00000000-0000-0000-0000-000000000000', 0)
-  const done = c.expect(n)
-  const t0 = performance.now()
-  await done
-  const rate = n / ((performance.now() - t0) / 1000)
-  c.close()
-  server.forceShutdown()
-  return rate
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout?.once('data', (d: Buffer) => resolve(Number(d.toString().trim())))
+    child.once('exit', (c) => reject(new Error(`bare-grpc exited ${c}`)))
+  })
+  return {
+    async run(n) {
+      const c = new Consumer(port, 'pm_live_aaaaaaaa_x', '00000000-0000-0000-0000-000000000000', n)
+      c.last = 0
+      const done = c.expect(n)
+      const t0 = performance.now()
+      await done
+      const rate = n / ((performance.now() - t0) / 1000)
+      c.close()
+      return rate
+    },
+    stop() {
+      child.kill('SIGTERM')
+    },
+  }
 }
 
 export async function grpcBench(): Promise<void> {
@@ -142,7 +149,7 @@ export async function grpcBench(): Promise<void> {
     const streamRates: number[] = []
     const hookRates: number[] = []
     const bareRates: number[] = []
-    let sample: Evento | null = null
+    let bareServer: Awaited<ReturnType<typeof startBareGrpc>> | null = null
     for (let round = 0; round < ROUNDS; round++) {
       const got = live.expect(N)
       await write(g.id)
@@ -160,13 +167,10 @@ export async function grpcBench(): Promise<void> {
       if (timedOut) throw new Error('webhook: not every event arrived within 180 s')
       hookRates.push(N / ((performance.now() - t1) / 1000))
 
-      if (!sample) {
-        const r = await db.query<{ seq: string; body: Record<string, unknown> }>(
-          'SELECT seq::text, body FROM events WHERE app_id = $1 LIMIT 1',
-          [g.id],
-        )
+      if (!bareServer) {
+        const r = await db.query<{ body: Record<string, unknown> }>('SELECT body FROM events WHERE app_id = $1 LIMIT 1', [g.id])
         const b = r.rows[0]?.body ?? {}
-        sample = {
+        bareServer = await startBareGrpc({
           seq: '1',
           evento: 'delivery.received',
           app_id: g.id,
@@ -175,14 +179,15 @@ export async function grpcBench(): Promise<void> {
           quando: String(b.quando),
           canal: 'grpc',
           corpo_json: JSON.stringify(b),
-        }
+        })
       }
-      bareRates.push(await bare(sample, N))
+      bareRates.push(await bareServer.run(N))
       console.log(
         `  round ${round + 1}: stream (live) ${fmt(streamRates[round] as number)} events/s | webhook, one destination ${fmt(hookRates[round] as number)} events/s | bare grpc-js ${fmt(bareRates[round] as number)} msgs/s`,
       )
     }
     live.close()
+    bareServer?.stop()
     const replay = new Consumer(grpcPort, g.api_key, g.id, 0)
     const all = replay.expect(N * ROUNDS)
     const t2 = performance.now()
