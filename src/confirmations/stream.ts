@@ -318,7 +318,8 @@ class Session implements Tracked {
 
   /** Streams until the call ends. Page failures (Postgres away) are retried; nothing is skipped. */
   async run(): Promise<void> {
-    while (!this.#closed) {
+    // `cancelled` also covers a client gone before this session listened for it.
+    while (!this.#closed && !this.call.cancelled) {
       this.#woken = false
       let rows: EventRow[]
       try {
