@@ -4,6 +4,8 @@
 // / mode change on an open stream, streams_ativos, pm_problema in notification.completed, and retention.
 import * as grpc from '@grpc/grpc-js'
 import t from 'tap'
+import { testCa } from '../fakes/tls'
+import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { startDelivery } from '../helpers/delivery'
 import { contiguous, type Evento, streamApp, subscribe, until } from '../helpers/grpc'
 import { basic, startService, type TestService } from '../helpers/service'
@@ -55,6 +57,38 @@ t.test('refusals: key, app, mode, arguments; hostile metadata is UNAUTHENTICATED
   t.equal(await code(a.auth, ''), S.INVALID_ARGUMENT, 'app_id empty')
   t.equal(await code(a.auth, a.app.id, '18446744073709551615'), S.INVALID_ARGUMENT, 'desde_seq past int64')
   t.equal(await code(polling.auth, polling.app.id), S.FAILED_PRECONDITION, 'mode consulta')
+  // Bytes that are not an AssinarPedido: the transport refuses them; the service carries on.
+  const Raw = grpc.makeGenericClientConstructor(
+    {
+      Assinar: {
+        path: '/pombo.confirmacoes.v1.Confirmacoes/Assinar',
+        requestStream: false,
+        responseStream: true,
+        requestSerialize: (b: Buffer) => b,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (b: Buffer) => b,
+        responseDeserialize: (b: Buffer) => b,
+      },
+    },
+    'Raw',
+  )
+  const raw = new Raw(`127.0.0.1:${port(s)}`, grpc.credentials.createInsecure())
+  for (const bytes of [
+    Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f]),
+    Buffer.from('\x12\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01'),
+    Buffer.alloc(5000, 7),
+  ]) {
+    const md = new grpc.Metadata()
+    md.set('authorization', a.auth)
+    const c = (raw as unknown as { Assinar(b: Buffer, m: grpc.Metadata): grpc.ClientReadableStream<Buffer> }).Assinar(bytes, md)
+    const ended = await new Promise<number>((resolve) => {
+      c.on('error', (e: grpc.ServiceError) => resolve(e.code))
+      c.on('end', () => resolve(S.OK))
+      c.on('data', () => {})
+    })
+    t.not(ended, S.OK, `garbage request (${bytes.length} bytes) refused`)
+  }
+  raw.close()
   await s.svc.deps.apps.setPaused(a.app.id, true)
   t.equal(await code(a.auth, a.app.id), S.PERMISSION_DENIED, 'paused app')
   await s.svc.deps.apps.setPaused(a.app.id, false)
@@ -268,14 +302,19 @@ t.test('mode changes: each event keeps the channel it was written for; the strea
 })
 
 t.test('notification.completed carries pm_problema, on the stream and in the webhook body', async (t) => {
-  const d = await startDelivery(t, { service: { grpc: true, dispatcher: false }, env: { PM_LIMIT_IP_PER_MIN: '0' } })
+  const rx = await WebhookReceiver.start(t)
+  const d = await startDelivery(t, {
+    env: { PM_LIMIT_IP_PER_MIN: '0', PM_WEBHOOK_ALLOW_PRIVATE: '1' },
+    service: { grpc: true, webhookCa: testCa(), webhook: { pollMs: 20, retryDelaysMs: [50], timeoutMs: 2_000 } },
+  })
   const streamed = await d.s.createApp()
   const hooked = await d.s.createApp()
   await d.s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: streamed.id, modo: 'grpc' }, headers: basic(streamed.api_key) })
-  await d.s.call('PUT', '/api/v1/confirmacoes', {
-    body: { app_id: hooked.id, modo: 'webhook', url: 'https://hooks.example.com/x' },
+  const put = await d.s.call('PUT', '/api/v1/confirmacoes', {
+    body: { app_id: hooked.id, modo: 'webhook', url: rx.url('/problema') },
     headers: basic(hooked.api_key),
   })
+  rx.secret('/problema', put.json.segredo)
   const sub = subscribe(port(d.s), `Basic ${streamed.api_key}`, streamed.id, '0')
   // No FCM credential: every device ends errored and the send names the problem.
   const s1 = await d.send(streamed, { include_player_ids: [await d.device(streamed, 'pp-1')] })
@@ -293,13 +332,18 @@ t.test('notification.completed carries pm_problema, on the stream and in the web
     pm_problema: 'credencial_ausente:fcm',
     canal: 'grpc',
   })
-  const [hook] = await d.s.sql("SELECT canal, body FROM events WHERE app_id = $1 AND evento = 'notification.completed'", [
-    hooked.id,
-  ])
+  const [hook] = (await rx.waitFor(1, '/problema', 20_000)).filter((r) => r.status === 200)
+  t.ok(hook?.signed, 'signed')
   t.match(
-    hook,
-    { canal: 'webhook', body: { notification_id: s2, pm_problema: 'credencial_ausente:fcm', canal: 'webhook' } },
-    'the webhook body too',
+    hook?.json,
+    {
+      evento: 'notification.completed',
+      notification_id: s2,
+      errored: 1,
+      pm_problema: 'credencial_ausente:fcm',
+      canal: 'webhook',
+    },
+    'the webhook body too, as delivered',
   )
   // With a credential, nothing went wrong: no pm_problema key at all.
   await d.fcmFor(streamed)
