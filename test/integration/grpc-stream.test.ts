@@ -8,7 +8,7 @@ import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { startDelivery } from '../helpers/delivery'
 import { contiguous, type Evento, streamApp, subscribe, until } from '../helpers/grpc'
-import { basic, startService, type TestService } from '../helpers/service'
+import { basic, FakeClock, startService, type TestService } from '../helpers/service'
 
 const S = grpc.status
 
@@ -387,4 +387,26 @@ t.test('retention keeps what a recently active stream has not been sent', async 
   await dispatcher.pruneNow(30, 7)
   t.same(await left(a.app), [], 'once that consumer has been gone longer than the retention, its position no longer holds events')
   t.same(await s.sql('SELECT 1 FROM event_streams WHERE last_seq = 2'), [], 'and the position itself is dropped')
+})
+
+t.test("a rotated key's stream lives through the overlap and ends when the old key expires", async (t) => {
+  const clock = new FakeClock()
+  const s = await startService(t, { grpc: true, clock, env: { PM_LIMIT_IP_PER_MIN: '0' } })
+  const a = await streamApp(s)
+  const old = subscribe(port(s), a.auth, a.app.id, '0')
+  await a.receipts(1)
+  await old.waitFor(1)
+  const rotated = await s.svc.deps.apps.rotate(a.app.id)
+  const fresh = subscribe(port(s), `Basic ${rotated.api_key}`, a.app.id, '0')
+  await a.receipts(1)
+  await old.waitFor(2)
+  await fresh.waitFor(2)
+  t.same(old.events, fresh.events, 'both keys stream during the overlap')
+  clock.advance(24 * 3600_000 + 1_000)
+  const ended = await old.ended
+  t.equal(ended.code, S.UNAUTHENTICATED, `the old key's stream ends once it expires (${ended.details})`)
+  await a.receipts(1)
+  await fresh.waitFor(3)
+  t.equal(old.events.length, 2, 'nothing more on the old one')
+  fresh.cancel()
 })
