@@ -81,9 +81,11 @@ export class Presence {
     this.#lastPositions = Date.now()
     await query(
       this.db,
-      `UPDATE event_streams s SET last_seq = x.seq, seen_at = $3
-         FROM unnest($1::uuid[], $2::bigint[]) AS x(id, seq) WHERE s.id = x.id`,
-      [open.map((s) => s.id), open.map((s) => s.cursor), new Date(this.now())],
+      // An upsert: a row folded away by retention (src/confirmations/retention.ts) comes back.
+      `INSERT INTO event_streams AS s (id, app_id, last_seq, opened_at, seen_at)
+       SELECT x.id, x.app, x.seq, $4, $4 FROM unnest($1::uuid[], $2::uuid[], $3::bigint[]) AS x(id, app, seq)
+       ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, seen_at = excluded.seen_at`,
+      [open.map((s) => s.id), open.map((s) => s.appId), open.map((s) => s.cursor), new Date(this.now())],
     )
   }
 

@@ -387,6 +387,19 @@ t.test('retention keeps what a recently active stream has not been sent', async 
   await dispatcher.pruneNow(30, 7)
   t.same(await left(a.app), [], 'once that consumer has been gone longer than the retention, its position no longer holds events')
   t.same(await s.sql('SELECT 1 FROM event_streams WHERE last_seq = 2'), [], 'and the position itself is dropped')
+  // A client reconnecting in a loop leaves many closed positions: past 100 they fold into one, the lowest.
+  await s.sql(
+    `INSERT INTO event_streams (id, app_id, last_seq, opened_at, seen_at)
+     SELECT gen_random_uuid(), $1, 100 + i, now() - interval '2 hours', now() - interval '2 hours' + i * interval '1 second'
+       FROM generate_series(1, 150) i`,
+    [idle.app.id],
+  )
+  await dispatcher.pruneNow(30, 7)
+  const folded = await s.sql<{ n: number; low: string }>(
+    'SELECT count(*)::int AS n, min(last_seq)::text AS low FROM event_streams WHERE app_id = $1',
+    [idle.app.id],
+  )
+  t.same(folded, [{ n: 1, low: '101' }], '150 closed positions folded into the lowest')
 })
 
 t.test("a rotated key's stream lives through the overlap and ends when the old key expires", async (t) => {
