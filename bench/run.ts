@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
 import { deliver } from './deliver'
+import { grpcBench } from './grpc'
 import { runChildrenCompiled } from './lib/pombo'
 import { http } from './http'
 import { inapp } from './inapp'
@@ -10,7 +11,16 @@ import { register } from './register'
 import { send } from './send'
 import { webhooks } from './webhooks'
 
-const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts, webhooks, inapp }
+const SCENARIOS: Record<string, () => Promise<void>> = {
+  http,
+  register,
+  send,
+  deliver,
+  receipts,
+  webhooks,
+  inapp,
+  grpc: grpcBench,
+}
 
 async function main(): Promise<void> {
   // The service under load is the compiled one (dist/), as the image runs it: built fresh, so it is this checkout.

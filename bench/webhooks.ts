@@ -11,6 +11,7 @@ import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
 import { Agent, createServer, request } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import pg from 'pg'
+import { eventCtes } from '../src/confirmations/events'
 import { testTls, trustEnv } from '../test/fakes/tls'
 import { DATABASE_URL, startPombo } from './lib/pombo'
 
@@ -23,7 +24,7 @@ interface Dest {
   last: number
 }
 
-class Receiver {
+export class Receiver {
   readonly dests = new Map<string, Dest>()
   received = 0
   outOfOrder = 0
@@ -150,14 +151,15 @@ export async function webhooks(): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) {
       rawRates.push(await raw(rx, rawPaths, Math.max(1, Math.floor(PER / 2))))
       const done = rx.expect(total)
+      // Through the service's event writer (numbering per app in commit order, channel from the app's mode).
       await db.query(
-        `INSERT INTO events (app_id, evento, body, created_at)
-         SELECT a.id, 'delivery.received',
-                jsonb_build_object('evento', 'delivery.received', 'app_id', a.id, 'notification_id', gen_random_uuid(),
-                                   'player_id', gen_random_uuid(), 'quando', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'), 'canal', 'webhook'),
-                now()
-           FROM generate_series(1, $2) g, unnest($1::uuid[]) a(id)
-          ORDER BY g`,
+        `WITH src AS (
+           SELECT a.id AS app_id, 'delivery.received' AS evento, g,
+                  jsonb_build_object('evento', 'delivery.received', 'app_id', a.id, 'notification_id', gen_random_uuid(),
+                                     'player_id', gen_random_uuid(), 'quando', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')) AS body
+             FROM generate_series(1, $2::int) g, unnest($1::uuid[]) a(id)
+         ), ${eventCtes({ source: 'src', order: 's.g', at: 'now()' })}
+         SELECT count(*) FROM ev`,
         [apps, PER],
       )
       const t0 = performance.now()

@@ -4,6 +4,8 @@ import { isIP } from 'node:net'
 export interface Config {
   readonly port: number
   readonly dashboardPort: number
+  /** The confirmation stream's gRPC port (PM_GRPC_PORT); null: off (`0` in the environment). 0 here (tests): any. */
+  readonly grpcPort: number | null
   readonly host: string
   readonly databaseUrl: string
   readonly redisUrl: string
@@ -291,6 +293,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
   const cfg: Config = {
     port,
     dashboardPort: int(env, 'PM_DASHBOARD_PORT', 8081),
+    grpcPort: int(env, 'PM_GRPC_PORT', 8082) || null,
     host,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,

@@ -8,6 +8,7 @@ import { AppService } from './apps/service'
 import type { Config } from './config'
 import { WebhookDispatcher } from './confirmations/dispatcher'
 import { confirmationRoutes } from './confirmations/routes'
+import { ConfirmationStreamServer } from './confirmations/stream'
 import { dashboardRoutes } from './dashboard/server'
 import { deviceRoutes } from './devices/routes'
 import { DeviceService } from './devices/service'
@@ -78,6 +79,8 @@ export class Service {
   api: HttpServer | null = null
   delivery: DeliveryModule | null = null
   dispatcher: WebhookDispatcher | null = null
+  /** The confirmation stream (gRPC, `modo: grpc`) of the API role; null when PM_GRPC_PORT is 0. */
+  grpc: ConfirmationStreamServer | null = null
   dashboard: HttpServer | null = null
   #stopped = false
 
@@ -123,6 +126,10 @@ export class Service {
         await deps.inapp.start() // the package cache's invalidations (only the API serves packages)
         svc.#apiRoutes(svc.api)
         await svc.api.listen(cfg.host, cfg.port)
+        if (cfg.grpcPort !== null) {
+          svc.grpc = new ConfirmationStreamServer(deps)
+          await svc.grpc.listen(cfg.host, cfg.grpcPort)
+        }
       }
       if (opts.jobs !== false && (roles.has('api') || roles.has('worker'))) {
         deps.sends.startJobs()
@@ -171,7 +178,7 @@ export class Service {
   async stop(): Promise<void> {
     if (this.#stopped) return
     this.#stopped = true
-    await Promise.all([this.api?.close(), this.dashboard?.close()])
+    await Promise.all([this.api?.close(), this.dashboard?.close(), this.grpc?.close()])
     await this.delivery?.stop()
     await this.dispatcher?.stop()
     await this.deps.devices.stop()

@@ -107,6 +107,8 @@ export async function startPombo(
       PM_PLATFORM_KEY: PLATFORM_KEY,
       PM_VAULT_KEY: 'cd'.repeat(32),
       PM_LOG_LEVEL: 'warn',
+      // The confirmation stream is off unless the scenario names a port (8082 would collide between processes).
+      PM_GRPC_PORT: '0',
       ...env,
     },
   })

@@ -9,6 +9,9 @@ import type { AppDirectory } from './directory'
 import { readAuthorization, sha256 } from './key-format'
 import type { AppRecord, KeyRecord } from './store'
 
+/** Who a rejection is audited as: an HTTP request, or another transport's caller (the gRPC stream). */
+export type AuditWho = Pick<Request, 'ip' | 'method' | 'path' | 'id'> | { ip: string; rota: string; id: string }
+
 export class Auth {
   readonly #platformHash: Buffer | null
 
@@ -34,14 +37,22 @@ export class Auth {
   }
 
   /** Resolves the app key of a server route (401 on any failure). Call before reading the body. */
-  async appKey(req: Request): Promise<KeyRecord> {
-    const a = readAuthorization(req.header('authorization'))
+  appKey(req: Request): Promise<KeyRecord> {
+    return this.keyOf(req.header('authorization'), req)
+  }
+
+  /**
+   * The app key named by an `Authorization` value (HTTP header or gRPC metadata): missing, malformed, unknown,
+   * revoked or expired throws the 401 (the rejection is audited as `who`). Resolved through the cached directory.
+   */
+  async keyOf(header: string | undefined, who: AuditWho): Promise<KeyRecord> {
+    const a = readAuthorization(header)
     if (a.kind === 'missing') {
-      this.#reject(req, 'missing')
+      this.#reject(who, 'missing')
       throw new ApiError('AUTH_MISSING')
     }
     if (a.kind === 'malformed') {
-      this.#reject(req, 'malformed', a.kid)
+      this.#reject(who, 'malformed', a.kid)
       throw new ApiError('AUTH_MALFORMED')
     }
     const rec = await this.dir.key(a.key.kid)
@@ -51,7 +62,7 @@ export class Auth {
       !rec.revoked &&
       (rec.expiresAtMs === null || this.now() < rec.expiresAtMs)
     if (!valid) {
-      this.#reject(req, rec === null ? 'unknown' : rec.revoked ? 'revoked' : 'wrong-or-expired', a.key.kid)
+      this.#reject(who, rec === null ? 'unknown' : rec.revoked ? 'revoked' : 'wrong-or-expired', a.key.kid)
       throw new ApiError('AUTH_REJECTED')
     }
     return rec
@@ -79,7 +90,13 @@ export class Auth {
     return this.appOf(req, key, req.query.get('app_id') ?? undefined, 'query')
   }
 
-  #reject(req: Request, motivo: string, kid?: string): void {
-    this.audit.warn({ evento: 'auth_rejeitada', motivo, kid, ip: req.ip, rota: `${req.method} ${req.path}`, request_id: req.id })
+  /** Audits a rejection (also used by the confirmation stream for its own refusals). */
+  reject(who: AuditWho, motivo: string, kid?: string): void {
+    this.#reject(who, motivo, kid)
+  }
+
+  #reject(who: AuditWho, motivo: string, kid?: string): void {
+    const rota = 'rota' in who ? who.rota : `${who.method} ${who.path}`
+    this.audit.warn({ evento: 'auth_rejeitada', motivo, kid, ip: who.ip, rota, request_id: who.id })
   }
 }

@@ -117,6 +117,7 @@ export class AppDirectory {
   readonly #apps: TtlCache<AppRecord>
   readonly #keys: TtlCache<KeyRecord>
   #sub: RedisClient | null = null
+  readonly #listeners = new Set<(appId: string | null) => void>()
 
   constructor(
     private readonly db: Db,
@@ -177,10 +178,22 @@ export class AppDirectory {
   clear(): void {
     this.#apps.clear()
     this.#keys.clear()
+    this.#notify(null)
+  }
+
+  /** Called after an app's entries were dropped here (null: all of them); open confirmation streams re-check. */
+  onDrop(listener: (appId: string | null) => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
   }
 
   #drop(appId: string): void {
     this.#apps.delete(appId)
     this.#keys.deleteWhere((k) => k.appId === appId)
+    this.#notify(appId)
+  }
+
+  #notify(appId: string | null): void {
+    for (const l of this.#listeners) l(appId)
   }
 }

@@ -5,8 +5,10 @@
 // pg_try_advisory_lock (a busy destination is skipped, never waited for) and held on one connection for a batch.
 // Unlike a Redis lease it cannot lapse while an attempt is still in flight (a 10-second timeout, a paused
 // process): it ends only when its holder unlocks or its connection dies, and a SIGKILLed process's connection
-// dies with it. Unlike a row lock (SELECT … FOR UPDATE) it takes no transaction id, so a slow destination does not
-// hold back the visibility horizon that every destination reads events under (events.xid, see 0005_webhooks.sql).
+// dies with it. Unlike a row lock (SELECT … FOR UPDATE) it takes no transaction id and holds no transaction open.
+//
+// Order: an app's events are numbered in commit order (src/confirmations/events.ts), so the cursor can pass every
+// event it sees: nothing with a lower seq can commit later. Only `canal = 'webhook'` events are this queue's.
 //
 // At-least-once: the cursor moves only after a 2xx or an abandon, and is written after the batch; a crash in the
 // middle of a batch redelivers that batch's events in order (same X-PM-Evento-Id).
@@ -16,7 +18,7 @@ import { createPool, type Db, query, type Tx, tagPgError } from '../db/pool'
 import type { Clock } from '../time'
 import type { Vault } from '../vault'
 import { onFailure } from './ladder'
-import { pruneEvents, pruneWebhookAttempts } from './retention'
+import { pruneEvents, pruneStreamPositions, pruneWebhookAttempts } from './retention'
 import { type AttemptResult, WebhookSender } from './sender'
 import { QUEUE_LOCK_CLASS, QUEUE_LOCK_KEY, secretAad } from './store'
 
@@ -95,7 +97,9 @@ export class WebhookDispatcher {
   /** One pass of the retention job (tests call it with their own horizons). */
   async pruneNow(attemptDays: number, eventDays: number): Promise<{ attempts: number; events: number }> {
     const attempts = await pruneWebhookAttempts(this.#db, attemptDays, this.d.clock())
-    return { attempts, events: await pruneEvents(this.#db, eventDays, this.d.clock()) }
+    const events = await pruneEvents(this.#db, eventDays, this.d.clock())
+    await pruneStreamPositions(this.#db, eventDays, this.d.clock())
+    return { attempts, events }
   }
 
   /** Stops looking for work, lets attempts in flight end (each within the timeout) and writes their outcome. */
@@ -134,7 +138,7 @@ export class WebhookDispatcher {
       this.#db,
       `SELECT d.id, d.app_id FROM webhook_destinations d
         WHERE d.active AND d.disabled_at IS NULL AND d.next_at <= $1
-          AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq)
+          AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook')
         ORDER BY d.next_at LIMIT $2`,
       [new Date(this.d.clock()), free + this.#running.size],
     )
@@ -190,10 +194,9 @@ export class WebhookDispatcher {
     )
     const dest = dr.rows[0]
     if (!dest) return false
-    // Only events no open transaction can overtake: an open writer may hold a lower seq (see 0005_webhooks.sql).
     const er = await c.query<EventRow>(
       `SELECT seq, app_id, evento, body FROM events
-        WHERE app_id = $1 AND seq > $2 AND xid < pg_snapshot_xmin(pg_current_snapshot())
+        WHERE app_id = $1 AND seq > $2 AND canal = 'webhook'
         ORDER BY seq LIMIT $3`,
       [dest.app_id, dest.last_seq, w.batch],
     )

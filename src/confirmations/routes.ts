@@ -7,8 +7,11 @@ import type { Config } from '../config'
 import type { Db } from '../db/pool'
 import { ok } from '../http/reply'
 import type { Router } from '../http/router'
+import type { RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
 import type { Clock } from '../time'
 import type { Vault } from '../vault'
+import { activeStreams } from './presence'
 import { applyChange, pendingCount } from './store'
 import { parseChange } from './validate'
 
@@ -19,13 +22,15 @@ export interface ConfirmationRouteDeps {
   dir: AppDirectory
   vault: Vault
   clock: Clock
+  redis: RedisClient
+  keys: Keys
 }
 
 export function confirmationRoutes(r: Router, d: ConfirmationRouteDeps): void {
   r.get('/api/v1/confirmacoes', {}, async (req) => {
     const app = await d.auth.queryApp(req)
-    // The gRPC stream is a later capability: the mode is accepted, no stream can be open yet.
-    return ok({ modo: app.confirmModo, fila_pendente: await pendingCount(d.db, app.id), streams_ativos: 0 })
+    const [fila, streams] = await Promise.all([pendingCount(d.db, app.id), activeStreams(d.redis, d.keys, app.id)])
+    return ok({ modo: app.confirmModo, fila_pendente: fila, streams_ativos: streams })
   })
 
   r.put('/api/v1/confirmacoes', { bodyLimit: d.cfg.limits.appBodyBytes }, async (req) => {

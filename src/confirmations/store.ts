@@ -120,7 +120,7 @@ export async function pendingCount(db: Db, appId: string): Promise<number> {
   const r = await query<{ n: number }>(
     db,
     `SELECT count(e.seq)::int AS n FROM webhook_destinations d
-       JOIN events e ON e.app_id = d.app_id AND e.seq > d.last_seq
+       JOIN events e ON e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook'
       WHERE d.app_id = $1 AND d.active`,
     [appId],
   )

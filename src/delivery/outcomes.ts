@@ -3,6 +3,7 @@
 // send whose `remaining` reached 0 with its notification.completed event, all together. A device already final is
 // not counted again, so a redelivered stream entry or a retried batch can never count twice.
 import type { Logger } from 'pino'
+import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit } from '../db/group-commit'
 import { type Db, query, queryPrepared, type Tx, tx } from '../db/pool'
@@ -81,17 +82,21 @@ export class OutcomeRecorder {
 }
 
 /**
- * spec §Events: notification.completed, written in the statement that closes the send (CTE `u` = the closed rows)
- * and only for apps that read by webhook. The body is the spec's, `canal` included (it is part of the signed bytes).
+ * spec §Events: notification.completed, written in the statement that closes the send (CTE `u` = the closed rows,
+ * with `problem`) for apps that read by webhook or stream (src/confirmations/events.ts). The body is the spec's plus
+ * `pm_problema` when deliveries stopped short (the read shape's field: the webhook and stream readers cannot read it).
  */
-function completedEvent(quandoParam: string, atParam: string): string {
-  return `INSERT INTO events (app_id, evento, body, created_at)
-       SELECT u.app_id, 'notification.completed',
-              jsonb_build_object('evento', 'notification.completed', 'app_id', u.app_id, 'notification_id', u.id,
-                                 'successful', u.successful, 'failed', u.failed, 'errored', u.errored,
-                                 'recipients', u.recipients, 'quando', ${quandoParam}::text, 'canal', 'webhook'),
-              ${atParam}
-         FROM u JOIN apps a ON a.id = u.app_id WHERE a.confirm_modo = 'webhook'`
+function completedEvent(quandoParam: string, atParam: string, where = 'true'): string {
+  return eventCtes({
+    source: `(SELECT u.app_id, u.id, 'notification.completed' AS evento,
+                     jsonb_build_object('evento', 'notification.completed', 'app_id', u.app_id, 'notification_id', u.id,
+                                        'successful', u.successful, 'failed', u.failed, 'errored', u.errored,
+                                        'recipients', u.recipients, 'quando', ${quandoParam}::text)
+                     || CASE WHEN u.problem IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('pm_problema', u.problem) END AS body
+                FROM u WHERE ${where}) c`,
+    order: 's.id',
+    at: atParam,
+  })
 }
 
 function blankTally(appId: string): Tally {
@@ -155,7 +160,8 @@ async function upsertFinal(c: Tx, rows: OutcomeRow[], now: Date): Promise<Map<st
 
 /**
  * Moves each send's counters by what became final in this batch; a send whose `remaining` reaches 0 (and whose
- * audience is fully known) is closed and its notification.completed event written when the app reads by webhook.
+ * audience is fully known) is closed and its notification.completed event written when the app reads by webhook
+ * or stream.
  */
 async function applyTallies(c: Tx, tallies: Map<string, Tally>, now: Date): Promise<Closed[]> {
   if (tallies.size === 0) return []
@@ -173,10 +179,8 @@ async function applyTallies(c: Tx, tallies: Map<string, Tally>, now: Date): Prom
          FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[], $9::int[])
            AS x(id, app_id, ok, fail, err, aok, afail, iok, ifail)
         WHERE s.app_id = x.app_id AND s.id = x.id
-       RETURNING s.id, s.app_id, s.completed_at, s.successful, s.failed, s.errored, s.recipients
-     ), ev AS (
-       ${completedEvent('$11', '$10')} AND u.completed_at IS NOT NULL
-     )
+       RETURNING s.id, s.app_id, s.completed_at, s.successful, s.failed, s.errored, s.recipients, s.problem
+     ), ${completedEvent('$11', '$10', 'u.completed_at IS NOT NULL')}
      SELECT id, app_id FROM u WHERE completed_at IS NOT NULL`,
     [
       ids,
@@ -205,10 +209,8 @@ export async function closeIfDone(db: Db, appId: string, sendId: string, now: Da
     `WITH u AS (
        UPDATE sends SET completed_at = $3, remaining = 0
         WHERE app_id = $1 AND id = $2 AND completed_at IS NULL AND remaining <= 0 AND expansion_done
-       RETURNING id, app_id, successful, failed, errored, recipients
-     ), ev AS (
-       ${completedEvent('$4', '$3')}
-     )
+       RETURNING id, app_id, successful, failed, errored, recipients, problem
+     ), ${completedEvent('$4', '$3')}
      SELECT id FROM u`,
     [appId, sendId, now, isoWithOffset(now)],
   )

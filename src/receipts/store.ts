@@ -1,6 +1,8 @@
 // The SQL of receipts: one statement per batch (autocommitted, so one transaction) that checks each send is this
 // app's and inside the acceptance window, inserts what is new, adds exactly that to the send's counters, touches
-// the devices and writes the webhook events of apps in webhook mode. Fact and notice commit together or not at all.
+// the devices and writes the events of apps in webhook or grpc mode (src/confirmations/events.ts). Fact and notice
+// commit together or not at all.
+import { eventCtes } from '../confirmations/events'
 import { type Db, query } from '../db/pool'
 
 /** One distinct receipt of a batch (duplicates inside the batch were merged before). */
@@ -80,17 +82,14 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
           AND (d.last_active < $5::timestamptz - interval '1 minute'
                OR (v.recebido AND (d.last_receipt_at IS NULL OR d.last_receipt_at < $5::timestamptz - interval '1 minute')))
        RETURNING d.id
-     ), ev AS (
-       INSERT INTO events (app_id, evento, body, created_at)
-       SELECT i.app_id, e.evento,
-              jsonb_build_object('evento', e.evento, 'app_id', i.app_id, 'notification_id', i.send_id,
-                                 'player_id', i.device_id, 'quando', $7::text, 'canal', 'webhook'),
-              $5
-         FROM ins i JOIN apps a ON a.id = i.app_id
-         CROSS JOIN LATERAL (SELECT CASE i.kind WHEN ${KIND_ARRIVAL} THEN 'delivery.received' ELSE 'delivery.clicked' END AS evento) e
-        WHERE a.confirm_modo = 'webhook'
-        ORDER BY i.send_id, i.device_id, i.kind
-     )
+     ), ev_in AS (
+       SELECT i.app_id, i.send_id, i.device_id, i.kind,
+              CASE i.kind WHEN ${KIND_ARRIVAL} THEN 'delivery.received' ELSE 'delivery.clicked' END AS evento,
+              jsonb_build_object('evento', CASE i.kind WHEN ${KIND_ARRIVAL} THEN 'delivery.received' ELSE 'delivery.clicked' END,
+                                 'app_id', i.app_id, 'notification_id', i.send_id, 'player_id', i.device_id,
+                                 'quando', $7::text) AS body
+         FROM ins i
+     ), ${eventCtes({ source: 'ev_in', order: 's.send_id, s.device_id, s.kind', at: '$5', after: ['counted', 'touched'] })}
      SELECT DISTINCT 'v' AS t, app_id, send_id, NULL::uuid AS device_id, NULL::smallint AS kind, false AS late FROM valid
      UNION ALL
      SELECT 'n', app_id, send_id, device_id, kind, late FROM ins`,

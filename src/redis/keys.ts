@@ -62,4 +62,9 @@ export class Keys {
   workers(): string {
     return `${this.prefix}:workers`
   }
+
+  /** An app's open confirmation streams on every instance (a sorted set: `<instance>:<stream>` → expiry ms). */
+  grpcStreams(appId: string): string {
+    return `${this.prefix}:{${appId}}:grpc:streams`
+  }
 }

@@ -43,6 +43,8 @@ export interface StartOptions {
   dispatcher?: boolean
   /** CA the webhook dispatcher trusts (the local receiver's). */
   webhookCa?: string
+  /** Serve the confirmation stream (gRPC) on a free port (`svc.grpc.port`); off by default. */
+  grpc?: boolean
 }
 
 export interface Answer {
@@ -145,7 +147,7 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
       PM_EXPORT_DIR: `/tmp/pombo-test-exports/${id}`,
       ...o.env,
     },
-    { dbSchema: schema, redisPrefix: prefix, limits: o.limits as Limits | undefined },
+    { dbSchema: schema, redisPrefix: prefix, limits: o.limits as Limits | undefined, grpcPort: o.grpc ? 0 : null },
   )
   const cfg: Config = o.webhook ? Object.freeze({ ...base, webhook: Object.freeze({ ...base.webhook, ...o.webhook }) }) : base
   const logs: Array<Record<string, unknown>> = []

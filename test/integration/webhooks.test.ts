@@ -270,10 +270,14 @@ t.test('old events no destination can still read are deleted; queued ones stay h
   const other = await s.createApp() // reads by polling: no destination, nobody will ever read its events
   const [orphan] = await emit(s, other, 1)
   const [fresh] = await emit(s, other, 1)
-  await s.sql(`UPDATE events SET created_at = now() - interval '10 days' WHERE seq <> $1`, [fresh])
+  // seq is per app (0014): an event is (app_id, seq).
+  await s.sql(`UPDATE events SET created_at = now() - interval '10 days' WHERE NOT (app_id = $2 AND seq = $1)`, [fresh, other.id])
   t.strictSame(await s.svc.dispatcher?.pruneNow(30, 7), { attempts: 0, events: 3 })
-  const left = (await s.sql<{ seq: string }>('SELECT seq FROM events WHERE app_id = ANY($1::uuid[]) ORDER BY seq', [[app.id, other.id]])).map((r) => r.seq)
-  t.strictSame(left, [queued, fresh], 'the queued event (past 7 days, still owed) and the recent one stay')
-  t.notOk(left.some((x) => [...done, orphan].includes(x)))
+  const left = (
+    await s.sql<{ k: string }>(`SELECT app_id || ':' || seq AS k FROM events WHERE app_id = ANY($1::uuid[]) ORDER BY 1`, [[app.id, other.id]])
+  ).map((r) => r.k)
+  const key = (a: { id: string }, seq: string | undefined): string => `${a.id}:${seq}`
+  t.strictSame(left, [key(app, queued), key(other, fresh)].sort(), 'the queued event (past 7 days, still owed) and the recent one stay')
+  t.notOk(left.some((x) => [...done.map((d) => key(app, d)), key(other, orphan)].includes(x)))
   t.equal(await pending(s, app), 1, 'fila_pendente unchanged')
 })

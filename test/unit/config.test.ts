@@ -42,3 +42,10 @@ t.test('redacted() hides secrets and passwords', async (t) => {
   for (const secret of ['sekret', 'a'.repeat(64), ':pw@', 'rpw']) t.notOk(s.includes(secret), secret)
   t.match(s, /postgres:\/\/u:\*\*\*@h\/db/)
 })
+
+t.test('PM_GRPC_PORT: 8082 by default, 0 turns the confirmation stream off', async (t) => {
+  t.equal(loadConfig({}).grpcPort, 8082)
+  t.equal(loadConfig({ PM_GRPC_PORT: '9082' }).grpcPort, 9082)
+  t.equal(loadConfig({ PM_GRPC_PORT: '0' }).grpcPort, null)
+  t.throws(() => loadConfig({ PM_GRPC_PORT: 'x' }), ConfigError)
+})
