@@ -5,7 +5,8 @@
 import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import { proof } from '../../src/delivery/proof'
-import type { FuzzApp, FuzzContext } from './harness'
+import { CARD } from '../helpers/inapp'
+import type { FreshState, FuzzApp, FuzzContext } from './harness'
 import type { Transfer, WireRequest } from './wire'
 
 /** What the case must get back, beyond the invariants every case has (no 5xx, no escape, the process answers). */
@@ -27,9 +28,15 @@ export interface FuzzCase {
   mutation: string
   request: WireRequest
   expect: Expectation
+  /** The request's target holds `FRESH_CAMPAIGN` where a new campaign of E in this state goes (made at run time,
+   *  before the case's first snapshot: see property.ts). */
+  fresh?: FreshState
 }
 
-type Auth = 'none' | 'a' | 'c' | 'platform'
+/** Stands for a campaign id made for the case at run time (ASCII, so that every path mutation keeps it intact). */
+export const FRESH_CAMPAIGN = 'fresh-campaign-id'
+
+type Auth = 'none' | 'a' | 'c' | 'e' | 'platform'
 type Json = Record<string, unknown>
 
 interface RouteDef {
@@ -57,6 +64,10 @@ interface RouteDef {
   headers?: (ctx: FuzzContext) => Array<[string, string]>
   /** Statuses a valid request may get besides 2xx. */
   validAlso?: number[]
+  /** The parameter is a new campaign of E in this state, made for each case (a state change needs its origin). */
+  fresh?: FreshState
+  /** Mutations that only make sense on this route (its own queries, headers or bodies). */
+  extra?: Mutation
 }
 
 const DEVICE_CAP = 16 * 1024
@@ -73,6 +84,67 @@ function uuidFrom(token: string): string {
   const h = createHash('sha256').update(token).digest('hex')
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`
 }
+
+/** A number in [0, mod) drawn from the token (so that a case's valid values are fixed by its seed). */
+function numFrom(token: string, mod: number, salt = ''): number {
+  return createHash('sha256').update(`${salt}:${token}`).digest().readUInt32BE(0) % mod
+}
+
+const INAPP = '/api/v1/in_app_messages'
+const EVENTS = ['impressao', 'clique', 'fechou'] as const
+
+/** A valid campaign: CARD (copied: mutations write into the body) and a priority from the token. */
+function campaignBody(ctx: FuzzContext, tok: string): Json {
+  return { app_id: ctx.e.id, nome: `fuzz ${tok}`, conteudo: structuredClone(CARD), regras: { prioridade: numFrom(tok, 1000) } }
+}
+
+/** One event of A's in-app device for A's campaign, with the proof a real package gave; `em` is now. */
+function eventItem(ctx: FuzzContext, tok: string, i: number): Json {
+  return {
+    campanha_id: ctx.inappA.campaign,
+    prova: ctx.inappA.prova,
+    evento: EVENTS[numFrom(tok, 3, `e${i}`)],
+    ocorrencia_n: 1 + numFrom(tok, 500, `n${i}`),
+    em: new Date().toISOString(),
+  }
+}
+
+/** A valid batch of 1-3 events (the token picks the events and occurrences; a repeat is a `duplicado` inside a 200). */
+function eventsBody(ctx: FuzzContext, tok: string, n = 1 + numFrom(tok, 3)): Json {
+  return {
+    app_id: ctx.a.id,
+    player_id: ctx.inappA.player,
+    eventos: Array.from({ length: n }, (_, i) => eventItem(ctx, tok, i)),
+  }
+}
+
+const CAMPAIGN_FIELDS = [
+  ['nome'],
+  ['formato'],
+  ['alvo_tipo'],
+  ['alvo'],
+  ['conteudo'],
+  ['conteudo', 'pt'],
+  ['conteudo', 'pt', 'titulo'],
+  ['conteudo', 'pt', 'botao', 'acao'],
+  ['estilo'],
+  ['gatilho'],
+  ['regras'],
+  ['regras', 'cap_total'],
+  ['regras', 'prioridade'],
+  ['inicia_em'],
+  ['termina_em'],
+]
+const CAMPAIGN_STORED = [
+  ['nome'],
+  ['conteudo', 'pt', 'titulo'],
+  ['conteudo', 'pt', 'corpo'],
+  ['conteudo', 'pt', 'botao', 'texto'],
+  ['conteudo', 'pt', 'botao', 'acao', 'tipo'],
+  ['inicia_em'],
+  ['gatilho', 'chave'],
+]
+const CAMPAIGN_OBJECTS = [['conteudo'], ['conteudo', 'pt'], ['estilo'], ['gatilho'], ['regras']]
 
 export const ROUTES: RouteDef[] = [
   { name: 'GET /', method: 'GET', path: '/', auth: 'none' },
@@ -263,6 +335,155 @@ export const ROUTES: RouteDef[] = [
     body: () => ({ sandbox: false }),
     fields: [['sandbox']],
   },
+  // ---- in-app management (app key; E) ----
+  {
+    name: 'PUT /api/v1/in_app_messages/config',
+    method: 'PUT',
+    path: `${INAPP}/config`,
+    auth: 'e',
+    cap: DEVICE_CAP,
+    body: (ctx, tok) => ({ app_id: ctx.e.id, inapp_ativo: true, inapp_cap_horas: numFrom(tok, 169) }),
+    stored: [['app_id']],
+    fields: [['app_id'], ['inapp_ativo'], ['inapp_cap_horas']],
+  },
+  {
+    name: 'POST /api/v1/in_app_messages',
+    method: 'POST',
+    path: INAPP,
+    auth: 'e',
+    cap: SEND_CAP,
+    body: campaignBody,
+    stored: CAMPAIGN_STORED,
+    fields: CAMPAIGN_FIELDS,
+    objects: CAMPAIGN_OBJECTS,
+    extra: (d) => campaignBodies(d),
+  },
+  {
+    name: 'GET /api/v1/in_app_messages',
+    method: 'GET',
+    path: INAPP,
+    auth: 'e',
+    query: (ctx) => [
+      ['app_id', ctx.e.id],
+      ['limit', '5'],
+    ],
+    extra: (d, ctx) => listQueries(d, ctx),
+  },
+  {
+    name: 'GET /api/v1/in_app_messages/stats',
+    method: 'GET',
+    path: `${INAPP}/stats`,
+    auth: 'e',
+    query: (ctx) => [
+      ['app_id', ctx.e.id],
+      ['desde', '2026-01-01T00:00:00Z'],
+      ['ate', '2027-01-01T00:00:00-03:00'],
+    ],
+    extra: (d, ctx) => statsQueries(d, ctx),
+  },
+  {
+    name: 'GET /api/v1/in_app_messages/{campaign_id}',
+    method: 'GET',
+    path: `${INAPP}/{}`,
+    param: (ctx) => ctx.campaignE,
+    badParam: [400, 404],
+    auth: 'e',
+    query: (ctx) => [['app_id', ctx.e.id]],
+  },
+  {
+    name: 'PATCH /api/v1/in_app_messages/{campaign_id}',
+    method: 'PATCH',
+    path: `${INAPP}/{}`,
+    param: (ctx) => ctx.campaignE,
+    badParam: [400, 404],
+    auth: 'e',
+    cap: SEND_CAP,
+    body: (ctx, tok) => ({ app_id: ctx.e.id, nome: `fuzz ${tok}`, regras: { prioridade: numFrom(tok, 1000) } }),
+    stored: [['nome'], ['conteudo', 'pt', 'titulo'], ['gatilho', 'chave']],
+    fields: CAMPAIGN_FIELDS,
+    objects: CAMPAIGN_OBJECTS,
+  },
+  {
+    name: 'DELETE /api/v1/in_app_messages/{campaign_id}',
+    method: 'DELETE',
+    path: `${INAPP}/{}`,
+    param: () => FRESH_CAMPAIGN,
+    fresh: 'ativa',
+    badParam: [400, 404],
+    auth: 'e',
+    query: (ctx) => [
+      ['app_id', ctx.e.id],
+      ['confirmar', 'true'],
+    ],
+    extra: (d, ctx) => deleteQueries(d, ctx),
+  },
+  ...(
+    [
+      ['publicar', 'rascunho'],
+      ['pausar', 'ativa'],
+      ['encerrar', 'ativa'],
+      ['duplicar', 'encerrada'],
+    ] as const
+  ).map(
+    ([op, state]): RouteDef => ({
+      name: `POST /api/v1/in_app_messages/{campaign_id}/${op}`,
+      method: 'POST',
+      path: `${INAPP}/{}/${op}`,
+      param: () => FRESH_CAMPAIGN,
+      fresh: state,
+      badParam: [400, 404],
+      auth: 'e',
+      query: (ctx) => [['app_id', ctx.e.id]],
+      extra: (d) => wrongState(d, op),
+    }),
+  ),
+  ...(['alcance', 'funil'] as const).map(
+    (what): RouteDef => ({
+      name: `GET /api/v1/in_app_messages/{campaign_id}/${what}`,
+      method: 'GET',
+      path: `${INAPP}/{}/${what}`,
+      param: (ctx) => ctx.campaignE,
+      badParam: [400, 404],
+      auth: 'e',
+      query: (ctx) => [['app_id', ctx.e.id]],
+    }),
+  ),
+  // ---- in-app device routes (public; A's in-app device and campaign) ----
+  {
+    name: 'GET /api/v1/inapp/pending',
+    method: 'GET',
+    path: '/api/v1/inapp/pending',
+    auth: 'none',
+    query: (ctx) => [
+      ['app_id', ctx.a.id],
+      ['player_id', ctx.inappA.player],
+      ['schema', '0.6'],
+    ],
+    validAlso: [304],
+    extra: (d, ctx) => fc.oneof(pendingQueries(d, ctx), ifNoneMatch(d, ctx)),
+  },
+  {
+    name: 'POST /api/v1/inapp/eventos',
+    method: 'POST',
+    path: '/api/v1/inapp/eventos',
+    auth: 'none',
+    cap: DEVICE_CAP,
+    body: (ctx, tok) => eventsBody(ctx, tok),
+    stored: [['eventos', '0', 'prova'], ['eventos', '0', 'evento'], ['eventos', '0', 'em'], ['player_id']],
+    fields: [
+      ['app_id'],
+      ['player_id'],
+      ['eventos'],
+      ['eventos', '0'],
+      ['eventos', '0', 'campanha_id'],
+      ['eventos', '0', 'prova'],
+      ['eventos', '0', 'evento'],
+      ['eventos', '0', 'ocorrencia_n'],
+      ['eventos', '0', 'em'],
+    ],
+    objects: [['eventos', '0']],
+    extra: (d, ctx) => eventsBodies(d, ctx),
+  },
 ]
 
 /** Malformed or hostile path segments (percent-escapes as written on the wire). */
@@ -340,11 +561,13 @@ const HUGE_NUMBERS = [
 
 const PLACEHOLDER = '\u0001FUZZ\u0001'
 
+/** Sets `value` at `path`, making objects on the way; a list is kept when the next step is an index (`eventos.0`). */
 function setPath(obj: Json, path: string[], value: unknown): void {
   let o = obj
   for (let i = 0; i < path.length - 1; i++) {
     const k = path[i] as string
-    if (typeof o[k] !== 'object' || o[k] === null || Array.isArray(o[k])) o[k] = {}
+    const keepList = Array.isArray(o[k]) && /^\d+$/.test(path[i + 1] as string)
+    if (!keepList && (typeof o[k] !== 'object' || o[k] === null || Array.isArray(o[k]))) o[k] = {}
     o = o[k] as Json
   }
   o[path[path.length - 1] as string] = value
@@ -369,6 +592,7 @@ function prefixOf(path: string[]): string {
 function authHeader(auth: Auth, ctx: FuzzContext): Array<[string, string]> {
   if (auth === 'a') return [['Authorization', `Basic ${ctx.a.apiKey}`]]
   if (auth === 'c') return [['Authorization', `Bearer ${ctx.c.apiKey}`]]
+  if (auth === 'e') return [['Authorization', `Basic ${ctx.e.apiKey}`]]
   if (auth === 'platform') return [['Authorization', `Bearer ${ctx.platformKey}`]]
   return []
 }
@@ -411,7 +635,15 @@ function toRequest(d: Draft): WireRequest {
 // ---------------------------------------------------------------------------------------------------------------
 // Mutations: each takes a valid draft and makes it hostile (or keeps it valid, for the legitimate variants).
 
-type Mutation = (d: Draft, ctx: FuzzContext) => fc.Arbitrary<{ d: Draft; mutation: string; expect: Expectation }>
+/** A mutated draft; `fresh` overrides the route's fresh campaign state (a state change from the wrong origin). */
+interface Mutated {
+  d: Draft
+  mutation: string
+  expect: Expectation
+  fresh?: FreshState
+}
+
+type Mutation = (d: Draft, ctx: FuzzContext) => fc.Arbitrary<Mutated>
 
 const token = fc.stringMatching(/^[a-z0-9]{6,12}$/)
 
@@ -567,6 +799,361 @@ const absurdHeaders: Mutation = (d) =>
     }
   })
 
+// ---------------------------------------------------------------------------------------------------------------
+// In-app: each route's own hostile queries, headers and bodies.
+
+function withQuery(d: Draft, q: string, mutation: string, expect: Expectation = hostile): Mutated {
+  return { d: { ...d, query: Buffer.from(q) }, mutation: `query: ${mutation}`, expect }
+}
+
+const b64 = (s: string): string => Buffer.from(s).toString('base64url')
+
+/** A list cursor is opaque base64url of `<criado_em ISO>|<id>`: forge ones the server never gave out. */
+function listQueries(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
+  const e = `app_id=${ctx.e.id}`
+  const id = ctx.campaignE
+  // Any instant JavaScript can hold, and an id of the cursor's alphabet (a real one, or 36 of [0-9a-f-]).
+  const forged = fc
+    .tuple(fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.oneof(fc.constant(id), fc.stringMatching(/^[0-9a-f-]{36}$/)))
+    .map(([ms, cid]) =>
+      withQuery(d, `${e}&cursor=${b64(`${new Date(ms).toISOString()}|${cid}`)}`, 'forged cursor (any date, any id)'),
+    )
+  const fixed = fc
+    .constantFrom<[string, string]>(
+      ['limit 0', `${e}&limit=0`],
+      ['limit 1000000', `${e}&limit=1000000`],
+      ['limit 1e3', `${e}&limit=1e3`],
+      ['limit -5', `${e}&limit=-5`],
+      ['estado unknown', `${e}&estado=apagada`],
+      ['estado bad escape', `${e}&estado=%zz`],
+      ['estado lone surrogate escape', `${e}&estado=%ED%A0%80`],
+      ['cursor garbage', `${e}&cursor=!!!`],
+      ['cursor 201 chars', `${e}&cursor=${'A'.repeat(201)}`],
+      ['cursor of random base64url', `${e}&cursor=${b64('hello world')}`],
+      ['cursor: id of 36 dashes', `${e}&cursor=${b64(`2026-01-01T00:00:00.000Z|${'-'.repeat(36)}`)}`],
+      ['cursor: id of 36 hex digits', `${e}&cursor=${b64(`2026-01-01T00:00:00.000Z|${'a'.repeat(36)}`)}`],
+      ['cursor: year +275760', `${e}&cursor=${b64(`+275760-09-13T00:00:00.000Z|${id}`)}`],
+      ['cursor: year -271821', `${e}&cursor=${b64(`-271821-04-20T00:00:00.000Z|${id}`)}`],
+      ['cursor: year 0', `${e}&cursor=${b64(`0000-01-01T00:00:00.000Z|${id}`)}`],
+      ['cursor: date in words', `${e}&cursor=${b64(`Tue, 01 Jan 30000 00:00:00 GMT|${id}`)}`],
+      [
+        'cursor: invalid UTF-8 inside',
+        `${e}&cursor=${Buffer.concat([Buffer.from([0xff, 0xc3, 0x28]), Buffer.from(`|${id}`)]).toString('base64url')}`,
+      ],
+      ['cursor: no separator', `${e}&cursor=${b64(id)}`],
+      ['cursor twice', `${e}&cursor=${b64(`2026-01-01T00:00:00.000Z|${id}`)}&cursor=x`],
+    )
+    .map(([what, q]) => withQuery(d, q, what))
+  return fc.oneof(fixed, forged)
+}
+
+/** Strings of the RFC 3339 shape with any digits (month 00-19, day 00-39, hour 00-29, offsets up to ±29:59). */
+const rfc3339ish = fc
+  .tuple(
+    fc.integer({ min: 0, max: 9999 }),
+    fc.integer({ min: 0, max: 19 }),
+    fc.integer({ min: 0, max: 39 }),
+    fc.integer({ min: 0, max: 29 }),
+    fc.integer({ min: 0, max: 69 }),
+    fc.stringMatching(/^(\.\d{1,9})?$/),
+    fc.oneof(
+      fc.constant('Z'),
+      fc
+        .tuple(fc.constantFrom('+', '-'), fc.integer({ min: 0, max: 29 }), fc.integer({ min: 0, max: 59 }))
+        .map(([s, h, m]) => `${s}${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}`),
+    ),
+  )
+  .map(([y, mo, dd, h, mi, frac, off]) => {
+    const p2 = (n: number): string => String(n).padStart(2, '0')
+    return `${String(y).padStart(4, '0')}-${p2(mo)}-${p2(dd)}T${p2(h)}:${p2(mi)}:${p2(mi % 61)}${frac}${off}`
+  })
+
+function statsQueries(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
+  const e = `app_id=${ctx.e.id}`
+  const enc = encodeURIComponent
+  const fixed = fc
+    .constantFrom<[string, string, number[] | undefined]>(
+      ['desde missing', `${e}&ate=${enc('2027-01-01T00:00:00Z')}`, [400]],
+      ['no offset', `${e}&desde=2026-01-01T00:00:00&ate=2027-01-01T00:00:00`, [400]],
+      ['ate before desde', `${e}&desde=${enc('2027-01-01T00:00:00Z')}&ate=${enc('2026-01-01T00:00:00Z')}`, [400]],
+      ['month 13', `${e}&desde=${enc('2026-13-01T00:00:00Z')}&ate=${enc('2027-01-01T00:00:00Z')}`, [400]],
+      ['offset +99:99', `${e}&desde=${enc('2026-01-01T00:00:00+99:99')}&ate=${enc('2027-01-01T00:00:00Z')}`, [400]],
+      [
+        'year 0000 to 9999',
+        `${e}&desde=${enc('0000-01-01T00:00:00Z')}&ate=${enc('9999-12-31T23:59:59.999999999+23:59')}`,
+        undefined,
+      ],
+      [
+        'nanoseconds',
+        `${e}&desde=${enc('2026-01-01T00:00:00.123456789Z')}&ate=${enc('2026-01-01T00:00:00.123456790Z')}`,
+        undefined,
+      ],
+      ['desde 3 KB', `${e}&desde=${'9'.repeat(3000)}&ate=${enc('2027-01-01T00:00:00Z')}`, [400]],
+      ['desde lone surrogate escape', `${e}&desde=%ED%A0%80&ate=${enc('2027-01-01T00:00:00Z')}`, [400]],
+    )
+    .map(([what, q, statuses]) => withQuery(d, q, what, { valid: false, statuses }))
+  const any = fc
+    .tuple(rfc3339ish, rfc3339ish)
+    .map(([a, b]) => withQuery(d, `${e}&desde=${enc(a)}&ate=${enc(b)}`, `window ${a} to ${b}`))
+  return fc.oneof(fixed, any)
+}
+
+function deleteQueries(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
+  const e = `app_id=${ctx.e.id}`
+  return fc
+    .constantFrom<[string, string, FreshState, Expectation]>(
+      ['active without confirmar', e, 'ativa', { valid: false, statuses: [409] }],
+      ['active with confirmar=false', `${e}&confirmar=false`, 'ativa', { valid: false, statuses: [409] }],
+      ['confirmar=TRUE', `${e}&confirmar=TRUE`, 'ativa', { valid: false, statuses: [400] }],
+      ['confirmar=%zz', `${e}&confirmar=%zz`, 'ativa', { valid: false, statuses: [400] }],
+      ['draft without confirmar', e, 'rascunho', { valid: true, statuses: [200] }],
+      ['ended, confirmar=true', `${e}&confirmar=true`, 'encerrada', { valid: true, statuses: [200] }],
+    )
+    .map(([what, q, fresh, expect]) => ({ ...withQuery(d, q, `${what} (${fresh})`, expect), fresh }))
+}
+
+/** The operation on a campaign in a state it does not accept: 409. */
+function wrongState(d: Draft, op: string): fc.Arbitrary<Mutated> {
+  const wrong: Record<string, FreshState[]> = {
+    publicar: ['ativa', 'encerrada'],
+    pausar: ['rascunho', 'encerrada'],
+    encerrar: ['encerrada'],
+    duplicar: ['rascunho', 'ativa'],
+  }
+  return fc
+    .constantFrom(...(wrong[op] as FreshState[]))
+    .map((fresh) => ({ d, mutation: `${op} from ${fresh}`, expect: { valid: false, statuses: [409] }, fresh }))
+}
+
+function pendingQueries(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
+  const { player } = ctx.inappA
+  const a = `app_id=${ctx.a.id}`
+  const ok: Expectation = { valid: true, statuses: [200, 304] }
+  const bad: Expectation = { valid: false, statuses: [400] }
+  return fc
+    .constantFrom<[string, string, Expectation]>(
+      ['player_id missing', `${a}&schema=0.6`, bad],
+      ['player_id not a uuid', `${a}&player_id=x&schema=0.6`, bad],
+      ['player_id bad escape', `${a}&player_id=%zz&schema=0.6`, bad],
+      ['player_id lone-surrogate escape', `${a}&player_id=%ED%A0%80&schema=0.6`, bad],
+      ['player_id 3 KB', `${a}&player_id=${'a'.repeat(3000)}&schema=0.6`, bad],
+      ['player_id unknown (an empty package)', `${a}&player_id=${uuidFrom(player)}&schema=0.6`, ok],
+      ['player_id upper case', `${a}&player_id=${player.toUpperCase()}&schema=0.6`, ok],
+      ['player_id twice', `${a}&player_id=${player}&player_id=x&schema=0.6`, ok],
+      [
+        'player_id escaped',
+        `${a}&player_id=${[...player].map((ch) => `%${ch.charCodeAt(0).toString(16)}`).join('')}&schema=0.6`,
+        ok,
+      ],
+      ['schema missing', `${a}&player_id=${player}`, ok],
+      ['schema v0.6.2-beta', `${a}&player_id=${player}&schema=v0.6.2-beta`, ok],
+      ['schema x', `${a}&player_id=${player}&schema=x`, bad],
+      ['schema 99999.1', `${a}&player_id=${player}&schema=99999.1`, bad],
+      ['schema 3 KB', `${a}&player_id=${player}&schema=0.6.${'9'.repeat(3000)}`, ok],
+      ['schema 0.6+beta (a space)', `${a}&player_id=${player}&schema=0.6+beta`, bad],
+      ['schema 0.6%2Bbuild', `${a}&player_id=${player}&schema=0.6%2Bbuild`, ok],
+      ['schema bad escape', `${a}&player_id=${player}&schema=%E0%A4%A`, bad],
+      ['app_id unknown', `app_id=${uuidFrom(ctx.a.id)}&player_id=${player}&schema=0.6`, { valid: false, statuses: [400] }],
+      ['app_id of another app (not its device)', `app_id=${ctx.b.id}&player_id=${player}&schema=0.6`, ok],
+      ['app_id upper case', `app_id=${ctx.a.id.toUpperCase()}&player_id=${player}&schema=0.6`, ok],
+      [
+        '2000 params after',
+        `${a}&player_id=${player}&schema=0.6&${Array.from({ length: 2000 }, (_, i) => `p${i}=${i}`).join('&')}`,
+        ok,
+      ],
+    )
+    .map(([what, q, expect]) => withQuery(d, q, what, expect))
+}
+
+/** If-None-Match: the package's own ETag (304 within its proof epoch), its weak form, lists, `*`, garbage. */
+function ifNoneMatch(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
+  const { etag } = ctx.inappA
+  const either: Expectation = { valid: true, statuses: [200, 304] }
+  return fc
+    .constantFrom<[string, Buffer]>(
+      ['the ETag', Buffer.from(etag)],
+      ['W/ the ETag', Buffer.from(`W/${etag}`)],
+      ['a list with the ETag', Buffer.from(`"x", ${etag} , "y"`)],
+      ['*', Buffer.from('*')],
+      ['another ETag', Buffer.from('"AAAAAAAAAAAAAAAAAAAAAA"')],
+      ['empty', Buffer.alloc(0)],
+      ['3 KB of commas', Buffer.from(','.repeat(3000))],
+      ['invalid UTF-8', Buffer.concat([Buffer.from('"'), Buffer.from([0xff, 0xc3, 0x28]), Buffer.from('"')])],
+      ['unquoted ETag', Buffer.from(etag.slice(1, -1))],
+    )
+    .map(([what, v]) => ({
+      d: { ...d, headers: [...d.headers, ['If-None-Match', v] as [string, Buffer]] },
+      mutation: `If-None-Match: ${what}`,
+      expect: either,
+    }))
+}
+
+/** Event batches: forged or foreign proofs (403 when all are invalid), sizes, windows, occurrences, mixed batches. */
+function eventsBodies(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
+  const base = (): Json => JSON.parse((d.body as Buffer).toString())
+  const item = (o: Json = {}): Json => ({ ...((base().eventos as Json[])[0] as Json), ...o })
+  const forged = `${ctx.inappA.prova.slice(0, -1)}${ctx.inappA.prova.endsWith('A') ? 'B' : 'A'}`
+  const ago = (ms: number): string => new Date(Date.now() - ms).toISOString()
+  const day = 86_400_000
+  const cases: Array<[string, () => Json, Expectation]> = [
+    ['every proof forged', () => ({ ...base(), eventos: [item({ prova: forged })] }), { valid: false, statuses: [403] }],
+    ['proof of another device', () => ({ ...base(), player_id: uuidFrom(ctx.inappA.player) }), { valid: false, statuses: [403] }],
+    [
+      'proof for another campaign',
+      () => ({ ...base(), eventos: [item({ campanha_id: ctx.campaignE })] }),
+      { valid: false, statuses: [403] },
+    ],
+    [
+      'proof with an epoch from the future',
+      () => ({ ...base(), eventos: [item({ prova: `zzzzzz.${ctx.inappA.prova.split('.')[1]}` })] }),
+      { valid: false, statuses: [403] },
+    ],
+    [
+      'proof of 65 characters',
+      () => ({ ...base(), eventos: [item({ prova: 'p'.repeat(65) })] }),
+      { valid: false, statuses: [400] },
+    ],
+    [
+      'mixed: one forged proof',
+      () => ({ ...base(), eventos: [item(), item({ prova: forged, ocorrencia_n: 2 })] }),
+      { valid: true, statuses: [200] },
+    ],
+    ['50 events', () => eventsBody(ctx, `50:${item().evento}:${item().ocorrencia_n}`, 50), { valid: true, statuses: [200] }],
+    ['51 events', () => ({ ...base(), eventos: Array.from({ length: 51 }, () => item()) }), { valid: false, statuses: [400] }],
+    ['no events', () => ({ ...base(), eventos: [] }), { valid: false, statuses: [400] }],
+    ['em 8 days ago', () => ({ ...base(), eventos: [item({ em: ago(8 * day) })] }), { valid: false, statuses: [422] }],
+    ['em 1 hour ahead', () => ({ ...base(), eventos: [item({ em: ago(-3_600_000) })] }), { valid: false, statuses: [422] }],
+    ['em year 0000', () => ({ ...base(), eventos: [item({ em: '0000-01-01T00:00:00Z' })] }), { valid: false, statuses: [422] }],
+    [
+      'em +23:59 offset',
+      () => ({ ...base(), eventos: [item({ em: '2026-01-01T00:00:00+23:59' })] }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      'em without offset',
+      () => ({ ...base(), eventos: [item({ em: '2026-01-01T00:00:00' })] }),
+      { valid: false, statuses: [400] },
+    ],
+    ['ocorrencia_n 0', () => ({ ...base(), eventos: [item({ ocorrencia_n: 0 })] }), { valid: false, statuses: [400] }],
+    ['ocorrencia_n 501', () => ({ ...base(), eventos: [item({ ocorrencia_n: 501 })] }), { valid: false, statuses: [400] }],
+    ['ocorrencia_n "1"', () => ({ ...base(), eventos: [item({ ocorrencia_n: '1' })] }), { valid: false, statuses: [400] }],
+    ['evento unknown', () => ({ ...base(), eventos: [item({ evento: 'visto' })] }), { valid: false, statuses: [400] }],
+    ['evento __proto__', () => ({ ...base(), eventos: [item({ evento: '__proto__' })] }), { valid: false, statuses: [400] }],
+    ['evento toString', () => ({ ...base(), eventos: [item({ evento: 'toString' })] }), { valid: false, statuses: [400] }],
+    ['unknown item field', () => ({ ...base(), eventos: [item({ extra: 1 })] }), { valid: false, statuses: [400] }],
+    ['app_id unknown', () => ({ ...base(), app_id: uuidFrom(ctx.a.id) }), { valid: false, statuses: [400] }],
+    ['app_id of another app', () => ({ ...base(), app_id: ctx.b.id }), { valid: false, statuses: [403] }],
+  ]
+  const fixed = fc.constantFrom(...cases).map(([what, make, expect]) => ({
+    d: { ...d, body: Buffer.from(JSON.stringify(make())) },
+    mutation: `events: ${what}`,
+    expect,
+  }))
+  const when = rfc3339ish.map((em) => ({
+    d: { ...d, body: Buffer.from(JSON.stringify({ ...base(), eventos: [item({ em })] })) },
+    mutation: `events: em ${em}`,
+    expect: hostile,
+  }))
+  return fc.oneof(fixed, when)
+}
+
+/** Campaign bodies of odd but readable shapes: lists at their limits, dates at the edges, trigger values. */
+function campaignBodies(d: Draft): fc.Arbitrary<Mutated> {
+  const base = (): Json => JSON.parse((d.body as Buffer).toString())
+  const tok = String((base().nome as string).slice(5))
+  const ext = (n: number, len: number): string[] => Array.from({ length: n }, (_, i) => incompressible(len, `${tok}:${i}`))
+  const cases: Array<[string, () => Json, Expectation]> = [
+    [
+      '1,500 external ids of 128 bytes',
+      () => ({ ...base(), alvo_tipo: 'external_ids', alvo: ext(1500, 128) }),
+      { valid: true, statuses: [201] },
+    ],
+    [
+      'external id of 129 bytes',
+      () => ({ ...base(), alvo_tipo: 'external_ids', alvo: ext(1, 129) }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      'external id of 65 two-byte characters (130 bytes)',
+      () => ({ ...base(), alvo_tipo: 'external_ids', alvo: ['é'.repeat(65)] }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      '10,001 external ids',
+      () => ({ ...base(), alvo_tipo: 'external_ids', alvo: Array.from({ length: 10_001 }, (_, i) => i.toString(36)) }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      '2,000 player ids',
+      () => ({ ...base(), alvo_tipo: 'player_ids', alvo: Array.from({ length: 2000 }, (_, i) => uuidFrom(`${tok}:${i}`)) }),
+      { valid: true, statuses: [201] },
+    ],
+    [
+      'player ids not uuids',
+      () => ({ ...base(), alvo_tipo: 'player_ids', alvo: ['x', 1, null] }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      'inicia_em year 0000, termina_em year 9999',
+      () => ({ ...base(), inicia_em: '0000-01-01T00:00:00Z', termina_em: '9999-12-31T23:59:59.999999999+23:59' }),
+      hostile,
+    ],
+    [
+      'termina_em before inicia_em',
+      () => ({ ...base(), inicia_em: '2027-01-01T00:00:00Z', termina_em: '2026-01-01T00:00:00Z' }),
+      { valid: false, statuses: [422] },
+    ],
+    ['inicia_em month 13', () => ({ ...base(), inicia_em: '2026-13-01T00:00:00Z' }), { valid: false, statuses: [422] }],
+    [
+      'trigger valor 1e12 + 1',
+      () => ({ ...base(), gatilho: { tipo: 'evento', chave: 'k', comparador: 'maior', valor: 1e12 + 1 } }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      'trigger valor 7 decimals',
+      () => ({ ...base(), gatilho: { tipo: 'evento', chave: 'k', comparador: 'igual', valor: 0.1234567 } }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      'trigger chave 65 characters',
+      () => ({ ...base(), gatilho: { tipo: 'evento', chave: 'k'.repeat(65), comparador: 'existe' } }),
+      { valid: false, statuses: [422] },
+    ],
+    [
+      'open_url javascript:',
+      () => ({
+        ...base(),
+        conteudo: { pt: { titulo: 'x', botao: { texto: 'ir', acao: { tipo: 'open_url', url: 'javascript:alert(1)' } } } },
+      }),
+      hostile,
+    ],
+    [
+      'open_url of 2,049 characters',
+      () => ({
+        ...base(),
+        conteudo: {
+          pt: { titulo: 'x', botao: { texto: 'ir', acao: { tipo: 'open_url', url: `https://e.com/${'a'.repeat(2035)}` } } },
+        },
+      }),
+      { valid: false, statuses: [422] },
+    ],
+    ['no pt block', () => ({ ...base(), conteudo: { en: (base().conteudo as Json).pt } }), { valid: false, statuses: [422] }],
+    ['estado in the body', () => ({ ...base(), estado: 'ativa' }), { valid: false, statuses: [422] }],
+    ['__proto__ key', () => JSON.parse(`{"__proto__":{"x":1},${JSON.stringify(base()).slice(1)}`), hostile],
+  ]
+  const fixed = fc.constantFrom(...cases).map(([what, make, expect]) => ({
+    d: { ...d, body: Buffer.from(JSON.stringify(make())) },
+    mutation: `campaign: ${what}`,
+    expect,
+  }))
+  const when = fc.tuple(rfc3339ish, rfc3339ish).map(([a, b]) => ({
+    d: { ...d, body: Buffer.from(JSON.stringify({ ...base(), inicia_em: a, termina_em: b })) },
+    mutation: `campaign: inicia_em ${a}, termina_em ${b}`,
+    expect: hostile,
+  }))
+  return fc.oneof(fixed, when)
+}
+
 function bodyMutations(
   d: Draft,
   ctx: FuzzContext,
@@ -701,7 +1288,7 @@ function strayRequest(): fc.Arbitrary<FuzzCase> {
 export function fuzzCase(ctx: FuzzContext): fc.Arbitrary<FuzzCase> {
   const onRoute = fc.tuple(fc.constantFrom(...ROUTES), token).chain(([route, tok]) => {
     const d = draft(route, ctx, tok)
-    const muts: Array<fc.WeightedArbitrary<{ d: Draft; mutation: string; expect: Expectation }>> = [
+    const muts: Array<fc.WeightedArbitrary<Mutated>> = [
       { weight: 3, arbitrary: fc.constant({ d, mutation: 'valid', expect: validExpect(route) }) },
       { weight: 2, arbitrary: legitHeaders(d, ctx) },
       { weight: 2, arbitrary: badAuth(d, ctx) },
@@ -718,9 +1305,16 @@ export function fuzzCase(ctx: FuzzContext): fc.Arbitrary<FuzzCase> {
     }
     if (route.query) muts.push({ weight: 2, arbitrary: badQuery(d, ctx) })
     if (route.name === 'POST /api/v1/notifications') muts.push({ weight: 2, arbitrary: badSendHeaders(d, ctx) })
-    return fc
-      .oneof(...muts)
-      .map(({ d: nd, mutation, expect }) => ({ route: route.name, mutation, request: toRequest(nd), expect }))
+    if (route.extra) muts.push({ weight: 5, arbitrary: route.extra(d, ctx) })
+    return fc.oneof(...muts).map(
+      ({ d: nd, mutation, expect, fresh }): FuzzCase => ({
+        route: route.name,
+        mutation,
+        request: toRequest(nd),
+        expect,
+        ...((fresh ?? route.fresh) ? { fresh: fresh ?? route.fresh } : {}),
+      }),
+    )
   })
   return fc.oneof({ weight: 12, arbitrary: onRoute }, { weight: 1, arbitrary: strayRequest() })
 }

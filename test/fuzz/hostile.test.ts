@@ -1,5 +1,5 @@
-// The seeded fuzz run of `npm test` (issue 10): a fixed seed, so every run sends the same cases; about 150 of them
-// across every public, app-key and operator route, with a bystander app's valid traffic alongside each. Each
+// The seeded fuzz run of `npm test` (issue 10): a fixed seed, so every run sends the same cases; 200 of them across
+// every public, app-key and operator route (in-app included), with a bystander app's valid traffic alongside each. Each
 // distinct failure is reported with the command that replays it (`npm run fuzz -- --seed S --path N`).
 import t from 'tap'
 import { ROUTES } from './arbitraries'
@@ -7,7 +7,7 @@ import { startFuzz } from './harness'
 import { fuzz, summarize } from './property'
 
 const SEED = 20261126
-const RUNS = 150
+const RUNS = 200
 const TIME_LIMIT_MS = 45_000
 
 t.test('hostile input hurts no one (seeded fuzz run)', async (t) => {

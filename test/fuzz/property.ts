@@ -9,7 +9,7 @@
 //   - the process keeps answering (GET / after every case);
 //   - the bystander app's valid requests made at the same time all get their 200 and their rows.
 import fc from 'fast-check'
-import { type FuzzCase, fuzzCase } from './arbitraries'
+import { FRESH_CAMPAIGN, type FuzzCase, fuzzCase } from './arbitraries'
 import type { FuzzEnv } from './harness'
 import { exchange, headBytes, printable, type WireAnswer } from './wire'
 
@@ -28,8 +28,17 @@ export interface CaseResult {
 const ANSWER_MS = 2_000
 const ABSURD_MS = 1_000
 
-export async function runCase(env: FuzzEnv, c: FuzzCase): Promise<CaseResult> {
+/** The case as sent: a campaign made now where the target says FRESH_CAMPAIGN (its real id is in the bytes shown). */
+async function materialize(env: FuzzEnv, c: FuzzCase): Promise<FuzzCase> {
+  if (!c.fresh) return c
+  const id = await env.freshCampaign(c.fresh)
+  const target = Buffer.from(c.request.target.toString('latin1').replaceAll(FRESH_CAMPAIGN, id), 'latin1')
+  return { ...c, request: { ...c.request, target } }
+}
+
+export async function runCase(env: FuzzEnv, generated: FuzzCase): Promise<CaseResult> {
   const v: Violation[] = []
+  const c = await materialize(env, generated)
   const before = await env.snapshot()
   env.escapes.take()
   const bystander = env.bystander.burst()
