@@ -22,12 +22,17 @@ export function chars(s: string): number {
 
 const COLOR = /^#[0-9a-fA-F]{6}$/
 const SCHEME = /^([a-zA-Z][a-zA-Z0-9+.-]*):/
+/** Schemes that run or carry content instead of naming a destination: a card drawn in a web view would run them. */
+const SCRIPT_SCHEMES = new Set(['javascript', 'vbscript', 'data', 'file', 'blob', 'about'])
+
+const PATH_MAX = 200
 
 export class Problems {
   readonly list: FieldProblem[] = []
 
   add(campo: string, motivo: string): void {
-    this.list.push({ campo, motivo })
+    // The caller's keys end up in the path: quoted at most PATH_MAX characters (the answer stays small).
+    this.list.push({ campo: campo.length > PATH_MAX ? `${campo.slice(0, PATH_MAX)}…` : campo, motivo })
   }
 
   get empty(): boolean {
@@ -131,6 +136,7 @@ export class Problems {
     }
     const scheme = (m[1] as string).toLowerCase()
     if (scheme === 'http') this.add(path, 'http:// simples é recusado; use https://')
+    else if (SCRIPT_SCHEMES.has(scheme)) this.add(path, `o esquema ${scheme}: executa ou embute conteúdo e é recusado`)
     else if (scheme === 'https') this.https(path, v)
     else if (v.length === m[0].length) this.add(path, 'precisa de um destino depois do esquema')
   }
@@ -142,10 +148,4 @@ export function join(path: string, key: string | number): string {
 }
 
 /** RFC 3339 with an explicit offset (spec §In-app campaign `inicia_em`/`termina_em`; §eventos `em`). */
-export const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/i
-
-export function parseRfc3339(v: unknown): number | null {
-  if (typeof v !== 'string' || !RFC3339.test(v)) return null
-  const ms = Date.parse(v)
-  return Number.isNaN(ms) ? null : ms
-}
+export { parseRfc3339 } from '../time'

@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Db } from '../db/pool'
 import { ApiError } from '../errors'
-import { type Clock, isoWithOffset } from '../time'
+import { isUuid } from '../http/router'
+import { type Clock, isoWithOffset, parseRfc3339 } from '../time'
 import { countReach, type Reach } from './reach'
 import { windowStats, type WindowStats } from './stats'
 import {
@@ -209,10 +210,11 @@ function encodeCursor(r: CampaignRow): string {
   return Buffer.from(`${r.criado_em.toISOString()}|${r.id}`).toString('base64url')
 }
 
+/** A cursor this list handed out: a real instant and a UUID, else 400 (a forged one never reaches Postgres). */
 export function decodeCursor(c: string): { at: Date; id: string } {
-  const [at, id] = Buffer.from(c, 'base64url').toString('utf8').split('|')
-  const ms = Date.parse(at ?? '')
-  if (!id || !/^[0-9a-f-]{36}$/.test(id) || Number.isNaN(ms))
+  const [at, id, extra] = Buffer.from(c, 'base64url').toString('utf8').split('|')
+  const ms = parseRfc3339(at)
+  if (extra !== undefined || !isUuid(id) || ms === null)
     throw new ApiError('INVALID_FIELD', { campo: 'cursor', motivo: 'não é um cursor desta lista' })
-  return { at: new Date(ms), id }
+  return { at: new Date(ms), id: id.toLowerCase() }
 }

@@ -9,7 +9,7 @@ import { JSON_TYPE, ok, type Reply } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
 import type { WindowCounter } from '../redis/window-counter'
-import type { Clock } from '../time'
+import { type Clock, parseRfc3339 } from '../time'
 import { bodyHash } from './canonical'
 import { readNewest, readOne, readShape, windowStats } from './read'
 import type { SendService } from './service'
@@ -44,8 +44,6 @@ const LIST_MAX = 50
 const READ_CACHE_MS = 1_000
 const READ_CACHE_MAX = 10_000
 
-/** RFC 3339 with an explicit offset (spec §Sends stats). */
-const RFC3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/i
 
 export function sendRoutes(r: Router, d: SendRouteDeps): void {
   const readCache = new Map<string, { body: string; at: number }>()
@@ -102,11 +100,13 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
     const app = await d.auth.queryApp(req) // stats keep answering in webhook mode
     const desde = req.query.get('desde') ?? ''
     const ate = req.query.get('ate') ?? ''
-    if (!RFC3339.test(desde) || Number.isNaN(Date.parse(desde))) throw fieldError('desde', 'é obrigatório, em RFC 3339 com fuso')
-    if (!RFC3339.test(ate) || Number.isNaN(Date.parse(ate))) throw fieldError('ate', 'é obrigatório, em RFC 3339 com fuso')
-    if (Date.parse(ate) <= Date.parse(desde)) throw fieldError('ate', 'deve ser posterior a desde')
+    const desdeMs = parseRfc3339(desde)
+    const ateMs = parseRfc3339(ate)
+    if (desdeMs === null) throw fieldError('desde', 'é obrigatório, em RFC 3339 com fuso')
+    if (ateMs === null) throw fieldError('ate', 'é obrigatório, em RFC 3339 com fuso')
+    if (ateMs <= desdeMs) throw fieldError('ate', 'deve ser posterior a desde')
     await takeRead(app)
-    const s = await windowStats(d.db, app.id, new Date(desde), new Date(ate))
+    const s = await windowStats(d.db, app.id, new Date(desdeMs), new Date(ateMs))
     return ok({ desde, ate, ...s })
   })
 

@@ -41,3 +41,24 @@ t.test('a forged list cursor is a 400 naming cursor, never a 500', async (t) => 
   const logged = w.s.logs.filter((l) => l.status === 500 || l.level === 50).length
   t.equal(logged, 0, 'no 500 logged')
 })
+
+t.test('open_url refuses schemes that run or embed content; dates that do not exist are refused', async (t) => {
+  const w = await inappWorld(t)
+  for (const url of ['javascript:alert(1)', 'JavaScript:alert(1)', 'data:text/html,<b>x</b>', 'vbscript:x', 'file:///etc/passwd']) {
+    const r = await w.create({ conteudo: { pt: { titulo: 'x', botao: { texto: 'ok', acao: { tipo: 'open_url', url } } } } })
+    t.equal(r.status, 422, url)
+  }
+  t.equal(
+    (await w.create({ conteudo: { pt: { titulo: 'x', botao: { texto: 'ok', acao: { tipo: 'open_url', url: 'meuapp://promo' } } } } })).status,
+    201,
+    'a custom app scheme is still accepted',
+  )
+  for (const inicia_em of ['2026-02-30T00:00:00Z', '2026-04-31T10:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T10:00:00+23:60']) {
+    const r = await w.create({ inicia_em })
+    t.equal(r.status, 422, inicia_em)
+  }
+  const long = 'k'.repeat(8_000)
+  const r = await w.create({ gatilho: { tipo: 'ao_abrir', [long]: 1 } })
+  t.equal(r.status, 422)
+  t.ok(r.text.length < 4_000, `the answer quotes the caller's key cut short (${r.text.length} bytes)`)
+})
