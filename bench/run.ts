@@ -7,9 +7,10 @@ import { http } from './http'
 import { receipts } from './receipts'
 import { register } from './register'
 import { send } from './send'
+import { sendE2e } from './send-e2e'
 import { webhooks } from './webhooks'
 
-const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, deliver, receipts, webhooks }
+const SCENARIOS: Record<string, () => Promise<void>> = { http, register, send, 'send-e2e': sendE2e, deliver, receipts, webhooks }
 
 async function main(): Promise<void> {
   // The service under load is the compiled one (dist/), as the image runs it: built fresh, so it is this checkout.
