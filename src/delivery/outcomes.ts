@@ -5,7 +5,7 @@
 import type { Logger } from 'pino'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit } from '../db/group-commit'
-import { type Db, query, queryPrepared, type Tx, tx } from '../db/pool'
+import { type Db, queryPrepared, type Tx, tx } from '../db/pool'
 import type { Clock } from '../time'
 import { isoWithOffset } from '../time'
 
@@ -191,21 +191,24 @@ async function applyTallies(c: Tx, tallies: Map<string, Tally>, now: Date): Prom
 }
 
 /**
- * Closes a send whose counters already cover its whole audience (a segment whose expansion just ended, or a send
- * with nothing left to attempt): sets recipients to what was expanded and completed_at, writes the event.
+ * Closes the sends, among those named, whose counters already cover their whole audience (a segment whose
+ * expansion just ended, a send with nothing left to attempt, or one the outcome batch closed already: then nothing
+ * changes): completed_at, remaining 0, the event. One statement for a whole batch of sends; answers those it closed.
  */
-export async function closeIfDone(db: Db, appId: string, sendId: string, now: Date): Promise<boolean> {
-  const r = await query<{ id: string }>(
+export async function closeIfDone(db: Db, sends: ReadonlyArray<{ appId: string; sendId: string }>, now: Date): Promise<Set<string>> {
+  if (sends.length === 0) return new Set()
+  const r = await queryPrepared<{ id: string }>(
     db,
     `WITH u AS (
-       UPDATE sends SET completed_at = $3, remaining = 0
-        WHERE app_id = $1 AND id = $2 AND completed_at IS NULL AND remaining <= 0 AND expansion_done
-       RETURNING id, app_id, successful, failed, errored, recipients
+       UPDATE sends s SET completed_at = $3, remaining = 0
+         FROM unnest($1::uuid[], $2::uuid[]) AS x(a, i)
+        WHERE s.app_id = x.a AND s.id = x.i AND s.completed_at IS NULL AND s.remaining <= 0 AND s.expansion_done
+       RETURNING s.id, s.app_id, s.successful, s.failed, s.errored, s.recipients
      ), ev AS (
        ${completedEvent('$4', '$3')}
      )
      SELECT id FROM u`,
-    [appId, sendId, now, isoWithOffset(now)],
+    [arrayLiteral(sends.map((x) => x.appId)), arrayLiteral(sends.map((x) => x.sendId)), now, isoWithOffset(now)],
   )
-  return r.rows.length > 0
+  return new Set(r.rows.map((x) => x.id))
 }

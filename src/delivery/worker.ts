@@ -35,6 +35,9 @@ export class DeliveryWorker {
   readonly #actors = new Map<string, AppActor>()
   /** Stream entries per send, acknowledged together when the send is finished. */
   readonly #entries = new Map<string, Array<{ stream: string; id: string }>>()
+  /** Acknowledgements waiting for the end of the event-loop turn, per stream. */
+  readonly #acks = new Map<string, string[]>()
+  #ackScheduled = false
   readonly #stop = new AbortController()
   readonly #streamPartition = new Map<string, number>()
   #reader: RedisClient | null = null
@@ -230,7 +233,25 @@ export class DeliveryWorker {
   #finished(_appId: string, sendId: string): void {
     const entries = this.#entries.get(sendId) ?? []
     this.#entries.delete(sendId)
-    for (const e of entries) void this.redis.xack(e.stream, GROUP, e.id).catch(() => {})
+    for (const e of entries) {
+      const ids = this.#acks.get(e.stream)
+      if (ids) ids.push(e.id)
+      else this.#acks.set(e.stream, [e.id])
+    }
+    if (this.#acks.size > 0 && !this.#ackScheduled) {
+      this.#ackScheduled = true
+      setImmediate(() => this.#flushAcks())
+    }
+  }
+
+  /** The acknowledgements of one event-loop turn: one XACK per stream, in one pipeline. A lost ack only means a
+   *  redelivered entry, which finds its send closed. */
+  #flushAcks(): void {
+    this.#ackScheduled = false
+    const pipe = this.redis.pipeline()
+    for (const [stream, ids] of this.#acks) pipe.xack(stream, GROUP, ...ids)
+    this.#acks.clear()
+    pipe.exec().catch(() => {})
   }
 
   /** Refreshes picked_at of every send an actor is working on (the sweeper leaves them alone); retires idle actors. */

@@ -1,0 +1,60 @@
+// What a worker does once per send, done once per batch of sends (issue 11): a typical sender's sends are one device
+// each, so per-send statements, not deliveries, were the worker's cost. Sends of every app of the process arriving
+// in one event-loop turn (or while the previous batch is in Postgres) are taken together:
+//  - load: their meta, marked picked, and the first page of each list send (two statements, run side by side);
+//  - close: completed_at and the notification.completed event of every send done (one statement).
+// Each caller is answered after its batch, as if it had run the statement alone.
+import { GroupCommit } from '../db/group-commit'
+import type { Db } from '../db/pool'
+import type { Clock } from '../time'
+import { type Candidate, firstListPages, loadSends, type SendMeta, type SendRef } from './audience'
+import { closeIfDone } from './outcomes'
+
+export interface LoadedSend {
+  meta: SendMeta
+  /** List sends: positions 1..pageSize, minus devices already final. Null for segments (expanded by the actor). */
+  firstPage: Candidate[] | null
+}
+
+export class SendBatches {
+  readonly #load: GroupCommit<SendRef, LoadedSend | null>
+  readonly #close: GroupCommit<SendRef, boolean>
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    readonly pageSize: number,
+  ) {
+    const o = { maxBatch: 500, concurrency: 2, maxQueue: 200_000 }
+    this.#load = new GroupCommit((refs) => this.#loadBatch(refs), o)
+    this.#close = new GroupCommit((refs) => this.#closeBatch(refs), o)
+  }
+
+  /** The send's meta and first page; null when it no longer exists. */
+  load(ref: SendRef): Promise<LoadedSend | null> {
+    return this.#load.submit(ref)
+  }
+
+  /** Closes the send if its counters cover its audience; true when this call closed it. */
+  close(ref: SendRef): Promise<boolean> {
+    return this.#close.submit(ref)
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([this.#load.stop(), this.#close.stop()])
+  }
+
+  async #loadBatch(refs: SendRef[]): Promise<Array<LoadedSend | null>> {
+    const [metas, pages] = await Promise.all([loadSends(this.db, refs, new Date(this.clock())), firstListPages(this.db, refs, this.pageSize)])
+    return refs.map((r) => {
+      const meta = metas.get(r.sendId)
+      if (!meta || meta.appId !== r.appId) return null
+      return { meta, firstPage: meta.targetKind === 'segments' ? null : (pages.get(r.sendId) ?? []) }
+    })
+  }
+
+  async #closeBatch(refs: SendRef[]): Promise<boolean[]> {
+    const closed = await closeIfDone(this.db, refs, new Date(this.clock()))
+    return refs.map((r) => closed.has(r.sendId))
+  }
+}
