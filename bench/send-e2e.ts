@@ -7,7 +7,8 @@
 //  - beside a raw node:http2 client to the same fake in the same run (before and after), and CPU per send of the
 //    Pombo process and of Postgres.
 // Settings changed: PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0, PM_LIMIT_SENDS_PER_SEC=1000000 (the quota still
-// runs); the app's rate_por_min = 10,000,000; the fake advertises 1,000 streams per connection.
+// runs); the app's rate_por_min = 10,000,000; the fake advertises 1,000 streams per connection. BENCH_NODE_ARGS adds
+// node flags to the Pombo process (--cpu-prof).
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
@@ -42,6 +43,7 @@ export async function sendE2e(): Promise<void> {
       ...trustEnv(),
     },
     'api,worker,dashboard',
+    process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [], // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof
   )
   try {
     const app = await pombo.createApp({ rate_por_min: 10_000_000 })

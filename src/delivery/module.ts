@@ -45,6 +45,7 @@ export class DeliveryModule implements ProviderSource {
     this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock })
     this.recorder = new OutcomeRecorder(db, clock, log)
     this.batches = new SendBatches(db, clock, cfg.delivery.pageSize)
+    this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
     this.worker = new DeliveryWorker(
       db,
       redis,

@@ -2,7 +2,8 @@
 // each, so per-send statements, not deliveries, were the worker's cost. Sends of every app of the process arriving
 // in one event-loop turn (or while the previous batch is in Postgres) are taken together:
 //  - load: their meta, marked picked, and the first page of each list send (two statements, run side by side);
-//  - close: completed_at and the notification.completed event of every send done (one statement).
+//  - close: completed_at and the notification.completed event of every send done (one statement), skipped for the
+//    sends the outcome batch already closed (most of them: it closes a send whose last device it records).
 // Each caller is answered after its batch, as if it had run the statement alone.
 import { GroupCommit } from '../db/group-commit'
 import type { Db } from '../db/pool'
@@ -19,6 +20,8 @@ export interface LoadedSend {
 export class SendBatches {
   readonly #load: GroupCommit<SendRef, LoadedSend | null>
   readonly #close: GroupCommit<SendRef, boolean>
+  /** Sends the outcome recorder closed, not yet asked about (bounded: a dropped actor never asks). */
+  readonly #closedByOutcomes = new Set<string>()
 
   constructor(
     private readonly db: Db,
@@ -35,9 +38,16 @@ export class SendBatches {
     return this.#load.submit(ref)
   }
 
-  /** Closes the send if its counters cover its audience; true when this call closed it. */
+  /** Closes the send if its counters cover its audience; true when it is closed now. */
   close(ref: SendRef): Promise<boolean> {
+    if (this.#closedByOutcomes.delete(ref.sendId)) return Promise.resolve(true)
     return this.#close.submit(ref)
+  }
+
+  /** The outcome recorder closed this send (its completed_at and event are written): close() need not ask again. */
+  closedByOutcomes(sendId: string): void {
+    if (this.#closedByOutcomes.size >= 100_000) this.#closedByOutcomes.clear()
+    this.#closedByOutcomes.add(sendId)
   }
 
   async stop(): Promise<void> {
