@@ -9,7 +9,7 @@ import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
-import { partitionOf } from '../redis/partitions'
+import { partitionOf, WORK_GROUP } from '../redis/partitions'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
 import { abortableSleep } from './pacer'
@@ -23,7 +23,7 @@ export interface WorkerSettings {
   heartbeatMs: number
 }
 
-const GROUP = 'workers'
+const GROUP = WORK_GROUP
 
 // Renews a lease only if it is still ours.
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`
@@ -217,6 +217,16 @@ export class DeliveryWorker {
     if (!appId || !sendId) {
       // A malformed entry is dropped; a failed ack only means it is read again and dropped again.
       this.redis.xack(stream, GROUP, id).catch(() => {})
+      return
+    }
+    const home = partitionOf(appId, this.s.partitions)
+    if (home !== this.#partitionOfStream(stream)) {
+      // On another partition's stream (written by a process that hashed with another count): moved to the app's own
+      // stream, so only the owner of the app's partition runs its actor; acknowledged here once the move is stored.
+      this.redis
+        .xadd(this.keys.workStream(home), '*', ...fields)
+        .then(() => this.redis.xack(stream, GROUP, id))
+        .catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not move a misrouted entry; it stays pending'))
       return
     }
     const list = this.#entries.get(sendId) ?? []
