@@ -5,7 +5,8 @@
 //  - delivered end to end/s: sends stored / (first request → the last send's completed_at), every send checked
 //    closed with remaining 0 and successful 1, and the fake's accepted count equal to the sends;
 //  - beside a raw node:http2 client to the same fake in the same run (before and after), and CPU per send of the
-//    Pombo process and of Postgres.
+//    Pombo process and of Postgres;
+//  - beside the same load against `pombo serve --roles api` alone in the same run (what the worker costs the API).
 // Settings changed: PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0, PM_LIMIT_SENDS_PER_SEC=1000000 (the quota still
 // runs); the app's rate_por_min = 10,000,000; the fake advertises 1,000 streams per connection. BENCH_NODE_ARGS adds
 // node flags to the Pombo process (--cpu-prof).
@@ -61,17 +62,7 @@ export async function sendE2e(): Promise<void> {
     const load = [loadavg()]
     const rawBefore = await rawRate(fake.url, ca, path, accessToken, template, DURATION_S)
 
-    const lua = `
-      local ids = {${ids.map((x) => `"${x}"`).join(',')}}
-      local n = 0
-      wrk.method = "POST"
-      wrk.headers["Content-Type"] = "application/json"
-      wrk.headers["Authorization"] = "Bearer ${app.api_key}"
-      request = function()
-        n = n + 1
-        local body = '{"app_id":"${app.id}","contents":${JSON.stringify(CONTENTS)},"data":{"n":' .. n .. '},"include_player_ids":["' .. ids[(n % #ids) + 1] .. '"]}'
-        return wrk.format(nil, nil, nil, body)
-      end`
+    const lua = sendsLua(app, ids)
     // A short warm-up (JIT, pools, the FCM session and token), then the tables are emptied of it.
     await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: 2, lua })
     const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${pombo.schema}` })
@@ -104,6 +95,7 @@ export async function sendE2e(): Promise<void> {
     load.push(loadavg())
     const rawAfter = await rawRate(fake.url, ca, path, accessToken, template, DURATION_S)
     load.push(loadavg())
+    const apiOnly = await acceptedByApiAlone()
 
     const accepted = r.during / ((loadEnd - t0) / 1000)
     const e2eS = (r.last.getTime() - t0) / 1000
@@ -120,6 +112,9 @@ export async function sendE2e(): Promise<void> {
         ` fake FCM accepted ${delivered} | target ≥ 5,000/s`,
     )
     console.log(
+      `the same load against \`pombo serve --roles api\` alone (no worker, nothing delivered): ${apiOnly.toFixed(0)}/s accepted | with the worker in the process: ${(accepted / apiOnly).toFixed(2)} of that`,
+    )
+    console.log(
       `raw node:http2 client to the same fake: ${rawBefore.toFixed(0)}/s before, ${rawAfter.toFixed(0)}/s after | end-to-end deliveries = ${(e2e / raw).toFixed(2)} of the raw client's mean`,
     )
     console.log(
@@ -128,6 +123,42 @@ export async function sendE2e(): Promise<void> {
   } finally {
     await pombo.stop()
     await fake.stop()
+  }
+}
+
+function sendsLua(app: { id: string; api_key: string }, ids: string[]): string {
+  return `
+      local ids = {${ids.map((x) => `"${x}"`).join(',')}}
+      local n = 0
+      wrk.method = "POST"
+      wrk.headers["Content-Type"] = "application/json"
+      wrk.headers["Authorization"] = "Bearer ${app.api_key}"
+      request = function()
+        n = n + 1
+        local body = '{"app_id":"${app.id}","contents":${JSON.stringify(CONTENTS)},"data":{"n":' .. n .. '},"include_player_ids":["' .. ids[(n % #ids) + 1] .. '"]}'
+        return wrk.format(nil, nil, nil, body)
+      end`
+}
+
+/** The same load against an API-only process (its own namespace): sends accepted per second, nothing delivered. */
+async function acceptedByApiAlone(): Promise<number> {
+  const api = await startPombo(9440, { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_LIMIT_SENDS_PER_SEC: '1000000', PM_VAULT_KEY: VAULT_KEY }, 'api')
+  try {
+    const app = await api.createApp({ rate_por_min: 10_000_000 })
+    const ids = Array.from({ length: DEVICES }, () => randomUUID())
+    await seed(api.schema, app.id, DEVICES, (i) => ids[i] as string)
+    const lua = sendsLua(app, ids)
+    await wrk({ url: `${api.url}/api/v1/notifications`, durationS: 2, lua })
+    const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${api.schema}` })
+    await db.connect()
+    const t0 = Date.now()
+    await wrk({ url: `${api.url}/api/v1/notifications`, durationS: DURATION_S, lua })
+    const end = Date.now()
+    const n = Number((await db.query('SELECT count(*)::int AS n FROM sends WHERE queued_at >= $1 AND queued_at <= $2', [new Date(t0), new Date(end)])).rows[0].n)
+    await db.end()
+    return n / ((end - t0) / 1000)
+  } finally {
+    await api.stop()
   }
 }
 
