@@ -84,21 +84,25 @@ export interface SendRef {
 /**
  * Many sends (of many apps) taken by a worker in one statement: their meta, and each unfinished one marked picked
  * (the sweeper stops re-enqueueing it). A send that no longer exists is absent from the answer.
+ *
+ * A send queued less than `freshMs` ago without `send_after` is not written: the sweeper leaves it alone anyway
+ * (it was queued within its grace) and the worker's heartbeat stamps it within `freshMs` if it lasts, so with a
+ * heartbeat under half the grace it is never re-enqueued while held. That spares most sends a row update.
  */
-export async function loadSends(db: Db, refs: readonly SendRef[], now: Date): Promise<Map<string, SendMeta>> {
+export async function loadSends(db: Db, refs: readonly SendRef[], now: Date, freshMs = 0): Promise<Map<string, SendMeta>> {
   const r = await queryPrepared<MetaRow>(
     db,
     `WITH x AS (
        SELECT s.app_id, s.id, s.lane, s.target_kind, s.included_segments, s.platforms, s.message, s.ttl_s,
               COALESCE(s.send_after, s.queued_at) AS start, cardinality(s.audience) AS n, s.expanded_until,
-              s.expansion_done, s.completed_at
+              s.expansion_done, s.completed_at, s.send_after IS NULL AND s.queued_at > $4 AS fresh
          FROM unnest($1::uuid[], $2::uuid[]) AS u(a, i) JOIN sends s ON s.app_id = u.a AND s.id = u.i
      ), p AS (
        UPDATE sends s SET picked_at = $3 FROM x
-        WHERE s.app_id = x.app_id AND s.id = x.id AND x.completed_at IS NULL AND s.picked_at IS NULL
+        WHERE s.app_id = x.app_id AND s.id = x.id AND x.completed_at IS NULL AND s.picked_at IS NULL AND NOT x.fresh
      )
      SELECT * FROM x`,
-    [arrayLiteral(refs.map((x) => x.appId)), arrayLiteral(refs.map((x) => x.sendId)), now],
+    [arrayLiteral(refs.map((x) => x.appId)), arrayLiteral(refs.map((x) => x.sendId)), now, new Date(now.getTime() - freshMs)],
   )
   return new Map(r.rows.map((x) => [x.id, metaOf(x)]))
 }

@@ -44,7 +44,7 @@ export class DeliveryModule implements ProviderSource {
     this.pool = new H2Pool({ ca: d.ca })
     this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock })
     this.recorder = new OutcomeRecorder(db, clock, log)
-    this.batches = new SendBatches(db, clock, cfg.delivery.pageSize)
+    this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs)
     this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
     this.worker = new DeliveryWorker(
       db,

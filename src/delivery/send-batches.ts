@@ -1,7 +1,7 @@
 // What a worker does once per send, done once per batch of sends (issue 11): a typical sender's sends are one device
 // each, so per-send statements, not deliveries, were the worker's cost. Sends of every app of the process arriving
 // in one event-loop turn (or while the previous batch is in Postgres) are taken together:
-//  - load: their meta, marked picked, and the first page of each list send (two statements, run side by side);
+//  - load: their meta, marked picked (unless just queued), and the first page of each list send (two statements, run side by side);
 //  - close: completed_at and the notification.completed event of every send done (one statement), skipped for the
 //    sends the outcome batch already closed (most of them: it closes a send whose last device it records).
 // Each caller is answered after its batch, as if it had run the statement alone.
@@ -27,6 +27,8 @@ export class SendBatches {
     private readonly db: Db,
     private readonly clock: Clock,
     readonly pageSize: number,
+    /** The worker's heartbeat: a send queued more recently than this is not stamped picked at load (loadSends). */
+    private readonly freshMs = 0,
   ) {
     const o = { maxBatch: 500, concurrency: 2, maxQueue: 200_000 }
     this.#load = new GroupCommit((refs) => this.#loadBatch(refs), o)
@@ -55,7 +57,7 @@ export class SendBatches {
   }
 
   async #loadBatch(refs: SendRef[]): Promise<Array<LoadedSend | null>> {
-    const [metas, pages] = await Promise.all([loadSends(this.db, refs, new Date(this.clock())), firstListPages(this.db, refs, this.pageSize)])
+    const [metas, pages] = await Promise.all([loadSends(this.db, refs, new Date(this.clock()), this.freshMs), firstListPages(this.db, refs, this.pageSize)])
     return refs.map((r) => {
       const meta = metas.get(r.sendId)
       if (!meta || meta.appId !== r.appId) return null
