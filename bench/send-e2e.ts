@@ -112,7 +112,7 @@ export async function sendE2e(): Promise<void> {
         ` fake FCM accepted ${delivered} | target ≥ 5,000/s`,
     )
     console.log(
-      `the same load against \`pombo serve --roles api\` alone (no worker, nothing delivered): ${apiOnly.toFixed(0)}/s accepted | with the worker in the process: ${(accepted / apiOnly).toFixed(2)} of that`,
+      `the same load against \`pombo serve --roles api\` alone (no worker, nothing delivered): ${apiOnly.rate.toFixed(0)}/s accepted, CPU per send: pombo ${apiOnly.cpuUs.toFixed(0)} µs, Postgres ${apiOnly.pgUs.toFixed(0)} µs | with the worker in the process: ${(accepted / apiOnly.rate).toFixed(2)} of that`,
     )
     console.log(
       `raw node:http2 client to the same fake: ${rawBefore.toFixed(0)}/s before, ${rawAfter.toFixed(0)}/s after | end-to-end deliveries = ${(e2e / raw).toFixed(2)} of the raw client's mean`,
@@ -141,7 +141,7 @@ function sendsLua(app: { id: string; api_key: string }, ids: string[]): string {
 }
 
 /** The same load against an API-only process (its own namespace): sends accepted per second, nothing delivered. */
-async function acceptedByApiAlone(): Promise<number> {
+async function acceptedByApiAlone(): Promise<{ rate: number; cpuUs: number; pgUs: number }> {
   const api = await startPombo(9440, { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_LIMIT_SENDS_PER_SEC: '1000000', PM_VAULT_KEY: VAULT_KEY }, 'api')
   try {
     const app = await api.createApp({ rate_por_min: 10_000_000 })
@@ -151,12 +151,16 @@ async function acceptedByApiAlone(): Promise<number> {
     await wrk({ url: `${api.url}/api/v1/notifications`, durationS: 2, lua })
     const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${api.schema}` })
     await db.connect()
+    const cpu0 = cpuSeconds(api.pid)
+    const pg0 = postgresCpuSeconds()
     const t0 = Date.now()
     await wrk({ url: `${api.url}/api/v1/notifications`, durationS: DURATION_S, lua })
     const end = Date.now()
+    const cpu = cpuSeconds(api.pid) - cpu0
+    const pgCpu = postgresCpuSeconds() - pg0
     const n = Number((await db.query('SELECT count(*)::int AS n FROM sends WHERE queued_at >= $1 AND queued_at <= $2', [new Date(t0), new Date(end)])).rows[0].n)
     await db.end()
-    return n / ((end - t0) / 1000)
+    return { rate: n / ((end - t0) / 1000), cpuUs: (cpu / n) * 1e6, pgUs: (pgCpu / n) * 1e6 }
   } finally {
     await api.stop()
   }
