@@ -362,8 +362,18 @@ export class AppActor {
     }
   }
 
-  /** The loop's one wait: until something may have become ready (#nudge), the next retry, or a tick. */
+  /**
+   * The loop's one wait: until something may have become ready (#nudge), the next retry, or a tick. With the window
+   * full only a slot given back (which always nudges) or stop can let the loop on, so no timer is set.
+   */
   async #sleep(): Promise<void> {
+    if (this.#window.full) {
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve
+      })
+      this.#wake = null
+      return
+    }
     let ms = IDLE_TICK_MS
     const now = this.#clock()
     for (const lane of this.#lanes) for (const s of lane.values()) ms = Math.min(ms, Math.max(1, s.retries.nextAt() - now))
