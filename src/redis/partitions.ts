@@ -7,8 +7,17 @@ import { type Db, query } from '../db/pool'
 import type { RedisClient } from './client'
 import type { Keys } from './keys'
 
+/** The hash of each app seen (bounded): the API and the worker ask once per send, and a sha1 showed in profiles. */
+const hashes = new Map<string, number>()
+
 export function partitionOf(appId: string, partitions: number): number {
-  return createHash('sha1').update(appId).digest().readUInt32BE(0) % partitions
+  let h = hashes.get(appId)
+  if (h === undefined) {
+    h = createHash('sha1').update(appId).digest().readUInt32BE(0)
+    if (hashes.size >= 100_000) hashes.clear()
+    hashes.set(appId, h)
+  }
+  return h % partitions
 }
 
 /** The deployment's recorded partition count; null before any process started. */
