@@ -20,6 +20,8 @@ export interface LoadedSend {
 export class SendBatches {
   readonly #load: GroupCommit<SendRef, LoadedSend | null>
   readonly #close: GroupCommit<SendRef, boolean>
+  /** What was done, and in how many batches (tests and the bench read it). */
+  readonly counts = { loaded: 0, loadBatches: 0, closeAsked: 0, closeBatches: 0 }
   /** Sends the outcome recorder closed, not yet asked about (bounded: a dropped actor never asks). */
   readonly #closedByOutcomes = new Set<string>()
 
@@ -42,6 +44,7 @@ export class SendBatches {
 
   /** Closes the send if its counters cover its audience; true when it is closed now. */
   close(ref: SendRef): Promise<boolean> {
+    this.counts.closeAsked++
     if (this.#closedByOutcomes.delete(ref.sendId)) return Promise.resolve(true)
     return this.#close.submit(ref)
   }
@@ -57,6 +60,8 @@ export class SendBatches {
   }
 
   async #loadBatch(refs: SendRef[]): Promise<Array<LoadedSend | null>> {
+    this.counts.loadBatches++
+    this.counts.loaded += refs.length
     const [metas, pages] = await Promise.all([loadSends(this.db, refs, new Date(this.clock()), this.freshMs), firstListPages(this.db, refs, this.pageSize)])
     return refs.map((r) => {
       const meta = metas.get(r.sendId)
@@ -66,6 +71,7 @@ export class SendBatches {
   }
 
   async #closeBatch(refs: SendRef[]): Promise<boolean[]> {
+    this.counts.closeBatches++
     const closed = await closeIfDone(this.db, refs, new Date(this.clock()))
     return refs.map((r) => closed.has(r.sendId))
   }
