@@ -15,7 +15,7 @@ t.test('120 one-device sends of 3 apps: loaded and closed in a few batches; each
     const targets = Array.from({ length: 40 }, (_, i) => `b-${a}-${i}`)
     const ids = await Promise.all(targets.map((x) => d.device(app, x)))
     const made = await Promise.all(ids.map((id) => d.send(app, { include_player_ids: [id], priority: a === 0 ? 'marketing' : 'transactional' })))
-    made.forEach((id, i) => sends.push({ id, target: targets[i] as string }))
+    for (const [i, id] of made.entries()) sends.push({ id, target: targets[i] as string })
   }
   const w = await startService(t, {
     roles: ['worker'],
