@@ -33,9 +33,9 @@ const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido 
 
 /** An FCM registration token's shape and length (~163 characters), unique per device. */
 const TOKEN_TAIL = randomBytes(105).toString('base64url')
-const token = (i: number) => `${i.toString(36).padStart(11, '0')}:APA91b${TOKEN_TAIL}`
+export const token = (i: number) => `${i.toString(36).padStart(11, '0')}:APA91b${TOKEN_TAIL}`
 
-async function seed(schema: string, appId: string, n: number): Promise<void> {
+export async function seed(schema: string, appId: string, n: number, id: (i: number) => string = () => randomUUID()): Promise<void> {
   const c = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` })
   await c.connect()
   try {
@@ -44,7 +44,7 @@ async function seed(schema: string, appId: string, n: number): Promise<void> {
       c,
       'COPY devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types, invalid_identifier, last_active, created_at, updated_at) FROM STDIN',
       n,
-      (j) => `${appId}\t${randomUUID()}\t${token(j)}\t1\tf\tfcm\tpt\t1\tf\t${now}\t${now}\t${now}\n`,
+      (j) => `${appId}\t${id(j)}\t${token(j)}\t1\tf\tfcm\tpt\t1\tf\t${now}\t${now}\t${now}\n`,
     )
     await c.query('VACUUM ANALYZE devices')
   } finally {
@@ -52,7 +52,7 @@ async function seed(schema: string, appId: string, n: number): Promise<void> {
   }
 }
 
-function cli(args: string[], env: Record<string, string>): Promise<string> {
+export function cli(args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) =>
     execFile(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
       err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout),
@@ -61,10 +61,10 @@ function cli(args: string[], env: Record<string, string>): Promise<string> {
 }
 
 /** CPU per accepted request of each raw-client run (the bench process does nothing else meanwhile). */
-const rawCpuUs: number[] = []
+export const rawCpuUs: number[] = []
 
 /** A raw node:http2 client: one session, RAW_IN_FLIGHT requests in flight, one prebuilt body per request. */
-async function rawRate(url: string, ca: string, path: string, accessToken: string, template: string, seconds: number): Promise<number> {
+export async function rawRate(url: string, ca: string, path: string, accessToken: string, template: string, seconds: number): Promise<number> {
   const session = http2.connect(url, { ca: [ca] })
   session.on('error', () => {})
   let seq = 0
@@ -105,7 +105,7 @@ async function rawRate(url: string, ca: string, path: string, accessToken: strin
   return rate
 }
 
-async function accessTokenFor(sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string }, ca: string): Promise<string> {
+export async function accessTokenFor(sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string }, ca: string): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
   const assertion = jwt.sign(
     { iss: sa.client_email, scope: 'https://www.googleapis.com/auth/firebase.messaging', aud: sa.token_uri, iat: now, exp: now + 3600 },
@@ -131,11 +131,11 @@ async function accessTokenFor(sa: { token_uri: string; client_email: string; pri
   }
 }
 
-function loadavg(): string {
+export function loadavg(): string {
   return readFileSync('/proc/loadavg', 'utf8').split(' ')[0] as string
 }
 
-function procStatus(pid: number): { rssMb: number; hwmMb: number } | null {
+export function procStatus(pid: number): { rssMb: number; hwmMb: number } | null {
   try {
     const s = readFileSync(`/proc/${pid}/status`, 'utf8')
     const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? 0)
@@ -146,7 +146,7 @@ function procStatus(pid: number): { rssMb: number; hwmMb: number } | null {
 }
 
 /** CPU seconds of every Postgres server process (backends, WAL writer, checkpointer …) on the machine. */
-function postgresCpuSeconds(): number {
+export function postgresCpuSeconds(): number {
   let total = 0
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
@@ -162,7 +162,7 @@ function postgresCpuSeconds(): number {
 }
 
 /** CPU seconds (user + system) the process has used. */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   try {
     const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? []
     return (Number(f[11]) + Number(f[12])) / 100

@@ -9,12 +9,14 @@ import { inapp } from './inapp'
 import { receipts } from './receipts'
 import { register } from './register'
 import { send } from './send'
+import { sendE2e } from './send-e2e'
 import { webhooks } from './webhooks'
 
 const SCENARIOS: Record<string, () => Promise<void>> = {
   http,
   register,
   send,
+  'send-e2e': sendE2e,
   deliver,
   receipts,
   webhooks,

@@ -12,6 +12,8 @@ import { ALL_ROLES, type Role, Service } from './service'
 import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
 import { WebhookCliError, webhookCommand } from './cli/webhook'
+import { PartitionsCliError, partitionsCommand } from './cli/partitions'
+import { ResizeRefused } from './redis/partitions'
 
 const USAGE = `usage:
   pombo serve [--roles api,worker,dashboard]
@@ -25,7 +27,9 @@ const USAGE = `usage:
   pombo credentials apns APP_ID --p8 FILE --key-id ID --team-id ID --bundle-id ID --env sandbox|production
   pombo credentials apns-env APP_ID sandbox|production
   pombo credentials delete APP_ID fcm|apns
-  pombo webhook enable APP_ID`
+  pombo webhook enable APP_ID
+  pombo partitions                 (each partition: owner, stream length, pending, oldest pending age)
+  pombo partitions resize N        (every process of the deployment stopped first)`
 
 class UsageError extends Error {}
 
@@ -115,6 +119,8 @@ async function main(argv: string[]): Promise<void> {
       return credentialsCommand(cfg, rest)
     case 'webhook':
       return webhookCommand(cfg, rest)
+    case 'partitions':
+      return partitionsCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
   }
@@ -180,7 +186,8 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
 /** CONTRACT.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
   if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
-  else if (err instanceof ConfigError || err instanceof WebhookCliError) console.error(`pombo: ${err.message}`)
+  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused)
+    console.error(`pombo: ${err.message}`)
   else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
   else console.error(`pombo: ${((err as Error).message ?? String(err)).split('\n')[0]}`)
   process.exit(2)

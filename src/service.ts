@@ -28,6 +28,7 @@ import { ReceiptsModule } from './receipts/module'
 import { receiptRoutes } from './receipts/routes'
 import { connectRedis, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
+import { checkPartitions } from './redis/partitions'
 import { type Clock, systemClock } from './time'
 import { Vault } from './vault'
 import { gitCommit, VERSION } from './version'
@@ -92,6 +93,11 @@ export class Service {
     const clock = opts.clock ?? systemClock
     if (opts.migrate !== false) await migrate(cfg.databaseUrl, cfg.dbSchema)
     const db = createPool(cfg.databaseUrl, cfg.dbSchema, cfg.limits.pgPool)
+    // Every process of a deployment hashes apps over the same count: another one refuses to start (issue 11).
+    await checkPartitions(db, cfg.partitions).catch(async (err) => {
+      await db.end()
+      throw err
+    })
     const redis = await connectRedis(cfg.redisUrl, 'pombo')
     const keys = new Keys(cfg.redisPrefix)
     const vault = new Vault(cfg.vaultKey)

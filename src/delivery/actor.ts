@@ -1,15 +1,25 @@
 // One app's delivery: the only owner of the app's pace, its two lanes (transactional drained before marketing),
-// its retries. Sends are walked in pages; each device gets one outcome, recorded in batches (outcomes.ts) before
-// its send is acknowledged on the stream, so a crash redelivers and never loses.
+// its retries. Each device gets one outcome, recorded in batches (outcomes.ts) before its send is acknowledged on
+// the stream, so a crash redelivers and never loses. Sends are taken and closed in batches across sends and apps
+// (send-batches.ts); a small send arrives with its whole audience and never waits for a page here.
+//
+// The parts, each named below:
+//  - PageCursor: one send's walk through its audience, the next page read while the current one is dispatched;
+//  - RetryQueue: one send's devices waiting for another attempt, each with the time it falls due;
+//  - InflightWindow: the app's provider requests in flight, bounded;
+//  - the loop (#run): takes the next ready device, transactional first, and waits in one place only (#sleep) when
+//    nothing is ready or the window is full; anything that can make work ready (a new send, a page read, a request
+//    answered, a retry falling due) wakes it. The pace (Pacer) is the other wait: a token per device.
 import type { Logger } from 'pino'
 import type { Db } from '../db/pool'
 import { type Clock, systemClock } from '../time'
-import { type Candidate, expandSegment, listPage, loadSend, markPicked, type SendMeta, segmentPage, setProblem } from './audience'
-import { type OutcomeRecorder, type OutcomeRow, STATUS, closeIfDone } from './outcomes'
+import { type Candidate, expandSegment, listPage, type SendMeta, segmentPage, setProblem } from './audience'
+import { type OutcomeRecorder, type OutcomeRow, STATUS } from './outcomes'
 import { Pacer } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
 import { invalidateBadTokens } from './bad-tokens'
+import type { LoadedSend } from './send-batches'
 
 export type Platform = 'fcm' | 'apns'
 
@@ -20,9 +30,16 @@ export interface ProviderSource {
   peek?(appId: string, platform: Platform): Provider | null | undefined
 }
 
+/** Taking and closing sends, batched across sends (SendBatches in the worker). */
+export interface SendSource {
+  load(ref: { appId: string; sendId: string }): Promise<LoadedSend | null>
+  close(ref: { appId: string; sendId: string }): Promise<boolean>
+}
+
 export interface ActorDeps {
   db: Db
   recorder: OutcomeRecorder
+  sends: SendSource
   providers: ProviderSource
   clock?: Clock
   log: Logger
@@ -38,24 +55,190 @@ export interface ActorDeps {
 
 export const MAX_ATTEMPTS = 3
 
-interface Retry {
+/** A device to attempt, and how many attempts it has had. */
+interface Item {
   c: Candidate
   attempts: number
-  atMs: number
 }
 
-/** A send being delivered: where its walk is, what is in flight, what waits for a retry. */
+/** After a failed page read, the cursor waits this long before reading again (Postgres away for a moment). */
+const PAGE_RETRY_MS = 1_000
+/** The loop looks again at least this often even if nothing wakes it. */
+const IDLE_TICK_MS = 250
+
+/**
+ * One send's walk through its audience in pages (bounded memory whatever the audience). List sends walk their
+ * `audience` array by position; segments are expanded into placeholder rows page by page and walked by device id.
+ * The next page is read while the current one is dispatched, so the window never drains waiting for Postgres.
+ */
+export class PageCursor {
+  #buffer: Item[] = []
+  #head = 0
+  #reading = false
+  #retryAt = 0
+  /** No page is left to read. */
+  #walked = false
+  #position = 1
+  #after: string | null = null
+
+  constructor(
+    private readonly meta: SendMeta,
+    private readonly db: Db,
+    private readonly pageSize: number,
+    private readonly clock: Clock,
+    /** A page arrived (or failed): the actor looks again. */
+    private readonly changed: (err?: unknown) => void,
+    firstPage: Candidate[] | null,
+  ) {
+    if (firstPage) {
+      this.#buffer = firstPage.map((c) => ({ c, attempts: 0 }))
+      this.#position = 1 + pageSize
+      this.#walked = this.#position > meta.audienceLength
+    }
+  }
+
+  get buffered(): number {
+    return this.#buffer.length - this.#head
+  }
+
+  /** Nothing buffered, nothing being read, nothing left to read. */
+  get done(): boolean {
+    return this.#walked && !this.#reading && this.buffered === 0
+  }
+
+  /** The next device, or undefined while a page is on its way (one is then asked for). */
+  shift(): Item | undefined {
+    const item = this.#buffer[this.#head]
+    if (item) {
+      this.#buffer[this.#head++] = undefined as unknown as Item
+      if (this.#head === this.#buffer.length) {
+        this.#buffer = []
+        this.#head = 0
+      }
+    }
+    if (this.buffered < this.pageSize / 2) this.ask()
+    return item
+  }
+
+  /** Starts reading the next page unless one is on its way, none is left, or the last read failed just now. */
+  ask(): void {
+    if (this.#walked || this.#reading || this.clock() < this.#retryAt) return
+    this.#reading = true
+    this.#page().then(
+      (page) => {
+        this.#reading = false
+        if (page.length > 0) {
+          if (this.#head > 0) {
+            this.#buffer = this.#buffer.slice(this.#head)
+            this.#head = 0
+          }
+          for (const c of page) this.#buffer.push({ c, attempts: 0 })
+        }
+        this.changed()
+      },
+      (err) => {
+        // Postgres unreachable for a moment: the actor outlives it (its sends are heartbeated, so nothing else
+        // would pick them up); the read is tried again shortly.
+        this.#reading = false
+        this.#retryAt = this.clock() + PAGE_RETRY_MS
+        this.changed(err)
+      },
+    )
+  }
+
+  async #page(): Promise<Candidate[]> {
+    const m = this.meta
+    const size = this.pageSize
+    if (m.targetKind === 'segments') {
+      if (!m.expansionDone) await expandSegment(this.db, m, size, new Date(this.clock()))
+      const page = await segmentPage(this.db, m, this.#after, size)
+      if (page.length > 0) this.#after = (page[page.length - 1] as Candidate).deviceId
+      else if (m.expansionDone) this.#walked = true
+      return page
+    }
+    if (this.#position > m.audienceLength) {
+      this.#walked = true
+      return []
+    }
+    const page = await listPage(this.db, m, this.#position, size)
+    this.#position += size
+    if (this.#position > m.audienceLength) this.#walked = true
+    return page
+  }
+}
+
+/** One send's devices waiting for another attempt, each with the time it falls due. */
+export class RetryQueue {
+  #items: Array<Item & { atMs: number }> = []
+
+  get size(): number {
+    return this.#items.length
+  }
+
+  push(c: Candidate, attempts: number, atMs: number): void {
+    this.#items.push({ c, attempts, atMs })
+  }
+
+  /** The first retry due at `now`, taken out of the queue. */
+  takeDue(now: number): Item | undefined {
+    const i = this.#items.findIndex((r) => r.atMs <= now)
+    if (i < 0) return undefined
+    const [r] = this.#items.splice(i, 1)
+    return r
+  }
+
+  /** When the next retry falls due (Infinity when none waits). */
+  nextAt(): number {
+    let at = Number.POSITIVE_INFINITY
+    for (const r of this.#items) if (r.atMs < at) at = r.atMs
+    return at
+  }
+}
+
+/** An app's provider requests in flight, at most `size`. */
+export class InflightWindow {
+  #used = 0
+  #drained: Array<() => void> = []
+
+  constructor(
+    readonly size: number,
+    /** A slot was given back: the actor looks again. */
+    private readonly freed: () => void,
+  ) {}
+
+  get used(): number {
+    return this.#used
+  }
+
+  get full(): boolean {
+    return this.#used >= this.size
+  }
+
+  take(): void {
+    this.#used++
+  }
+
+  give(): void {
+    this.#used--
+    if (this.#used === 0) for (const f of this.#drained.splice(0)) f()
+    this.freed()
+  }
+
+  /** Resolves once nothing is in flight. */
+  drained(): Promise<void> {
+    if (this.#used === 0) return Promise.resolve()
+    return new Promise((r) => this.#drained.push(r))
+  }
+}
+
+/** A send being delivered: its cursor, its retries, its requests in flight. */
 interface Active {
   meta: SendMeta
-  cursor: number
-  after: string | null
-  exhausted: boolean
+  cursor: PageCursor
+  retries: RetryQueue
   inflight: number
-  retries: Retry[]
-  /** Fetched, not yet dispatched (a marketing send yields to transactional work between devices). */
-  buffer: Array<{ c: Candidate; attempts: number }>
-  /** The next page, fetched while the current one is dispatched (the window never drains waiting for Postgres). */
-  next: Promise<Array<{ c: Candidate; attempts: number }>> | null
+  /** Its close is under way (or done): it takes no more work. */
+  finishing: boolean
   /** Platforms this send no longer attempts (no credential, credential refused). */
   broken: Set<Platform>
   badTokens: string[]
@@ -65,12 +248,17 @@ interface Active {
 }
 
 export class AppActor {
+  /** Sends with work to do or retries to wait for, oldest first: transactional [0], marketing [1]. */
   readonly #lanes: [Map<string, Active>, Map<string, Active>] = [new Map(), new Map()]
+  /** Every send this actor holds, including those only waiting for their last answers or their close. */
+  readonly #sends = new Map<string, Active>()
+  /** Sends being loaded by add(): an actor with one is not idle, and a duplicate entry does not load it twice. */
+  readonly #loading = new Set<string>()
+  readonly #closing = new Set<Promise<void>>()
+  readonly #window: InflightWindow
   readonly #stop = new AbortController()
   #done?: Promise<void>
   #wake: (() => void) | null = null
-  #inflight = 0
-  #slot: (() => void) | null = null
   #pacer: Pacer | null = null
   /** The app's receipt key once read (it never changes for an app). */
   #receiptKey: Buffer | null = null
@@ -81,178 +269,171 @@ export class AppActor {
     private readonly d: ActorDeps,
   ) {
     this.#clock = d.clock ?? systemClock
+    this.#window = new InflightWindow(d.maxInflight, () => this.#nudge())
   }
 
-  /** Sends being loaded by add(): an actor with one is not idle, and a duplicate entry does not load it twice. */
-  readonly #loading = new Set<string>()
-
   get idle(): boolean {
-    return this.#lanes[0].size === 0 && this.#lanes[1].size === 0 && this.#inflight === 0 && this.#loading.size === 0
+    return this.#sends.size === 0 && this.#loading.size === 0 && this.#window.used === 0 && this.#closing.size === 0
   }
 
   /** Ids of the sends this actor is working on (the worker refreshes their heartbeat). */
   activeSends(): string[] {
-    return [...this.#lanes[0].keys(), ...this.#lanes[1].keys()]
+    return [...this.#sends.keys()]
   }
 
   /** A stream entry named this send; duplicates are harmless. */
   async add(sendId: string): Promise<void> {
-    if (this.#lanes[0].has(sendId) || this.#lanes[1].has(sendId) || this.#loading.has(sendId)) return
+    if (this.#sends.has(sendId) || this.#loading.has(sendId)) return
     this.#loading.add(sendId)
     try {
-      await this.#add(sendId)
+      const loaded = await this.d.sends.load({ appId: this.appId, sendId })
+      if (!loaded || loaded.meta.completed) {
+        this.d.finished(this.appId, sendId)
+        return
+      }
+      const { meta } = loaded
+      const s: Active = {
+        meta,
+        cursor: new PageCursor(
+          meta,
+          this.d.db,
+          this.d.pageSize,
+          this.#clock,
+          (err) => {
+            if (err) this.d.log.warn({ err: String(err), app: this.appId, send: sendId }, 'could not read the next page; retrying')
+            this.#settle(s)
+            this.#nudge()
+          },
+          loaded.firstPage,
+        ),
+        retries: new RetryQueue(),
+        inflight: 0,
+        finishing: false,
+        broken: new Set(),
+        badTokens: [],
+        apnsAccepted: 0,
+        unrecorded: false,
+      }
+      this.#sends.set(sendId, s)
+      this.#lanes[meta.lane].set(sendId, s)
+      this.start()
+      this.#settle(s)
+      this.#nudge()
     } finally {
       this.#loading.delete(sendId)
     }
-  }
-
-  async #add(sendId: string): Promise<void> {
-    const meta = await loadSend(this.d.db, this.appId, sendId)
-    if (!meta || meta.completed) {
-      this.d.finished(this.appId, sendId)
-      return
-    }
-    await markPicked(this.d.db, this.appId, sendId, new Date(this.#clock()))
-    this.#lanes[meta.lane].set(sendId, {
-      meta,
-      cursor: 1,
-      after: null,
-      exhausted: false,
-      inflight: 0,
-      retries: [],
-      buffer: [],
-      next: null,
-      broken: new Set(),
-      badTokens: [],
-      apnsAccepted: 0,
-      unrecorded: false,
-    })
-    this.start()
-    this.#wake?.()
   }
 
   start(): void {
     this.#done ??= this.#run().catch((err) => this.d.log.error({ err, app: this.appId }, 'actor stopped on an error'))
   }
 
-  /** Stops taking new work and waits for what is in flight (idempotent). */
+  /** Stops taking new work and waits for what is in flight and the closes under way (idempotent). */
   async stop(): Promise<void> {
     this.#stop.abort()
-    this.#wake?.()
+    this.#nudge()
     await this.#done
+    await this.#window.drained()
+    await Promise.allSettled([...this.#closing])
   }
 
   async #run(): Promise<void> {
     const signal = this.#stop.signal
     this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock)
     while (!signal.aborted) {
-      const s = this.#next()
-      if (!s) {
-        await new Promise<void>((resolve) => {
-          this.#wake = resolve
-          setTimeout(resolve, 250) // retries fall due on time even with no new send
+      if (this.#window.full || !this.#anyReady()) {
+        await this.#sleep()
+        continue
+      }
+      if (!(await this.#pacer.take(signal))) break
+      // Picked after the token: a transactional device that arrived meanwhile goes first (lanes, between devices).
+      const pick = this.#nextReady()
+      if (!pick) continue
+      const { s, item } = pick
+      this.#window.take()
+      s.inflight++
+      this.#deliver(s, item.c, item.attempts)
+        // Only the last attempt's errored record can fail here; the send then stays open in Postgres, its entry is
+        // not acknowledged, and it is handed out again (nothing acknowledged that is not durable).
+        .catch((err) => {
+          s.unrecorded = true
+          this.d.log.error({ err: String(err), app: this.appId, send: s.meta.id }, 'recording an outcome failed')
         })
-        this.#wake = null
-        continue
-      }
-      if (s.buffer.length === 0) {
-        try {
-          s.buffer = await this.#take(s)
-        } catch (err) {
-          // Postgres unreachable for a moment: the actor must outlive it (its sends are heartbeated, so nothing else
-          // would pick them up). Try again shortly.
-          this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'could not read the next page; retrying')
-          await new Promise((r) => setTimeout(r, 1_000))
-          continue
-        }
-      }
-      if (s.buffer.length === 0) {
-        if (s.exhausted && s.retries.length === 0 && s.inflight === 0) await this.#finish(s)
-        else await new Promise((r) => setTimeout(r, 20))
-        continue
-      }
-      while (s.buffer.length > 0) {
-        // Transactional work overtakes a marketing send between two devices, not after a whole page.
-        if (s.meta.lane === 1 && this.#transactionalWaiting()) break
-        if (!(await this.#pacer.take(signal))) break
-        while (this.#inflight >= this.d.maxInflight) await new Promise<void>((r) => (this.#slot = r))
-        const item = s.buffer.shift() as { c: Candidate; attempts: number }
-        if (s.buffer.length < this.d.pageSize / 2 && !s.next && !s.exhausted) {
-          s.next = this.#page(s)
-          s.next.catch(() => {}) // awaited (and its failure handled) by #take
-        }
-        this.#inflight++
-        s.inflight++
-        this.#deliver(s, item.c, item.attempts)
-          // Only the last attempt's errored record can fail here; the send then stays open in Postgres and the
-          // sweeper hands it out again (nothing acknowledged that is not durable).
-          .catch((err) => {
-            s.unrecorded = true
-            this.d.log.error({ err: String(err), app: this.appId, send: s.meta.id }, 'recording an outcome failed')
-          })
-          .finally(() => {
-            this.#inflight--
-            s.inflight--
-            this.#slot?.()
-            this.#slot = null
-          })
-      }
+        .finally(() => {
+          s.inflight--
+          this.#settle(s)
+          this.#window.give()
+        })
+      this.#settle(s)
     }
-    while (this.#inflight > 0) await new Promise<void>((r) => (this.#slot = r))
   }
 
-  /** Transactional first; within a lane, the oldest send that has something to do. */
-  #next(): Active | undefined {
+  /**
+   * The loop's one wait: until something may have become ready (#nudge), the next retry, or a tick. With the window
+   * full only a slot given back (which always nudges) or stop can let the loop on, so no timer is set.
+   */
+  async #sleep(): Promise<void> {
+    if (this.#window.full) {
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve
+      })
+      this.#wake = null
+      return
+    }
+    let ms = IDLE_TICK_MS
+    const now = this.#clock()
+    for (const lane of this.#lanes) for (const s of lane.values()) ms = Math.min(ms, Math.max(1, s.retries.nextAt() - now))
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms)
+      this.#wake = done
+      function done() {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    this.#wake = null
+  }
+
+  #nudge(): void {
+    this.#wake?.()
+  }
+
+  #anyReady(): boolean {
+    const now = this.#clock()
     for (const lane of this.#lanes) {
-      for (const s of lane.values()) if (this.#hasWork(s)) return s
+      for (const s of lane.values()) {
+        if (s.cursor.buffered > 0 || s.retries.nextAt() <= now) return true
+        s.cursor.ask() // nothing buffered: a page is asked for (a no-op while one is on its way)
+      }
+    }
+    return false
+  }
+
+  /** Transactional first; within a lane, the oldest send with a device ready (a due retry before a new device). */
+  #nextReady(): { s: Active; item: Item } | undefined {
+    const now = this.#clock()
+    for (const lane of this.#lanes) {
+      for (const s of lane.values()) {
+        const item = s.retries.takeDue(now) ?? s.cursor.shift()
+        if (item) return { s, item }
+      }
     }
     return undefined
   }
 
-  #hasWork(s: Active): boolean {
-    const now = this.#clock()
-    const finishable = s.exhausted && s.retries.length === 0 && s.inflight === 0
-    return s.buffer.length > 0 || !s.exhausted || s.retries.some((r) => r.atMs <= now) || finishable
-  }
-
-  #transactionalWaiting(): boolean {
-    for (const s of this.#lanes[0].values()) if (s.buffer.length > 0 || !s.exhausted || s.retries.some((r) => r.atMs <= this.#clock())) return true
-    return false
-  }
-
-  /** The prefetched page if there is one, else a page fetched now. One #page call per send at a time. */
-  async #take(s: Active): Promise<Array<{ c: Candidate; attempts: number }>> {
-    if (s.next) {
-      const page = await s.next
-      s.next = null
-      return page
+  /**
+   * Where a send belongs after a change: in its lane while it has devices to walk or retries to wait for; out of
+   * it once only answers are awaited; closed once the last answer is durable.
+   */
+  #settle(s: Active): void {
+    if (s.finishing) return
+    const lane = this.#lanes[s.meta.lane]
+    if (!s.cursor.done || s.retries.size > 0) {
+      if (!lane.has(s.meta.id)) lane.set(s.meta.id, s)
+      return
     }
-    return this.#page(s)
-  }
-
-  async #page(s: Active): Promise<Array<{ c: Candidate; attempts: number }>> {
-    const now = this.#clock()
-    const due = s.retries.filter((r) => r.atMs <= now)
-    if (due.length > 0) {
-      s.retries = s.retries.filter((r) => r.atMs > now)
-      return due.map((r) => ({ c: r.c, attempts: r.attempts }))
-    }
-    if (s.exhausted) return []
-    const size = this.d.pageSize
-    if (s.meta.targetKind === 'segments') {
-      if (!s.meta.expansionDone) await expandSegment(this.d.db, s.meta, size, new Date(now))
-      const page = await segmentPage(this.d.db, s.meta, s.after, size)
-      if (page.length > 0) s.after = (page[page.length - 1] as Candidate).deviceId
-      else if (s.meta.expansionDone) s.exhausted = true
-      return page.map((c) => ({ c, attempts: 0 }))
-    }
-    if (s.cursor > s.meta.audienceLength) {
-      s.exhausted = true
-      return []
-    }
-    const page = await listPage(this.d.db, s.meta, s.cursor, size)
-    s.cursor += size
-    return page.map((c) => ({ c, attempts: 0 }))
+    lane.delete(s.meta.id)
+    if (s.inflight === 0) this.#finish(s)
   }
 
   async #deliver(s: Active, c: Candidate, attempts: number): Promise<void> {
@@ -320,7 +501,7 @@ export class AppActor {
       case 'quota':
         // Back-pressure on the whole app; this attempt does not count against the device.
         this.#pacer?.pause(o.retryAfterMs)
-        s.retries.push({ c, attempts: attempts - 1, atMs: this.#clock() })
+        s.retries.push(c, attempts - 1, this.#clock())
         return
       case 'transient':
         await this.#retry(s, c, attempts, o.retryAfterMs, record)
@@ -341,22 +522,27 @@ export class AppActor {
       return
     }
     const delay = Math.max(retryAfterMs ?? 0, this.d.retryDelaysMs[attempts - 1] ?? 1_000)
-    s.retries.push({ c, attempts, atMs: this.#clock() + delay })
+    s.retries.push(c, attempts, this.#clock() + delay)
   }
 
-  async #finish(s: Active): Promise<void> {
-    this.#lanes[s.meta.lane].delete(s.meta.id)
-    try {
-      await this.#close(s)
-    } catch (err) {
-      // The send stays unfinished in Postgres and stops being heartbeated: the sweeper hands it out again.
-      this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'could not close a send; the sweeper will retry')
-    }
+  /** Closes the send (batched with others) and lets the worker acknowledge it; the loop does not wait for it. */
+  #finish(s: Active): void {
+    s.finishing = true
+    const p = this.#close(s)
+      .catch((err) => {
+        // The send stays unfinished in Postgres and stops being heartbeated: the sweeper hands it out again.
+        this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'could not close a send; the sweeper will retry')
+      })
+      .finally(() => {
+        this.#sends.delete(s.meta.id)
+        this.#closing.delete(p)
+      })
+    this.#closing.add(p)
   }
 
   async #close(s: Active): Promise<void> {
     await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()))
-    await closeIfDone(this.d.db, this.appId, s.meta.id, new Date(this.#clock()))
+    await this.d.sends.close({ appId: this.appId, sendId: s.meta.id })
     // Acknowledged only when every outcome is durable; otherwise the entry stays pending and the send is handed
     // out again (takeover of pending entries, or the sweeper) and its unrecorded devices delivered again.
     if (!s.unrecorded) this.d.finished(this.appId, s.meta.id)

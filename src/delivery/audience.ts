@@ -2,6 +2,7 @@
 // List sends walk their `audience` array by position. Segment sends are expanded page by page into placeholder
 // delivery rows (the audience becomes fixed as it is expanded; `expanded_until` remembers where), and their work is
 // the placeholder rows still pending, walked by device id.
+import { arrayLiteral } from '../db/arrays'
 import { type Db, query, queryPrepared } from '../db/pool'
 import { REACHABLE_SQL, segmentWhere } from '../sends/store'
 
@@ -41,31 +42,26 @@ export interface SendMeta {
   completed: boolean
 }
 
-export async function loadSend(db: Db, appId: string, sendId: string): Promise<SendMeta | null> {
-  const r = await query<{
-    lane: number
-    target_kind: SendMeta['targetKind']
-    included_segments: string[]
-    platforms: { ios: boolean; android: boolean; web: boolean }
-    message: Record<string, unknown>
-    ttl_s: number
-    start: Date
-    n: number | null
-    expanded_until: string | null
-    expansion_done: boolean
-    completed_at: Date | null
-  }>(
-    db,
-    `SELECT lane, target_kind, included_segments, platforms, message, ttl_s, COALESCE(send_after, queued_at) AS start,
-            cardinality(audience) AS n, expanded_until, expansion_done, completed_at
-       FROM sends WHERE app_id = $1 AND id = $2`,
-    [appId, sendId],
-  )
-  const x = r.rows[0]
-  if (!x) return null
+interface MetaRow {
+  app_id: string
+  id: string
+  lane: number
+  target_kind: SendMeta['targetKind']
+  included_segments: string[]
+  platforms: { ios: boolean; android: boolean; web: boolean }
+  message: Record<string, unknown>
+  ttl_s: number
+  start: Date
+  n: number | null
+  expanded_until: string | null
+  expansion_done: boolean
+  completed_at: Date | null
+}
+
+function metaOf(x: MetaRow): SendMeta {
   return {
-    appId,
-    id: sendId,
+    appId: x.app_id,
+    id: x.id,
     lane: x.lane as 0 | 1,
     targetKind: x.target_kind,
     segments: x.included_segments,
@@ -78,6 +74,66 @@ export async function loadSend(db: Db, appId: string, sendId: string): Promise<S
     expansionDone: x.expansion_done,
     completed: x.completed_at !== null,
   }
+}
+
+export interface SendRef {
+  appId: string
+  sendId: string
+}
+
+/**
+ * Many sends (of many apps) taken by a worker in one statement: their meta, and each unfinished one marked picked
+ * (the sweeper stops re-enqueueing it). A send that no longer exists is absent from the answer.
+ *
+ * A send queued less than `freshMs` ago without `send_after` is not written: the sweeper leaves it alone anyway
+ * (it was queued within its grace) and the worker's heartbeat stamps it within `freshMs` if it lasts, so with a
+ * heartbeat under half the grace it is never re-enqueued while held. That spares most sends a row update.
+ */
+export async function loadSends(db: Db, refs: readonly SendRef[], now: Date, freshMs = 0): Promise<Map<string, SendMeta>> {
+  const r = await queryPrepared<MetaRow>(
+    db,
+    `WITH x AS (
+       SELECT s.app_id, s.id, s.lane, s.target_kind, s.included_segments, s.platforms, s.message, s.ttl_s,
+              COALESCE(s.send_after, s.queued_at) AS start, cardinality(s.audience) AS n, s.expanded_until,
+              s.expansion_done, s.completed_at, s.send_after IS NULL AND s.queued_at > $4 AS fresh
+         FROM unnest($1::uuid[], $2::uuid[]) AS u(a, i) JOIN sends s ON s.app_id = u.a AND s.id = u.i
+     ), p AS (
+       UPDATE sends s SET picked_at = $3 FROM x
+        WHERE s.app_id = x.app_id AND s.id = x.id AND x.completed_at IS NULL AND s.picked_at IS NULL AND NOT x.fresh
+     )
+     SELECT * FROM x`,
+    [arrayLiteral(refs.map((x) => x.appId)), arrayLiteral(refs.map((x) => x.sendId)), now, new Date(now.getTime() - freshMs)],
+  )
+  return new Map(r.rows.map((x) => [x.id, metaOf(x)]))
+}
+
+/**
+ * The first `size` positions of many list sends' audiences in one statement (minus devices already final), keyed
+ * by send id. A small send is wholly read here: its actor never waits for a page.
+ */
+export async function firstListPages(db: Db, refs: readonly SendRef[], size: number): Promise<Map<string, Candidate[]>> {
+  const out = new Map<string, Candidate[]>()
+  if (refs.length === 0) return out
+  const r = await queryPrepared<Row & { send_id: string; device_type: number | null }>(
+    db,
+    `SELECT s.id AS send_id, a.id, d.identifier, d.device_type, d.transporte, d.valid
+       FROM unnest($1::uuid[], $2::uuid[]) WITH ORDINALITY AS u(a, i, k)
+       JOIN sends s ON s.app_id = u.a AND s.id = u.i AND s.completed_at IS NULL AND s.target_kind <> 'segments'
+       CROSS JOIN LATERAL unnest(s.audience[1:$3]) WITH ORDINALITY AS a(id, pos)
+       LEFT JOIN LATERAL (
+         SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
+          WHERE d.app_id = u.a AND d.id = a.id OFFSET 0) d ON true
+      WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.send_id = u.i AND x.device_id = a.id AND x.status <> 0)
+      ORDER BY u.k, a.pos`,
+    [arrayLiteral(refs.map((x) => x.appId)), arrayLiteral(refs.map((x) => x.sendId)), size],
+  )
+  for (const x of r.rows) {
+    const list = out.get(x.send_id)
+    const c = candidate(x, x.device_type ?? 1)
+    if (list) list.push(c)
+    else out.set(x.send_id, [c])
+  }
+  return out
 }
 
 /** Positions [from, from + size) of a list send's audience, minus devices already final. 1-based positions. */
@@ -170,11 +226,6 @@ export async function segmentPage(db: Db, s: SendMeta, after: string | null, siz
     [s.appId, s.id, after ?? BEFORE_ANY_ID, size],
   )
   return r.rows.map((x) => candidate(x, x.device_type))
-}
-
-/** Marks the send as taken by a worker (the sweeper stops re-enqueueing it). */
-export async function markPicked(db: Db, appId: string, sendId: string, now: Date): Promise<void> {
-  await query(db, 'UPDATE sends SET picked_at = COALESCE(picked_at, $3) WHERE app_id = $1 AND id = $2', [appId, sendId, now])
 }
 
 export async function setProblem(db: Db, appId: string, sendId: string, problem: string): Promise<void> {

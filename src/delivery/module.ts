@@ -8,6 +8,7 @@ import type { Infra } from '../infra'
 import type { Vault } from '../vault'
 import type { Platform, ProviderSource } from './actor'
 import { OutcomeRecorder } from './outcomes'
+import { SendBatches } from './send-batches'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from './providers/h2-pool'
 import { ProviderCache } from './providers/index'
@@ -27,6 +28,7 @@ const CREDENTIAL_TTL_MS = 30_000
 export class DeliveryModule implements ProviderSource {
   readonly pool: H2Pool
   readonly recorder: OutcomeRecorder
+  readonly batches: SendBatches
   readonly worker: DeliveryWorker
   readonly #providers: ProviderCache
   readonly #credentials = new Map<
@@ -42,14 +44,17 @@ export class DeliveryModule implements ProviderSource {
     this.pool = new H2Pool({ ca: d.ca })
     this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock })
     this.recorder = new OutcomeRecorder(db, clock, log)
+    this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs)
+    this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
     this.worker = new DeliveryWorker(
       db,
       redis,
       keys,
-      { partitions: cfg.partitions, leaseMs: cfg.delivery.leaseMs, readCount: 100, heartbeatMs: cfg.delivery.heartbeatMs },
+      { partitions: cfg.partitions, leaseMs: cfg.delivery.leaseMs, readCount: 500, heartbeatMs: cfg.delivery.heartbeatMs },
       {
         db,
         recorder: this.recorder,
+        sends: this.batches,
         providers: this,
         clock,
         log,
@@ -104,6 +109,7 @@ export class DeliveryModule implements ProviderSource {
   async stop(): Promise<void> {
     if (this.#jobs) clearInterval(this.#jobs)
     await this.worker.stop()
+    await this.batches.stop()
     await this.recorder.stop()
     this.#unsubscribe?.()
     await this.#providers.close()

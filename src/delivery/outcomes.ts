@@ -1,12 +1,32 @@
-// Records delivery outcomes exactly once, in batches (group commit): one transaction per batch writes the devices'
+// Records delivery outcomes exactly once, in batches (group commit): one statement per batch writes the devices'
 // final states, invalidates dead tokens, moves the sends' counters by what was NEW in this batch, and closes every
 // send whose `remaining` reached 0 with its notification.completed event, all together. A device already final is
 // not counted again, so a redelivered stream entry or a retried batch can never count twice.
+//
+// Which statement moves which column of a send (every writer of `sends`, so a change to one is read against all):
+//
+// | statement (file)                          | columns it writes                                                   |
+// |-------------------------------------------|---------------------------------------------------------------------|
+// | writeSends (sends/store.ts)               | the row: recipients, remaining = recipients, expansion_done =        |
+// |                                           | recipients_exact, audience, queued_at, send_after, message …        |
+// | Handoff.sweep (sends/handoff.ts)          | enqueued_at                                                         |
+// | loadSends (audience.ts)                   | picked_at, when still null (the sweeper's sign that a worker took it)|
+// | DeliveryWorker heartbeat (worker.ts)      | picked_at, refreshed while an actor holds the send                   |
+// | expandSegment (audience.ts)               | expanded_until; at the end expansion_done, recipients, remaining    |
+// | recordFinal (here, the outcome batch)     | successful, failed, errored, android_*, ios_*, remaining (down by   |
+// |                                           | what became final); completed_at once remaining ≤ 0 and expanded    |
+// | closeIfDone (here, batched by the worker) | completed_at, remaining = 0, once remaining ≤ 0 and expanded        |
+// | setProblem (audience.ts)                  | problem, first reason only                                          |
+// | receipts (receipts/store.ts)              | recebidos, converted                                                |
+// | pruneDeliveries (retention.ts)            | deliveries_pruned_at                                                |
+//
+// notification.completed is written by the statement that sets completed_at (recordFinal or closeIfDone), never
+// twice: both set it only over a null completed_at.
 import type { Logger } from 'pino'
 import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit } from '../db/group-commit'
-import { type Db, query, queryPrepared, type Tx, tx } from '../db/pool'
+import { type Db, queryPrepared } from '../db/pool'
 import type { Clock } from '../time'
 import { isoWithOffset } from '../time'
 
@@ -30,17 +50,6 @@ export interface Closed {
   appId: string
 }
 
-interface Tally {
-  appId: string
-  successful: number
-  failed: number
-  errored: number
-  androidSuccessful: number
-  androidFailed: number
-  iosSuccessful: number
-  iosFailed: number
-}
-
 export class OutcomeRecorder {
   readonly #gc: GroupCommit<OutcomeRow, boolean>
   /** Sends closed by this recorder (the actor acks their stream entries). */
@@ -51,12 +60,7 @@ export class OutcomeRecorder {
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
-    this.#gc = new GroupCommit((rows) => this.#write(rows), {
-      maxBatch: 1_000,
-      concurrency: 4,
-      maxQueue: 200_000,
-      onSplit: (err, outcomes) => this.log.error({ err, outcomes }, 'outcome batch refused by Postgres; isolating the outcome'),
-    })
+    this.#gc = new GroupCommit((rows) => this.#write(rows), { maxBatch: 1_000, concurrency: 4, maxQueue: 200_000 })
   }
 
   /** Resolves once the outcome is durable: true when it was new, false when the device was already final. */
@@ -74,7 +78,7 @@ export class OutcomeRecorder {
     for (const r of rows) byKey.set(`${r.sendId}:${r.deviceId}`, r)
     const unique = [...byKey.values()]
     const now = new Date(this.clock())
-    const closed = await tx(this.db, async (c) => applyTallies(c, await upsertFinal(c, unique, now), now))
+    const closed = await recordFinal(this.db, unique, now)
     for (const c of closed) this.onClosed(c)
     if (closed.length > 0) this.log.debug({ sends: closed.length }, 'sends completed')
     return rows.map((r) => byKey.get(`${r.sendId}:${r.deviceId}`) === r)
@@ -99,21 +103,17 @@ function completedEvent(quandoParam: string, atParam: string, where = 'true'): s
   })
 }
 
-function blankTally(appId: string): Tally {
-  return { appId, successful: 0, failed: 0, errored: 0, androidSuccessful: 0, androidFailed: 0, iosSuccessful: 0, iosFailed: 0 }
-}
-
-/** Final states, written only over a non-final row: answers the (send, device) pairs that became final now. */
 /**
- * Final states, written only over a non-final row; devices whose new outcome names a dead token are invalidated in
- * the same statement. Answers, per send, what became final now (aggregated: one row per send and outcome kind).
+ * One statement for a whole batch (atomic without BEGIN/COMMIT, one round trip): final states written only over a
+ * non-final row (`up`); devices whose new outcome names a dead token invalidated (`inv`); per send, what became final
+ * now (`t`) moves its counters (`u`), and a send whose `remaining` reaches 0 (and whose audience is fully known) is
+ * closed with its notification.completed event when the app reads by webhook or stream (`ev`). Answers the sends it closed.
  */
-async function upsertFinal(c: Tx, rows: OutcomeRow[], now: Date): Promise<Map<string, Tally>> {
-  const tallies = new Map<string, Tally>()
-  if (rows.length === 0) return tallies
+async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Closed[]> {
+  if (rows.length === 0) return []
   const dead = rows.filter((x) => x.invalidate)
-  const r = await queryPrepared<{ send_id: string; app_id: string; status: number; android: boolean; n: number }>(
-    c,
+  const r = await queryPrepared<{ id: string; app_id: string }>(
+    db,
     `WITH up AS (
        INSERT INTO deliveries AS d (send_id, device_id, app_id, device_type, status, attempts, updated_at)
        SELECT s, dv, a, ty, st, att, $7::timestamptz
@@ -127,8 +127,28 @@ async function upsertFinal(c: Tx, rows: OutcomeRow[], now: Date): Promise<Map<st
          FROM unnest($8::uuid[], $9::uuid[], $10::text[]) AS x(send_id, device_id, reason)
          JOIN up ON up.send_id = x.send_id AND up.device_id = x.device_id
         WHERE dv.app_id = up.app_id AND dv.id = x.device_id
-     )
-     SELECT send_id, app_id, status, device_type <> 0 AS android, count(*)::int AS n FROM up GROUP BY 1, 2, 3, 4`,
+     ), t AS (
+       SELECT send_id AS id, app_id,
+              count(*) FILTER (WHERE status = 1)::int AS ok,
+              count(*) FILTER (WHERE status = 2)::int AS fail,
+              count(*) FILTER (WHERE status = 3)::int AS err,
+              count(*) FILTER (WHERE status = 1 AND device_type <> 0)::int AS aok,
+              count(*) FILTER (WHERE status = 2 AND device_type <> 0)::int AS afail,
+              count(*) FILTER (WHERE status = 1 AND device_type = 0)::int AS iok,
+              count(*) FILTER (WHERE status = 2 AND device_type = 0)::int AS ifail
+         FROM up GROUP BY send_id, app_id
+     ), u AS (
+       UPDATE sends s SET
+         successful = s.successful + x.ok, failed = s.failed + x.fail, errored = s.errored + x.err,
+         remaining = s.remaining - (x.ok + x.fail + x.err),
+         android_successful = s.android_successful + x.aok, android_failed = s.android_failed + x.afail,
+         ios_successful = s.ios_successful + x.iok, ios_failed = s.ios_failed + x.ifail,
+         completed_at = CASE WHEN s.remaining - (x.ok + x.fail + x.err) <= 0 AND s.expansion_done THEN $7 ELSE s.completed_at END
+         FROM t AS x
+        WHERE s.app_id = x.app_id AND s.id = x.id
+       RETURNING s.id, s.app_id, s.completed_at, s.successful, s.failed, s.errored, s.recipients, s.problem
+     ), ${completedEvent('$11', '$7', 'u.completed_at IS NOT NULL')}
+     SELECT id, app_id FROM u WHERE completed_at IS NOT NULL`,
     [
       arrayLiteral(rows.map((x) => x.sendId)),
       arrayLiteral(rows.map((x) => x.deviceId)),
@@ -140,59 +160,6 @@ async function upsertFinal(c: Tx, rows: OutcomeRow[], now: Date): Promise<Map<st
       arrayLiteral(dead.map((x) => x.sendId)),
       arrayLiteral(dead.map((x) => x.deviceId)),
       dead.map((x) => x.invalidate as string),
-    ],
-  )
-  for (const x of r.rows) {
-    const t = tallies.get(x.send_id) ?? blankTally(x.app_id)
-    tallies.set(x.send_id, t)
-    if (x.status === STATUS.successful) {
-      t.successful += x.n
-      if (x.android) t.androidSuccessful += x.n
-      else t.iosSuccessful += x.n
-    } else if (x.status === STATUS.failed) {
-      t.failed += x.n
-      if (x.android) t.androidFailed += x.n
-      else t.iosFailed += x.n
-    } else t.errored += x.n
-  }
-  return tallies
-}
-
-/**
- * Moves each send's counters by what became final in this batch; a send whose `remaining` reaches 0 (and whose
- * audience is fully known) is closed and its notification.completed event written when the app reads by webhook
- * or stream.
- */
-async function applyTallies(c: Tx, tallies: Map<string, Tally>, now: Date): Promise<Closed[]> {
-  if (tallies.size === 0) return []
-  const ids = [...tallies.keys()]
-  const t = ids.map((id) => tallies.get(id) as Tally)
-  const r = await queryPrepared<{ id: string; app_id: string }>(
-    c,
-    `WITH u AS (
-       UPDATE sends s SET
-         successful = s.successful + x.ok, failed = s.failed + x.fail, errored = s.errored + x.err,
-         remaining = s.remaining - (x.ok + x.fail + x.err),
-         android_successful = s.android_successful + x.aok, android_failed = s.android_failed + x.afail,
-         ios_successful = s.ios_successful + x.iok, ios_failed = s.ios_failed + x.ifail,
-         completed_at = CASE WHEN s.remaining - (x.ok + x.fail + x.err) <= 0 AND s.expansion_done THEN $10 ELSE s.completed_at END
-         FROM unnest($1::uuid[], $2::uuid[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[], $9::int[])
-           AS x(id, app_id, ok, fail, err, aok, afail, iok, ifail)
-        WHERE s.app_id = x.app_id AND s.id = x.id
-       RETURNING s.id, s.app_id, s.completed_at, s.successful, s.failed, s.errored, s.recipients, s.problem
-     ), ${completedEvent('$11', '$10', 'u.completed_at IS NOT NULL')}
-     SELECT id, app_id FROM u WHERE completed_at IS NOT NULL`,
-    [
-      ids,
-      t.map((x) => x.appId),
-      t.map((x) => x.successful),
-      t.map((x) => x.failed),
-      t.map((x) => x.errored),
-      t.map((x) => x.androidSuccessful),
-      t.map((x) => x.androidFailed),
-      t.map((x) => x.iosSuccessful),
-      t.map((x) => x.iosFailed),
-      now,
       isoWithOffset(now),
     ],
   )
@@ -200,19 +167,22 @@ async function applyTallies(c: Tx, tallies: Map<string, Tally>, now: Date): Prom
 }
 
 /**
- * Closes a send whose counters already cover its whole audience (a segment whose expansion just ended, or a send
- * with nothing left to attempt): sets recipients to what was expanded and completed_at, writes the event.
+ * Closes the sends, among those named, whose counters already cover their whole audience (a segment whose
+ * expansion just ended, a send with nothing left to attempt, or one the outcome batch closed already: then nothing
+ * changes): completed_at, remaining 0, the event. One statement for a whole batch of sends; answers those it closed.
  */
-export async function closeIfDone(db: Db, appId: string, sendId: string, now: Date): Promise<boolean> {
-  const r = await query<{ id: string }>(
+export async function closeIfDone(db: Db, sends: ReadonlyArray<{ appId: string; sendId: string }>, now: Date): Promise<Set<string>> {
+  if (sends.length === 0) return new Set()
+  const r = await queryPrepared<{ id: string }>(
     db,
     `WITH u AS (
-       UPDATE sends SET completed_at = $3, remaining = 0
-        WHERE app_id = $1 AND id = $2 AND completed_at IS NULL AND remaining <= 0 AND expansion_done
-       RETURNING id, app_id, successful, failed, errored, recipients, problem
+       UPDATE sends s SET completed_at = $3, remaining = 0
+         FROM unnest($1::uuid[], $2::uuid[]) AS x(a, i)
+        WHERE s.app_id = x.a AND s.id = x.i AND s.completed_at IS NULL AND s.remaining <= 0 AND s.expansion_done
+       RETURNING s.id, s.app_id, s.successful, s.failed, s.errored, s.recipients, s.problem
      ), ${completedEvent('$4', '$3')}
      SELECT id FROM u`,
-    [appId, sendId, now, isoWithOffset(now)],
+    [arrayLiteral(sends.map((x) => x.appId)), arrayLiteral(sends.map((x) => x.sendId)), now, isoWithOffset(now)],
   )
-  return r.rows.length > 0
+  return new Set(r.rows.map((x) => x.id))
 }

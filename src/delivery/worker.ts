@@ -9,7 +9,7 @@ import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
-import { partitionOf } from '../redis/partitions'
+import { partitionOf, WORK_GROUP } from '../redis/partitions'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
 import { abortableSleep } from './pacer'
@@ -23,7 +23,7 @@ export interface WorkerSettings {
   heartbeatMs: number
 }
 
-const GROUP = 'workers'
+const GROUP = WORK_GROUP
 
 // Renews a lease only if it is still ours.
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`
@@ -35,6 +35,9 @@ export class DeliveryWorker {
   readonly #actors = new Map<string, AppActor>()
   /** Stream entries per send, acknowledged together when the send is finished. */
   readonly #entries = new Map<string, Array<{ stream: string; id: string }>>()
+  /** Acknowledgements waiting for the end of the event-loop turn, per stream. */
+  readonly #acks = new Map<string, string[]>()
+  #ackScheduled = false
   readonly #stop = new AbortController()
   readonly #streamPartition = new Map<string, number>()
   #reader: RedisClient | null = null
@@ -216,6 +219,16 @@ export class DeliveryWorker {
       this.redis.xack(stream, GROUP, id).catch(() => {})
       return
     }
+    const home = partitionOf(appId, this.s.partitions)
+    if (home !== this.#partitionOfStream(stream)) {
+      // On another partition's stream (written by a process that hashed with another count): moved to the app's own
+      // stream, so only the owner of the app's partition runs its actor; acknowledged here once the move is stored.
+      this.redis
+        .xadd(this.keys.workStream(home), '*', ...fields)
+        .then(() => this.redis.xack(stream, GROUP, id))
+        .catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not move a misrouted entry; it stays pending'))
+      return
+    }
     const list = this.#entries.get(sendId) ?? []
     list.push({ stream, id })
     this.#entries.set(sendId, list)
@@ -230,7 +243,25 @@ export class DeliveryWorker {
   #finished(_appId: string, sendId: string): void {
     const entries = this.#entries.get(sendId) ?? []
     this.#entries.delete(sendId)
-    for (const e of entries) void this.redis.xack(e.stream, GROUP, e.id).catch(() => {})
+    for (const e of entries) {
+      const ids = this.#acks.get(e.stream)
+      if (ids) ids.push(e.id)
+      else this.#acks.set(e.stream, [e.id])
+    }
+    if (this.#acks.size > 0 && !this.#ackScheduled) {
+      this.#ackScheduled = true
+      setImmediate(() => this.#flushAcks())
+    }
+  }
+
+  /** The acknowledgements of one event-loop turn: one XACK per stream, in one pipeline. A lost ack only means a
+   *  redelivered entry, which finds its send closed. */
+  #flushAcks(): void {
+    this.#ackScheduled = false
+    const pipe = this.redis.pipeline()
+    for (const [stream, ids] of this.#acks) pipe.xack(stream, GROUP, ...ids)
+    this.#acks.clear()
+    pipe.exec().catch(() => {})
   }
 
   /** Refreshes picked_at of every send an actor is working on (the sweeper leaves them alone); retires idle actors. */

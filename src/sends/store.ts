@@ -158,70 +158,94 @@ export interface SendRow {
 const json = (v: unknown): string | null => (v === null || v === undefined ? null : JSON.stringify(v))
 
 /**
+ * One column of a multi-row insert over unnest: the array parameter it travels in (`as`, its Postgres element
+ * type, its value per row), and the table columns it fills (`into`; none: read by the statement only). `cast`
+ * converts the element when stored (an array travels as its literal text).
+ */
+interface Column<R> {
+  as: string
+  type: string
+  of: (r: R) => unknown
+  into: string[]
+  cast?: string
+}
+
+/** The send row as stored; `remaining` starts at `recipients`, and a send with an exact audience is fully expanded. */
+const SEND_COLUMNS: ReadonlyArray<Column<SendRow>> = [
+  { as: 'a', type: 'uuid', of: (r) => r.appId, into: ['app_id'] },
+  { as: 'i', type: 'uuid', of: (r) => r.id, into: ['id'] },
+  { as: 'l', type: 'smallint', of: (r) => r.lane, into: ['lane'] },
+  { as: 'k', type: 'text', of: (r) => r.targetKind, into: ['target_kind'] },
+  { as: 's', type: 'jsonb', of: (r) => json(r.includedSegments), into: ['included_segments'] },
+  { as: 'p', type: 'jsonb', of: (r) => json(r.includePlayerIds), into: ['include_player_ids'] },
+  { as: 'u', type: 'jsonb', of: (r) => json(r.includeExternalUserIds), into: ['include_external_user_ids'] },
+  { as: 'pf', type: 'jsonb', of: (r) => json(r.platforms), into: ['platforms'] },
+  { as: 'm', type: 'jsonb', of: (r) => json(r.message), into: ['message'] },
+  { as: 'n', type: 'text', of: (r) => r.name, into: ['name'] },
+  { as: 'h', type: 'jsonb', of: (r) => json(r.headings), into: ['headings'] },
+  { as: 'ct', type: 'jsonb', of: (r) => json(r.contents), into: ['contents'] },
+  { as: 'e', type: 'text', of: (r) => r.externalId, into: ['external_id'] },
+  { as: 'rc', type: 'int', of: (r) => r.recipients, into: ['recipients', 'remaining'] },
+  { as: 'rx', type: 'bool', of: (r) => r.recipientsExact, into: ['recipients_exact', 'expansion_done'] },
+  { as: 't', type: 'int', of: (r) => r.ttlS, into: ['ttl_s'] },
+  { as: 'q', type: 'timestamptz', of: (r) => r.queuedAt, into: ['queued_at'] },
+  { as: 'sa', type: 'timestamptz', of: (r) => r.sendAfter, into: ['send_after'] },
+  { as: 'au', type: 'text', of: (r) => (r.audience ? arrayLiteral(r.audience) : null), into: ['audience'], cast: '::uuid[]' },
+  // Not stored in the send: a send carrying a key is inserted only if its idempotency record was.
+  { as: 'ik', type: 'text', of: (r) => r.idemKey, into: [] },
+]
+
+const IDEM_COLUMNS: ReadonlyArray<Column<IdemRow>> = [
+  { as: 'a', type: 'uuid', of: (x) => x.appId, into: ['app_id'] },
+  { as: 'k', type: 'text', of: (x) => x.key, into: ['key'] },
+  { as: 'bh', type: 'text', of: (x) => x.bodyHash, into: ['body_hash'] },
+  { as: 'st', type: 'smallint', of: (x) => x.status, into: ['status'] },
+  { as: 'l', type: 'smallint', of: (x) => x.lane, into: ['lane'] },
+  { as: 'ex', type: 'bool', of: (x) => x.exact, into: ['exact'] },
+  { as: 'r', type: 'text', of: (x) => x.response, into: ['response'] },
+  { as: 'c', type: 'timestamptz', of: (x) => x.createdAt, into: ['created_at'] },
+  { as: 'x', type: 'timestamptz', of: (x) => x.expiresAt, into: ['expires_at'] },
+]
+
+/** The pieces of `INSERT INTO t (<columns>) SELECT <select> FROM <from> AS <alias>`, parameters from `$first` on. */
+function unnestInsert<R>(cols: ReadonlyArray<Column<R>>, first: number) {
+  const stored = cols.flatMap((c) => c.into.map((column) => ({ column, expr: `${c.as}${c.cast ?? ''}` })))
+  return {
+    columns: stored.map((x) => x.column).join(', '),
+    select: stored.map((x) => x.expr).join(', '),
+    from: `unnest(${cols.map((c, k) => `$${first + k}::${c.type}[]`).join(', ')})`,
+    alias: `x(${cols.map((c) => c.as).join(', ')})`,
+    params: (rows: readonly R[]) => cols.map((c) => rows.map(c.of)),
+  }
+}
+
+const SEND_INSERT = unnestInsert(SEND_COLUMNS, 1)
+const IDEM_INSERT = unnestInsert(IDEM_COLUMNS, 1 + SEND_COLUMNS.length)
+
+/**
  * Writes a batch's send rows and idempotency records in ONE autocommitted statement (one round trip, no explicit
  * transaction): the records are inserted first (an expired record under the same key is replaced), and a send that
  * carries a key is inserted only if its record was — so a key already held by a live record (a lost race) writes
- * nothing for that send. Answers the (app, key) pairs that were written.
+ * nothing for that send. Answers the (app, key) pairs that were written. The columns are the tables above.
  */
-export async function writeSends(db: Db | Tx, rows: SendRow[], idem: IdemRow[]): Promise<Set<string>> {
-  if (rows.length === 0 && idem.length === 0) return new Set()
-  const col = <T>(f: (r: SendRow) => T): T[] => rows.map(f)
-  const icol = <T>(f: (r: IdemRow) => T): T[] => idem.map(f)
-  const r = await query<{ app_id: string; key: string }>(
-    db,
-    `WITH i AS (
-       INSERT INTO idempotency (app_id, key, body_hash, status, lane, exact, response, created_at, expires_at)
-       SELECT * FROM unnest($21::uuid[], $22::text[], $23::text[], $24::smallint[], $25::smallint[], $26::bool[],
-                            $27::text[], $28::timestamptz[], $29::timestamptz[])
+const WRITE_SENDS_SQL = `WITH i AS (
+       INSERT INTO idempotency (${IDEM_INSERT.columns})
+       SELECT ${IDEM_INSERT.select} FROM ${IDEM_INSERT.from} AS ${IDEM_INSERT.alias}
        ON CONFLICT (app_id, key) DO UPDATE
           SET body_hash = excluded.body_hash, status = excluded.status, lane = excluded.lane, exact = excluded.exact,
               response = excluded.response, created_at = excluded.created_at, expires_at = excluded.expires_at
         WHERE idempotency.expires_at <= excluded.created_at -- an expired record is replaced; a live one is a lost race
        RETURNING app_id, key
      ), s AS (
-       INSERT INTO sends (app_id, id, lane, target_kind, included_segments, include_player_ids, include_external_user_ids,
-                          platforms, message, name, headings, contents, external_id, recipients, recipients_exact,
-                          remaining, ttl_s, queued_at, send_after, audience, expansion_done)
-       SELECT a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, rc, t, q, sa, au::uuid[], rx
-         FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::text[], $5::jsonb[], $6::jsonb[], $7::jsonb[], $8::jsonb[],
-                     $9::jsonb[], $10::text[], $11::jsonb[], $12::jsonb[], $13::text[], $14::int[], $15::bool[], $16::int[],
-                     $17::timestamptz[], $18::timestamptz[], $19::text[], $20::text[])
-           AS x(a, i, l, k, s, p, u, pf, m, n, h, ct, e, rc, rx, t, q, sa, au, ik)
+       INSERT INTO sends (${SEND_INSERT.columns})
+       SELECT ${SEND_INSERT.select} FROM ${SEND_INSERT.from} AS ${SEND_INSERT.alias}
         WHERE x.ik IS NULL OR EXISTS (SELECT 1 FROM i WHERE i.app_id = x.a AND i.key = x.ik)
      )
-     SELECT app_id, key FROM i`,
-    [
-      col((r) => r.appId),
-      col((r) => r.id),
-      col((r) => r.lane),
-      col((r) => r.targetKind),
-      col((r) => json(r.includedSegments)),
-      col((r) => json(r.includePlayerIds)),
-      col((r) => json(r.includeExternalUserIds)),
-      col((r) => json(r.platforms)),
-      col((r) => json(r.message)),
-      col((r) => r.name),
-      col((r) => json(r.headings)),
-      col((r) => json(r.contents)),
-      col((r) => r.externalId),
-      col((r) => r.recipients),
-      col((r) => r.recipientsExact),
-      col((r) => r.ttlS),
-      col((r) => r.queuedAt),
-      col((r) => r.sendAfter),
-      col((r) => (r.audience ? arrayLiteral(r.audience) : null)),
-      col((r) => r.idemKey),
-      icol((x) => x.appId),
-      icol((x) => x.key),
-      icol((x) => x.bodyHash),
-      icol((x) => x.status),
-      icol((x) => x.lane),
-      icol((x) => x.exact),
-      icol((x) => x.response),
-      icol((x) => x.createdAt),
-      icol((x) => x.expiresAt),
-    ],
-  )
+     SELECT app_id, key FROM i`
+
+export async function writeSends(db: Db | Tx, rows: SendRow[], idem: IdemRow[]): Promise<Set<string>> {
+  if (rows.length === 0 && idem.length === 0) return new Set()
+  const r = await query<{ app_id: string; key: string }>(db, WRITE_SENDS_SQL, [...SEND_INSERT.params(rows), ...IDEM_INSERT.params(idem)])
   return new Set(r.rows.map((x) => `${x.app_id}:${x.key}`))
 }
 

@@ -139,7 +139,7 @@ t.test('apps are independent: a slow, big send of one app does not hold another 
   const small = await d.s.createApp()
   await d.fcmFor(big, 'proj-big')
   await d.fcmFor(small, 'proj-small')
-  d.fcm.script(/^big-/, 'slow:200')
+  d.fcm.script(/^big-/, 'slow:1500') // long enough that a loaded machine still serves the other app first
   const ids: string[] = []
   for (let i = 0; i < 100; i++) ids.push(await d.device(big, `big-${i}`))
   const bigSend = await d.send(big, { include_player_ids: ids, priority: 'marketing' })
