@@ -58,7 +58,14 @@ const RFC3339_RE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{
 export function parseRfc3339(v: unknown): number | null {
   if (typeof v !== 'string') return null
   const m = RFC3339_RE.exec(v)
-  if (!m) return null
+  return m ? fromIsoGroups(m) : null
+}
+
+/**
+ * Epoch ms from a match whose groups are, in order: year, month, day, hour, minute, second?, fraction?, `Z`?,
+ * offset sign, offset hours, offset minutes? (the layout of RFC3339_RE and of send_after's ISO form).
+ */
+export function fromIsoGroups(m: RegExpExecArray): number | null {
   const zulu = m[8] !== undefined
   return toEpochMs({
     y: Number(m[1]),
@@ -66,10 +73,11 @@ export function parseRfc3339(v: unknown): number | null {
     d: Number(m[3]),
     h: Number(m[4]),
     mi: Number(m[5]),
-    s: Number(m[6]),
+    s: m[6] === undefined ? 0 : Number(m[6]),
+    // Fractions finer than a millisecond are truncated.
     ms: m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0')),
     sign: zulu || m[9] === '+' ? 1 : -1,
     oh: zulu ? 0 : Number(m[10]),
-    om: zulu ? 0 : Number(m[11]),
+    om: zulu || m[11] === undefined ? 0 : Number(m[11]),
   })
 }

@@ -1,25 +1,14 @@
 // The in-app feature of one process: the campaign service, the package and device caches, the two writers.
-import type { Logger } from 'pino'
 import type { AppDirectory } from '../apps/directory'
-import type { Config } from '../config'
-import type { Db } from '../db/pool'
+import type { Infra } from '../infra'
 import type { ReceiptKeys } from '../receipts/keys'
-import type { RedisClient } from '../redis/client'
-import type { Keys } from '../redis/keys'
-import type { Clock } from '../time'
 import { DeviceProfiles } from './device-profiles'
 import { EventWriter } from './events-writer'
 import { PackageCache } from './packages'
 import { ServedWriter } from './served-writer'
 import { CampaignService } from './service'
 
-export interface InappDeps {
-  cfg: Config
-  db: Db
-  redis: RedisClient
-  keys: Keys
-  clock: Clock
-  log: Logger
+export interface InappDeps extends Infra {
   dir: AppDirectory
   receiptKeys: ReceiptKeys
 }

@@ -6,7 +6,7 @@ import { ApiError, fieldError } from '../errors'
 import { created, ok } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
-import { parseRfc3339 } from './checks'
+import { statsWindow } from '../validation'
 import type { CampaignService, Operation } from './service'
 import type { Estado } from './store'
 
@@ -72,14 +72,8 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
 
   r.get(`${BASE}/stats`, {}, async (req) => {
     const app = await d.auth.queryApp(req)
-    const desde = req.query.get('desde') ?? ''
-    const ate = req.query.get('ate') ?? ''
-    const a = parseRfc3339(desde)
-    const b = parseRfc3339(ate)
-    if (a === null) throw fieldError('desde', 'é obrigatório, em RFC 3339 com fuso')
-    if (b === null) throw fieldError('ate', 'é obrigatório, em RFC 3339 com fuso')
-    if (b <= a) throw fieldError('ate', 'deve ser posterior a desde')
-    return ok({ desde, ate, ...(await d.campaigns.stats(app.id, new Date(a), new Date(b))) })
+    const w = statsWindow(req.query)
+    return ok({ desde: w.desde, ate: w.ate, ...(await d.campaigns.stats(app.id, w.from, w.to)) })
   })
 
   r.get(`${BASE}/:id`, {}, async (req) => {

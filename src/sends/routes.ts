@@ -9,12 +9,12 @@ import { JSON_TYPE, ok, type Reply } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
 import type { WindowCounter } from '../redis/window-counter'
-import { type Clock, parseRfc3339 } from '../time'
+import type { Clock } from '../time'
 import { bodyHash } from './canonical'
 import { readNewest, readOne, readShape, windowStats } from './read'
 import type { SendService } from './service'
 import { parseSend } from './validate'
-import { byteLength } from '../validation'
+import { byteLength, statsWindow } from '../validation'
 
 export interface SendRouteDeps {
   cfg: Config
@@ -98,16 +98,10 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
 
   r.get('/api/v1/notifications/stats', {}, async (req) => {
     const app = await d.auth.queryApp(req) // stats keep answering in webhook mode
-    const desde = req.query.get('desde') ?? ''
-    const ate = req.query.get('ate') ?? ''
-    const desdeMs = parseRfc3339(desde)
-    const ateMs = parseRfc3339(ate)
-    if (desdeMs === null) throw fieldError('desde', 'é obrigatório, em RFC 3339 com fuso')
-    if (ateMs === null) throw fieldError('ate', 'é obrigatório, em RFC 3339 com fuso')
-    if (ateMs <= desdeMs) throw fieldError('ate', 'deve ser posterior a desde')
+    const w = statsWindow(req.query)
     await takeRead(app)
-    const s = await windowStats(d.db, app.id, new Date(desdeMs), new Date(ateMs))
-    return ok({ desde, ate, ...s })
+    const s = await windowStats(d.db, app.id, w.from, w.to)
+    return ok({ desde: w.desde, ate: w.ate, ...s })
   })
 
   r.get('/api/v1/notifications/:id', {}, async (req): Promise<Reply> => {

@@ -2,7 +2,7 @@
 // `YYYY-MM-DD HH:MM:SS GMT-0300`". A time with no offset names no instant, so it is unreadable (400), never
 // guessed in the server's zone. The raw text is kept apart: the spec says two spellings are different bodies.
 
-import { toEpochMs } from '../time'
+import { fromIsoGroups, toEpochMs } from '../time'
 
 // ISO 8601 extended date-time with an offset: seconds and fraction optional (ISO reduced precision), offset `Z`,
 // `±HH:MM`, `±HHMM` or `±HH`; `T` or `t` between date and time (RFC 3339 §5.6 allows both cases).
@@ -13,22 +13,7 @@ const GMT_RE = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) GMT([+-])(\d{2}
 /** Epoch ms of a `send_after` text, or null when it is unreadable. */
 export function parseSendAfter(raw: string): number | null {
   let m = ISO_RE.exec(raw)
-  if (m) {
-    const zulu = m[8] !== undefined
-    return toEpochMs({
-      y: Number(m[1]),
-      mo: Number(m[2]),
-      d: Number(m[3]),
-      h: Number(m[4]),
-      mi: Number(m[5]),
-      s: m[6] === undefined ? 0 : Number(m[6]),
-      // Fractions finer than a millisecond are truncated.
-      ms: m[7] === undefined ? 0 : Number(m[7].slice(0, 3).padEnd(3, '0')),
-      sign: zulu || m[9] === '+' ? 1 : -1,
-      oh: zulu ? 0 : Number(m[10]),
-      om: zulu || m[11] === undefined ? 0 : Number(m[11]),
-    })
-  }
+  if (m) return fromIsoGroups(m)
   m = GMT_RE.exec(raw)
   if (m) {
     return toEpochMs({
