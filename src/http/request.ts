@@ -57,14 +57,15 @@ class BodyReader {
   }
 }
 
+const MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:'
+
 function decodeAddress(buf: ArrayBuffer): string {
   const text = Buffer.from(buf).toString('latin1')
-  // uWS prints IPv4 peers of a dual-stack socket in their IPv4-mapped IPv6 form.
-  const m = /^(?:0{4}:){5}ffff:([0-9a-f]{4}):([0-9a-f]{4})$/i.exec(text)
-  if (m) {
-    const hi = Number.parseInt(m[1] as string, 16)
-    const lo = Number.parseInt(m[2] as string, 16)
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
+  // uWS prints IPv4 peers of a dual-stack socket in their IPv4-mapped IPv6 form, spelled out in full.
+  if (text.length === 39 && text.slice(0, 30).toLowerCase() === MAPPED_PREFIX) {
+    const hi = Number.parseInt(text.slice(30, 34), 16)
+    const lo = Number.parseInt(text.slice(35, 39), 16)
+    if (hi >= 0 && lo >= 0) return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
   }
   return text
 }

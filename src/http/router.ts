@@ -138,7 +138,8 @@ export class Router {
   }
 
   #precheck(req: Request, opts: RouteOptions): Reply | null {
-    if (opts.ipLimit && !opts.ipLimit.take(req.ip)) throw new ApiError('IP_RATE_LIMITED', { limite: opts.ipLimit.limit })
+    // A disabled limiter (PM_LIMIT_IP_PER_MIN=0) needs no address: the peer is not even read.
+    if (opts.ipLimit && opts.ipLimit.limit > 0 && !opts.ipLimit.take(req.ip)) throw new ApiError('IP_RATE_LIMITED', { limite: opts.ipLimit.limit })
     if (opts.uuidParams && !req.params.every(isUuid)) return malformedIdReply()
     return null
   }
