@@ -1,0 +1,155 @@
+// The metrics of one process (CONTRACT.md "Operations"), on a registry of its own: tests start several services in
+// one process, so nothing goes to prom-client's global registry. The hot path only increments counters and observes
+// histograms through label children bound once; anything that needs I/O is gathered when /metrics is scraped
+// (src/ops/collect.ts).
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+
+/** Buckets of the API's own latency: the cheapest routes answer in ~50 µs, a send or receipt waits for a group
+ *  commit (1-20 ms), a stalled dependency for seconds. */
+const HTTP_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** FCM/APNs answer in 20-300 ms from a data centre (the fakes in ~1 ms); the pool's timeout is 10 s. */
+const PROVIDER_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** Group-commit batch sizes, from one job to the writers' caps (1,000 rows). */
+const BATCH_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+
+/** A counter child and a histogram child bound to one route and status: incrementing costs no label hashing. */
+export interface RouteMeter {
+  observe(status: number, seconds: number): void
+}
+
+/** A scrape-time collector: fills gauges; it must not throw (a failure is reported by pombo_scrape_errors_total). */
+export type Collector = () => Promise<void> | void
+
+export class Metrics {
+  readonly registry = new Registry()
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>
+  readonly httpDuration: Histogram<'method' | 'route'>
+  readonly sendsAccepted: Counter<'lane'>
+  readonly deliveries: Counter<'platform' | 'outcome'>
+  readonly providerDuration: Histogram<'platform'>
+  readonly providerOutcomes: Counter<'platform' | 'kind' | 'reason'>
+  readonly receipts: Counter<'evento' | 'outcome'>
+  readonly webhookEvents: Counter<'result'>
+  readonly groupCommitBatch: Histogram<'writer'>
+  readonly scrapeErrors: Counter<'collector'>
+  readonly #collectors = new Map<string, Collector>()
+
+  constructor(labels: Record<string, string> = {}) {
+    const registers = [this.registry]
+    this.registry.setDefaultLabels(labels)
+    this.httpRequests = new Counter({
+      name: 'pombo_http_requests_total',
+      help: 'HTTP answers by method, route pattern (never the raw path) and status.',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    })
+    this.httpDuration = new Histogram({
+      name: 'pombo_http_request_duration_seconds',
+      help: 'Time from the request to its answer being written, by method and route pattern.',
+      labelNames: ['method', 'route'],
+      buckets: HTTP_BUCKETS_S,
+      registers,
+    })
+    this.sendsAccepted = new Counter({
+      name: 'pombo_sends_accepted_total',
+      help: 'Sends accepted (answered 200 and enqueued; replays and dry runs excluded), by lane.',
+      labelNames: ['lane'],
+      registers,
+    })
+    this.deliveries = new Counter({
+      name: 'pombo_deliveries_total',
+      help: 'Final delivery outcomes recorded by this process (each device of a send once), by platform and outcome.',
+      labelNames: ['platform', 'outcome'],
+      registers,
+    })
+    this.providerDuration = new Histogram({
+      name: 'pombo_provider_request_duration_seconds',
+      help: 'Time of one provider request (FCM, APNs), from the call to its outcome.',
+      labelNames: ['platform'],
+      buckets: PROVIDER_BUCKETS_S,
+      registers,
+    })
+    this.providerOutcomes = new Counter({
+      name: 'pombo_provider_outcomes_total',
+      help: "Provider answers by platform, kind (accepted, dead-token, rejected, transient, quota, credential …) and the provider's reason.",
+      labelNames: ['platform', 'kind', 'reason'],
+      registers,
+    })
+    this.receipts = new Counter({
+      name: 'pombo_receipts_total',
+      help: 'Receipts accepted, by event (recebido, clique) and outcome (counted, duplicate, late).',
+      labelNames: ['evento', 'outcome'],
+      registers,
+    })
+    this.webhookEvents = new Counter({
+      name: 'pombo_webhook_events_total',
+      help: 'Webhook delivery attempts by result (ok, http, timeout, refused, network).',
+      labelNames: ['result'],
+      registers,
+    })
+    this.groupCommitBatch = new Histogram({
+      name: 'pombo_group_commit_batch_size',
+      help: 'Jobs per group-commit batch (one transaction), per writer.',
+      labelNames: ['writer'],
+      buckets: BATCH_BUCKETS,
+      registers,
+    })
+    this.scrapeErrors = new Counter({
+      name: 'pombo_scrape_errors_total',
+      help: 'Scrape-time collectors that failed (their gauges keep their last values).',
+      labelNames: ['collector'],
+      registers,
+    })
+  }
+
+  /** The meter of one route: children bound per status on first use (a route answers a handful of statuses). */
+  route(method: string, route: string): RouteMeter {
+    const duration = this.httpDuration.labels(method, route)
+    const byStatus = new Map<number, Counter.Internal>()
+    return {
+      observe: (status, seconds) => {
+        let c = byStatus.get(status)
+        if (!c) {
+          c = this.httpRequests.labels(method, route, String(status))
+          byStatus.set(status, c)
+        }
+        c.inc()
+        duration.observe(seconds)
+      },
+    }
+  }
+
+  /** A gauge filled at scrape time by `collect` (registered once per name). */
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+    const existing = this.registry.getSingleMetric(name)
+    if (existing) return existing as Gauge<L>
+    return new Gauge({ name, help, labelNames: labelNames as L[], registers: [this.registry] })
+  }
+
+  /** Runs `f` before every scrape; a failure is counted and logged by the ops server, never thrown at Prometheus. */
+  onScrape(name: string, f: Collector): void {
+    this.#collectors.set(name, f)
+  }
+
+  /** Runs every collector (each bounded by `timeoutMs`), then renders the registry. */
+  async render(timeoutMs = 2_000): Promise<string> {
+    await Promise.all(
+      [...this.#collectors].map(async ([name, f]) => {
+        let timer: NodeJS.Timeout | undefined
+        try {
+          await Promise.race([
+            f(),
+            new Promise((_, reject) => {
+              timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)
+            }),
+          ])
+        } catch {
+          this.scrapeErrors.labels(name).inc()
+        } finally {
+          clearTimeout(timer)
+        }
+      }),
+    )
+    return this.registry.metrics()
+  }
+}
