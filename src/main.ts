@@ -67,7 +67,7 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
       return
     }
     stopping = true
-    log.info({ sig, deadline_ms: cfg.drainTimeoutMs }, 'stopping: not ready any more; finishing in-flight requests')
+    log.info({ sig, ready: false, deadline_ms: cfg.drainTimeoutMs }, 'stopping: finishing in-flight requests')
     svc.drain()
     setTimeout(() => {
       log.error({ deadline_ms: cfg.drainTimeoutMs }, 'drain deadline passed: exiting')
