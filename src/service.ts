@@ -22,7 +22,7 @@ import { HttpServer } from './http/server'
 import { inappDeviceRoutes } from './inapp/device-routes'
 import { InappModule } from './inapp/module'
 import { inappRoutes } from './inapp/routes'
-import { collectDelivery, collectPools, collectStreams, collectWebhooks, deliveryCounter, providerObserver } from './ops/collect'
+import { collectDelivery, collectGroupCommits, collectPools, collectStreams, collectWebhooks, deliveryCounter, providerObserver } from './ops/collect'
 import { Metrics } from './ops/metrics'
 import { OpsServer } from './ops/server'
 import { SendsModule } from './sends/module'
@@ -198,6 +198,14 @@ export class Service {
       collectDelivery(metrics, () => this.delivery)
     }
     collectWebhooks(metrics, db)
+    const d = this.deps
+    collectGroupCommits(metrics, [
+      ['registrations', d.devices.writer.groupCommit],
+      ['sends', d.sends.writer.groupCommit],
+      ['receipts', d.receipts.writer.groupCommit],
+      ['inapp_served', d.inapp.served.groupCommit],
+      ['inapp_events', d.inapp.events.groupCommit],
+    ])
   }
 
   /** Readiness goes false (load balancers stop sending) before anything stops. */

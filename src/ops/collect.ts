@@ -1,6 +1,7 @@
 // What /metrics gathers when it is scraped, never on a hot path: Postgres pools, the work streams (length, pending,
 // oldest pending age per partition), the delivery engine (actors, HTTP/2 sessions and streams per provider) and the
 // webhook destinations (lag, disabled). Each collector is bounded by Metrics.render's timeout.
+import type { GroupCommitStats } from '../db/group-commit'
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import type { DeliveryModule } from '../delivery/module'
@@ -20,9 +21,12 @@ export function devicePlatform(deviceType: number): string {
 
 const OUTCOME_NAMES = { 1: 'successful', 2: 'failed', 3: 'errored' } as const
 
-/** pombo_deliveries_total from the recorder's committed batches (one label lookup per batch and kind). */
+/** pombo_deliveries_total from the recorder's committed batches (one label lookup per batch and kind); the batch's
+ *  size is the outcome writer's pombo_group_commit_batch_size (its queue is not visible from here). */
 export function deliveryCounter(m: Metrics): (rows: readonly OutcomeRow[]) => void {
+  const batch = m.groupCommitBatch.labels('outcomes')
   return (rows) => {
+    batch.observe(rows.length)
     const n = new Map<string, number>()
     for (const r of rows) {
       const k = `${devicePlatform(r.deviceType)}|${OUTCOME_NAMES[r.status]}`
@@ -142,5 +146,22 @@ export function collectWebhooks(m: Metrics, db: Db): void {
     )
     disabled.set(r.rows[0]?.disabled ?? 0)
     lag.set(Math.max(0, r.rows[0]?.lag ?? 0))
+  })
+}
+
+/** Group-commit writers by name: batch sizes as they start (a histogram child per writer), queue and in-flight
+ *  batches at scrape time. */
+export function collectGroupCommits(m: Metrics, writers: Array<[string, GroupCommitStats]>): void {
+  const queued = m.gauge('pombo_group_commit_queued', 'Jobs waiting for a group-commit batch, per writer.', ['writer'])
+  const inflight = m.gauge('pombo_group_commit_inflight', 'Group-commit batches being written, per writer.', ['writer'])
+  for (const [name, gc] of writers) {
+    const batch = m.groupCommitBatch.labels(name)
+    gc.onBatch = (n) => batch.observe(n)
+  }
+  m.onScrape('group_commits', () => {
+    for (const [name, gc] of writers) {
+      queued.labels(name).set(gc.queued)
+      inflight.labels(name).set(gc.inflight)
+    }
   })
 }

@@ -1,8 +1,9 @@
 // The metrics of one process (CONTRACT.md "Operations"), on a registry of its own: tests start several services in
 // one process, so nothing goes to prom-client's global registry. The hot path only increments counters and observes
-// histograms through label children bound once; anything that needs I/O is gathered when /metrics is scraped
-// (src/ops/collect.ts).
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+// histograms through series bound once (src/ops/hot.ts); anything that needs I/O is gathered when /metrics is
+// scraped (src/ops/collect.ts), into prom-client gauges.
+import { Counter, Gauge, Registry } from 'prom-client'
+import { type CounterSeries, HotCounter, HotHistogram } from './hot'
 
 /** Buckets of the API's own latency: the cheapest routes answer in ~50 µs, a send or receipt waits for a group
  *  commit (1-20 ms), a stalled dependency for seconds. */
@@ -22,78 +23,78 @@ export type Collector = () => Promise<void> | void
 
 export class Metrics {
   readonly registry = new Registry()
-  readonly httpRequests: Counter<'method' | 'route' | 'status'>
-  readonly httpDuration: Histogram<'method' | 'route'>
-  readonly sendsAccepted: Counter<'lane'>
-  readonly deliveries: Counter<'platform' | 'outcome'>
-  readonly providerDuration: Histogram<'platform'>
-  readonly providerOutcomes: Counter<'platform' | 'kind' | 'reason'>
-  readonly receipts: Counter<'evento' | 'outcome'>
-  readonly webhookEvents: Counter<'result'>
-  readonly groupCommitBatch: Histogram<'writer'>
+  readonly httpRequests: HotCounter
+  readonly httpDuration: HotHistogram
+  readonly sendsAccepted: HotCounter
+  readonly deliveries: HotCounter
+  readonly providerDuration: HotHistogram
+  readonly providerOutcomes: HotCounter
+  readonly receipts: HotCounter
+  readonly webhookEvents: HotCounter
+  readonly groupCommitBatch: HotHistogram
   readonly scrapeErrors: Counter<'collector'>
   readonly #collectors = new Map<string, Collector>()
 
   constructor(labels: Record<string, string> = {}) {
     const registers = [this.registry]
     this.registry.setDefaultLabels(labels)
-    this.httpRequests = new Counter({
-      name: 'pombo_http_requests_total',
-      help: 'HTTP answers by method, route pattern (never the raw path) and status.',
-      labelNames: ['method', 'route', 'status'],
-      registers,
-    })
-    this.httpDuration = new Histogram({
-      name: 'pombo_http_request_duration_seconds',
-      help: 'Time from the request to its answer being written, by method and route pattern.',
-      labelNames: ['method', 'route'],
-      buckets: HTTP_BUCKETS_S,
-      registers,
-    })
-    this.sendsAccepted = new Counter({
-      name: 'pombo_sends_accepted_total',
-      help: 'Sends accepted (answered 200 and enqueued; replays and dry runs excluded), by lane.',
-      labelNames: ['lane'],
-      registers,
-    })
-    this.deliveries = new Counter({
-      name: 'pombo_deliveries_total',
-      help: 'Final delivery outcomes recorded by this process (each device of a send once), by platform and outcome.',
-      labelNames: ['platform', 'outcome'],
-      registers,
-    })
-    this.providerDuration = new Histogram({
-      name: 'pombo_provider_request_duration_seconds',
-      help: 'Time of one provider request (FCM, APNs), from the call to its outcome.',
-      labelNames: ['platform'],
-      buckets: PROVIDER_BUCKETS_S,
-      registers,
-    })
-    this.providerOutcomes = new Counter({
-      name: 'pombo_provider_outcomes_total',
-      help: "Provider answers by platform, kind (accepted, dead-token, rejected, transient, quota, credential …) and the provider's reason.",
-      labelNames: ['platform', 'kind', 'reason'],
-      registers,
-    })
-    this.receipts = new Counter({
-      name: 'pombo_receipts_total',
-      help: 'Receipts accepted, by event (recebido, clique) and outcome (counted, duplicate, late).',
-      labelNames: ['evento', 'outcome'],
-      registers,
-    })
-    this.webhookEvents = new Counter({
-      name: 'pombo_webhook_events_total',
-      help: 'Webhook delivery attempts by result (ok, http, timeout, refused, network).',
-      labelNames: ['result'],
-      registers,
-    })
-    this.groupCommitBatch = new Histogram({
-      name: 'pombo_group_commit_batch_size',
-      help: 'Jobs per group-commit batch (one transaction), per writer.',
-      labelNames: ['writer'],
-      buckets: BATCH_BUCKETS,
-      registers,
-    })
+    this.httpRequests = new HotCounter(
+      'pombo_http_requests_total',
+      'HTTP answers by method, route pattern (never the raw path) and status.',
+      ['method', 'route', 'status'],
+      this.registry,
+    )
+    this.httpDuration = new HotHistogram(
+      'pombo_http_request_duration_seconds',
+      'Time from the request to its answer being written, by method and route pattern.',
+      ['method', 'route'],
+      HTTP_BUCKETS_S,
+      this.registry,
+    )
+    this.sendsAccepted = new HotCounter(
+      'pombo_sends_accepted_total',
+      'Sends accepted (answered 200 and enqueued; replays and dry runs excluded), by lane.',
+      ['lane'],
+      this.registry,
+    )
+    this.deliveries = new HotCounter(
+      'pombo_deliveries_total',
+      'Final delivery outcomes recorded by this process (each device of a send once), by platform and outcome.',
+      ['platform', 'outcome'],
+      this.registry,
+    )
+    this.providerDuration = new HotHistogram(
+      'pombo_provider_request_duration_seconds',
+      'Time of one provider request (FCM, APNs), from the call to its outcome.',
+      ['platform'],
+      PROVIDER_BUCKETS_S,
+      this.registry,
+    )
+    this.providerOutcomes = new HotCounter(
+      'pombo_provider_outcomes_total',
+      "Provider answers by platform, kind (accepted, dead-token, rejected, transient, quota, credential …) and the provider's reason.",
+      ['platform', 'kind', 'reason'],
+      this.registry,
+    )
+    this.receipts = new HotCounter(
+      'pombo_receipts_total',
+      'Receipts accepted, by event (recebido, clique) and outcome (counted, duplicate, late).',
+      ['evento', 'outcome'],
+      this.registry,
+    )
+    this.webhookEvents = new HotCounter(
+      'pombo_webhook_events_total',
+      'Webhook delivery attempts by result (ok, http, timeout, refused, network).',
+      ['result'],
+      this.registry,
+    )
+    this.groupCommitBatch = new HotHistogram(
+      'pombo_group_commit_batch_size',
+      'Jobs per group-commit batch (one transaction), per writer.',
+      ['writer'],
+      BATCH_BUCKETS,
+      this.registry,
+    )
     this.scrapeErrors = new Counter({
       name: 'pombo_scrape_errors_total',
       help: 'Scrape-time collectors that failed (their gauges keep their last values).',
@@ -105,7 +106,7 @@ export class Metrics {
   /** The meter of one route: children bound per status on first use (a route answers a handful of statuses). */
   route(method: string, route: string): RouteMeter {
     const duration = this.httpDuration.labels(method, route)
-    const byStatus = new Map<number, Counter.Internal>()
+    const byStatus = new Map<number, CounterSeries>()
     return {
       observe: (status, seconds) => {
         let c = byStatus.get(status)

@@ -59,6 +59,11 @@ t.test(
       t.not(sample(text, 'pombo_stream_length', { partition: p }), undefined)
       t.not(sample(text, 'pombo_stream_oldest_pending_age_seconds', { partition: p }), undefined)
     }
+    t.ok(sample(text, 'pombo_group_commit_batch_size_count', { writer: 'receipts' }), 'receipt batches')
+    t.ok(sample(text, 'pombo_group_commit_batch_size_count', { writer: 'registrations' }), 'registration batches')
+    t.ok(sample(text, 'pombo_group_commit_batch_size_count', { writer: 'outcomes' }), 'outcome batches')
+    t.equal(sample(text, 'pombo_group_commit_queued', { writer: 'sends' }), 0)
+    t.equal(sample(text, 'pombo_group_commit_inflight', { writer: 'receipts' }), 0)
     t.not(sample(text, 'pombo_pg_pool_connections', { pool: 'main' }), undefined)
     t.not(sample(text, 'pombo_pg_pool_waiting', { pool: 'main' }), undefined)
     t.match(text, /^pombo_actors_running \d+$/m)
