@@ -26,16 +26,19 @@ const OUTCOME_NAMES = { 1: 'successful', 2: 'failed', 3: 'errored' } as const
 export function deliveryCounter(m: Metrics): (rows: readonly OutcomeRow[]) => void {
   const batch = m.groupCommitBatch.labels('outcomes')
   return (rows) => {
-    batch.observe(rows.length)
-    const n = new Map<string, number>()
-    for (const r of rows) {
-      const k = `${devicePlatform(r.deviceType)}|${OUTCOME_NAMES[r.status]}`
-      n.set(k, (n.get(k) ?? 0) + 1)
-    }
-    for (const [k, v] of n) {
-      const [platform, outcome] = k.split('|') as [string, string]
-      m.deliveries.labels(platform, outcome).inc(v)
-    }
+    // Called inside the recorder's batch: a failure here must never fail the batch (it would redeliver).
+    try {
+      batch.observe(rows.length)
+      const n = new Map<string, number>()
+      for (const r of rows) {
+        const k = `${devicePlatform(r.deviceType)}|${OUTCOME_NAMES[r.status]}`
+        n.set(k, (n.get(k) ?? 0) + 1)
+      }
+      for (const [k, v] of n) {
+        const [platform, outcome] = k.split('|') as [string, string]
+        m.deliveries.labels(platform, outcome).inc(v)
+      }
+    } catch {}
   }
 }
 
@@ -156,7 +159,11 @@ export function collectGroupCommits(m: Metrics, writers: Array<[string, GroupCom
   const inflight = m.gauge('pombo_group_commit_inflight', 'Group-commit batches being written, per writer.', ['writer'])
   for (const [name, gc] of writers) {
     const batch = m.groupCommitBatch.labels(name)
-    gc.onBatch = (n) => batch.observe(n)
+    gc.onBatch = (n) => {
+      try {
+        batch.observe(n)
+      } catch {}
+    }
   }
   m.onScrape('group_commits', () => {
     for (const [name, gc] of writers) {
