@@ -58,6 +58,8 @@ export interface RouterOptions {
   metrics?: Metrics
   /** Default 'all'. */
   accessLog?: AccessLog
+  /** Which server the routes belong to (`api`, `dashboard`): both have a `GET /`. */
+  server?: string
 }
 
 export class Router {
@@ -95,7 +97,7 @@ export class Router {
   fallback(): void {
     const shape: RouteShape = { paramCount: 0, bodyLimit: null, headerNames: [], proxies: null, jsonMaxDepth: this.o.jsonMaxDepth }
     // The method of an unmatched request is the client's to choose: the label is '*', never what it sent.
-    const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route('*', '/*') ?? null, hot: false }
+    const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null, hot: false }
     this.app.any('/*', (res, uReq) => {
       const t0 = performance.now()
       let req: Request
@@ -126,7 +128,7 @@ export class Router {
       proxies,
       jsonMaxDepth: this.o.jsonMaxDepth,
     }
-    const info: RouteInfo = { path, meter: this.o.metrics?.route(METHOD_LABEL[method], path) ?? null, hot: opts.hot === true }
+    const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', METHOD_LABEL[method], path) ?? null, hot: opts.hot === true }
     this.app[method](path, (res, uReq) => {
       const t0 = performance.now()
       let req: Request

@@ -41,13 +41,13 @@ export class Metrics {
     this.httpRequests = new HotCounter(
       'pombo_http_requests_total',
       'HTTP answers by method, route pattern (never the raw path) and status.',
-      ['method', 'route', 'status'],
+      ['server', 'method', 'route', 'status'],
       this.registry,
     )
     this.httpDuration = new HotHistogram(
       'pombo_http_request_duration_seconds',
       'Time from the request to its answer being written, by method and route pattern.',
-      ['method', 'route'],
+      ['server', 'method', 'route'],
       HTTP_BUCKETS_S,
       this.registry,
     )
@@ -104,14 +104,14 @@ export class Metrics {
   }
 
   /** The meter of one route: children bound per status on first use (a route answers a handful of statuses). */
-  route(method: string, route: string): RouteMeter {
-    const duration = this.httpDuration.labels(method, route)
+  route(server: string, method: string, route: string): RouteMeter {
+    const duration = this.httpDuration.labels(server, method, route)
     const byStatus = new Map<number, CounterSeries>()
     return {
       observe: (status, seconds) => {
         let c = byStatus.get(status)
         if (!c) {
-          c = this.httpRequests.labels(method, route, String(status))
+          c = this.httpRequests.labels(server, method, route, String(status))
           byStatus.set(status, c)
         }
         c.inc()

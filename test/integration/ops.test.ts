@@ -42,7 +42,10 @@ t.test(
     t.equal(m.status, 200)
     t.match(m.type, /^text\/plain/)
     const text = m.text
-    t.equal(sample(text, 'pombo_http_requests_total', { method: 'POST', route: '/api/v1/receipts', status: '200' }), 2)
+    t.equal(
+      sample(text, 'pombo_http_requests_total', { server: 'api', method: 'POST', route: '/api/v1/receipts', status: '200' }),
+      2,
+    )
     t.ok(sample(text, 'pombo_http_requests_total', { method: 'POST', route: '/api/v1/notifications', status: '200' }))
     t.ok(sample(text, 'pombo_http_requests_total', { route: '/api/v1/players/:player_id' }), 'the pattern names the route')
     t.equal(sample(text, 'pombo_http_requests_total', { method: '*', route: '/*', status: '404' }), 1)
@@ -195,4 +198,14 @@ t.test('PM_OPS_PORT=0: no operations port, the API serves on', async (t) => {
   const s = await startService(t, { ops: false })
   t.equal(s.svc.ops, null)
   t.equal((await s.call('GET', '/')).status, 200)
+})
+
+t.test('the API and the dashboard both answer GET /: their series stay apart (label server)', async (t) => {
+  const s = await startService(t, { roles: ['api', 'dashboard'] })
+  await s.call('GET', '/')
+  await fetch(`${s.dashboardUrl}/`).then((r) => r.text())
+  await fetch(`${s.dashboardUrl}/`).then((r) => r.text())
+  const text = (await get(`${s.opsUrl}/metrics`)).text
+  t.equal(sample(text, 'pombo_http_requests_total', { server: 'api', method: 'GET', route: '/', status: '200' }), 1)
+  t.equal(sample(text, 'pombo_http_requests_total', { server: 'dashboard', method: 'GET', route: '/', status: '200' }), 2)
 })
