@@ -6,6 +6,14 @@ export interface Config {
   readonly dashboardPort: number
   /** The confirmation stream's gRPC port (PM_GRPC_PORT); null: off (`0` in the environment). 0 here (tests): any. */
   readonly grpcPort: number | null
+  /** The operations port (PM_OPS_PORT: /metrics, /healthz, /readyz) of every process; null: off (`0` in the
+   *  environment). 0 here (tests): any free port. */
+  readonly opsPort: number | null
+  /** PM_ACCESS_LOG: `all` (a line per request; the hot routes' at debug), `errors` (answers ≥ 400), `off`. */
+  readonly accessLog: 'all' | 'errors' | 'off'
+  /** PM_DRAIN_TIMEOUT_MS: how long a graceful stop may take before the process exits anyway (a second SIGTERM
+   *  also ends it at once). */
+  readonly drainTimeoutMs: number
   readonly host: string
   readonly databaseUrl: string
   readonly redisUrl: string
@@ -261,6 +269,12 @@ function trustProxy(raw: string | undefined): string[] {
   return items
 }
 
+function accessLog(raw: string | undefined): Config['accessLog'] {
+  if (raw === undefined || raw === '') return 'all'
+  if (raw !== 'all' && raw !== 'errors' && raw !== 'off') throw new ConfigError(`PM_ACCESS_LOG: expected all, errors or off, got "${raw}"`)
+  return raw
+}
+
 /** Reads the environment once; throws ConfigError with a one-line reason. Only main.ts passes process.env. */
 export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
   const port = int(env, 'PORT', 8080)
@@ -294,6 +308,9 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     port,
     dashboardPort: int(env, 'PM_DASHBOARD_PORT', 8081),
     grpcPort: int(env, 'PM_GRPC_PORT', 8082) || null,
+    opsPort: int(env, 'PM_OPS_PORT', 9464) || null,
+    accessLog: accessLog(env.PM_ACCESS_LOG),
+    drainTimeoutMs: int(env, 'PM_DRAIN_TIMEOUT_MS', 30_000, 1),
     host,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,

@@ -57,11 +57,26 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   if (svc.dashboard) log.info({ url: `http://${cfg.host}:${svc.dashboard.port}` }, 'dashboard listening')
   if (!cfg.platformKey) log.warn('PM_PLATFORM_KEY is not set: app routes answer 503')
   if (!cfg.vaultKey) log.warn('PM_VAULT_KEY is not set: writes that need the vault answer 503')
+  if (svc.ops) log.info({ url: `http://${cfg.host}:${svc.ops.port}` }, 'operations port listening (/metrics, /healthz, /readyz)')
   let stopping = false
+  // A graceful stop: /readyz answers 503 at once (load balancers stop sending), then the servers stop accepting and
+  // in-flight work drains. A second signal, or PM_DRAIN_TIMEOUT_MS, ends the drain: what was answered is durable,
+  // what was not is delivered again by the next owner (stream entries stay pending, the sweeper re-enqueues).
   const stop = (sig: string, code = 0) => {
-    if (stopping) return
+    if (stopping) {
+      if (sig === 'SIGTERM' || sig === 'SIGINT') {
+        log.warn({ sig }, 'second signal: exiting without finishing the drain')
+        process.exit(code || 1)
+      }
+      return
+    }
     stopping = true
-    log.info({ sig }, 'stopping: finishing in-flight requests')
+    log.info({ sig, ready: false, deadline_ms: cfg.drainTimeoutMs }, 'stopping: finishing in-flight requests')
+    svc.drain()
+    setTimeout(() => {
+      log.error({ deadline_ms: cfg.drainTimeoutMs }, 'drain deadline passed: exiting')
+      process.exit(1)
+    }, cfg.drainTimeoutMs).unref()
     svc.stop().then(
       () => process.exit(code),
       (err) => {

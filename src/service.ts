@@ -13,7 +13,7 @@ import { dashboardRoutes } from './dashboard/server'
 import { deviceRoutes } from './devices/routes'
 import { DeviceService } from './devices/service'
 import { migrate } from './db/migrate'
-import { createPool, type Db } from './db/pool'
+import { createPool, type Db, query } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
 import { constantJson } from './http/reply'
@@ -22,6 +22,9 @@ import { HttpServer } from './http/server'
 import { inappDeviceRoutes } from './inapp/device-routes'
 import { InappModule } from './inapp/module'
 import { inappRoutes } from './inapp/routes'
+import { collectDelivery, collectGroupCommits, collectPools, collectStreams, collectWebhooks, deliveryCounter, providerObserver } from './ops/collect'
+import { Metrics } from './ops/metrics'
+import { OpsServer } from './ops/server'
 import { SendsModule } from './sends/module'
 import { sendRoutes } from './sends/routes'
 import { ReceiptsModule } from './receipts/module'
@@ -74,6 +77,8 @@ export interface Deps {
   receipts: ReceiptsModule
   /** In-app campaigns (service usable without HTTP), package cache, event writers. */
   inapp: InappModule
+  /** This process's metrics (its own registry), served on the operations port. */
+  metrics: Metrics
 }
 
 export class Service {
@@ -83,6 +88,8 @@ export class Service {
   /** The confirmation stream (gRPC, `modo: grpc`) of the API role; null when PM_GRPC_PORT is 0. */
   grpc: ConfirmationStreamServer | null = null
   dashboard: HttpServer | null = null
+  /** The operations port (metrics, health, readiness); null when PM_OPS_PORT is 0. */
+  ops: OpsServer | null = null
   #stopped = false
 
   private constructor(readonly deps: Deps) {}
@@ -93,12 +100,19 @@ export class Service {
     const clock = opts.clock ?? systemClock
     if (opts.migrate !== false) await migrate(cfg.databaseUrl, cfg.dbSchema)
     const db = createPool(cfg.databaseUrl, cfg.dbSchema, cfg.limits.pgPool)
-    // Every process of a deployment hashes apps over the same count: another one refuses to start (issue 11).
+    // Every process of a deployment hashes apps over the same count: another one refuses to start.
     await checkPartitions(db, cfg.partitions).catch(async (err) => {
       await db.end()
       throw err
     })
-    const redis = await connectRedis(cfg.redisUrl, 'pombo')
+    let redis: RedisClient
+    try {
+      redis = await connectRedis(cfg.redisUrl, 'pombo')
+    } catch (err) {
+      await db.end()
+      throw err
+    }
+    const metrics = new Metrics()
     const keys = new Keys(cfg.redisPrefix)
     const vault = new Vault(cfg.vaultKey)
     const dir = new AppDirectory(db, redis, keys, log, cfg.limits.keyCacheTtlMs, clock, {
@@ -123,12 +137,20 @@ export class Service {
       sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
       receipts,
       inapp: new InappModule({ cfg, db, redis, keys, clock, log, dir, receiptKeys: receipts.keys }),
+      metrics,
     }
     const svc = new Service(deps)
     try {
+      // First, so a probe sees the process live (and not ready) while it starts; ready once every role listens.
+      if (cfg.opsPort !== null) {
+        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => redis.ping() }, log)
+        await svc.ops.listen(cfg.host, cfg.opsPort)
+      }
+      svc.#metrics(roles)
       const proxies = new ProxyTrust(cfg.trustProxy)
+      const http = { jsonMaxDepth: cfg.limits.jsonMaxDepth, metrics, accessLog: cfg.accessLog }
       if (roles.has('api')) {
-        svc.api = new HttpServer('api', log, proxies, { jsonMaxDepth: cfg.limits.jsonMaxDepth })
+        svc.api = new HttpServer('api', log, proxies, http)
         await deps.inapp.start() // the package cache's invalidations (only the API serves packages)
         svc.#apiRoutes(svc.api)
         await svc.api.listen(cfg.host, cfg.port)
@@ -142,27 +164,59 @@ export class Service {
         deps.receipts.startJobs(cfg.jobs)
       }
       if (roles.has('worker')) {
-        svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa })
+        svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa, observeProvider: providerObserver(metrics) })
+        svc.delivery.recorder.onRecorded = deliveryCounter(metrics)
         await svc.delivery.start()
         if (opts.jobs !== false) svc.delivery.startJobs()
       }
       if (roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true) {
-        svc.dispatcher = new WebhookDispatcher({ cfg, log, vault, clock, ca: opts.webhookCa })
+        const attempts = metrics.webhookEvents
+        svc.dispatcher = new WebhookDispatcher({ cfg, log, vault, clock, ca: opts.webhookCa, onAttempt: (r) => attempts.labels(r).inc() })
         svc.dispatcher.start()
         if (opts.jobs !== false) svc.dispatcher.startJobs()
       }
       if (roles.has('dashboard')) {
-        svc.dashboard = new HttpServer('dashboard', log, proxies, { jsonMaxDepth: cfg.limits.jsonMaxDepth })
+        svc.dashboard = new HttpServer('dashboard', log, proxies, http)
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
         dashboardRoutes(svc.dashboard.router, { db, redis, version: VERSION, apiUrl })
         svc.dashboard.router.fallback()
         await svc.dashboard.listen(cfg.host, cfg.dashboardPort)
       }
+      svc.ops?.up()
     } catch (err) {
       await svc.stop()
       throw err
     }
     return svc
+  }
+
+  /** Scrape-time collectors: pools everywhere; streams, actors and HTTP/2 where the worker runs; webhooks where the
+   *  dispatcher runs. */
+  #metrics(roles: ReadonlySet<Role>): void {
+    const { metrics, db, redis, keys, cfg, clock } = this.deps
+    collectPools(metrics, () => {
+      const pools: Array<[string, Db]> = [['main', db]]
+      if (this.dispatcher) pools.push(['webhooks', this.dispatcher.pool])
+      return pools
+    })
+    if (roles.has('worker')) {
+      collectStreams(metrics, redis, keys, cfg.partitions, clock)
+      collectDelivery(metrics, () => this.delivery)
+    }
+    collectWebhooks(metrics, db)
+    const d = this.deps
+    collectGroupCommits(metrics, [
+      ['registrations', d.devices.writer.groupCommit],
+      ['sends', d.sends.writer.groupCommit],
+      ['receipts', d.receipts.writer.groupCommit],
+      ['inapp_served', d.inapp.served.groupCommit],
+      ['inapp_events', d.inapp.events.groupCommit],
+    ])
+  }
+
+  /** Readiness goes false (load balancers stop sending) before anything stops. */
+  drain(): void {
+    this.ops?.drain()
   }
 
   #apiRoutes(server: HttpServer): void {
@@ -184,6 +238,7 @@ export class Service {
   async stop(): Promise<void> {
     if (this.#stopped) return
     this.#stopped = true
+    this.drain()
     await Promise.all([this.api?.close(), this.dashboard?.close(), this.grpc?.close()])
     await this.delivery?.stop()
     await this.dispatcher?.stop()
@@ -194,5 +249,6 @@ export class Service {
     await this.deps.dir.stop()
     this.deps.redis.disconnect()
     await this.deps.db.end()
+    await this.ops?.close()
   }
 }

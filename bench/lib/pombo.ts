@@ -109,6 +109,8 @@ export async function startPombo(
       PM_LOG_LEVEL: 'warn',
       // The confirmation stream is off unless the scenario names a port (8082 would collide between processes).
       PM_GRPC_PORT: '0',
+      // Likewise the operations port (9464); metrics are still recorded, only not served.
+      PM_OPS_PORT: '0',
       ...env,
     },
   })

@@ -29,6 +29,8 @@ export interface DispatcherDeps {
   clock: Clock
   /** Extra CA for the destinations' TLS (tests' local receiver). */
   ca?: string
+  /** Told of every attempt's result (metrics: ok, http, timeout, refused, network). */
+  onAttempt?: (result: string) => void
 }
 
 /** A batch stops taking new events after this long, so the cursor is written regularly. */
@@ -78,6 +80,11 @@ export class WebhookDispatcher {
 
   start(): void {
     this.#loop ??= this.#run()
+  }
+
+  /** The dispatcher's own Postgres pool (metrics: connections in use and waiting). */
+  get pool(): Db {
+    return this.#db
   }
 
   /** The attempts and events retention job: at start, then with the other retention jobs (safe on many processes). */
@@ -216,6 +223,7 @@ export class WebhookDispatcher {
       if (ev.body.canal === undefined) ev.body.canal = 'webhook' // spec: inside the signed bytes
       const body = Buffer.from(JSON.stringify(ev.body))
       const r = await this.#sender.send({ url: dest.url, secret, evento: ev.evento, eventoId: ev.seq, body })
+      this.d.onAttempt?.(r.ok ? 'ok' : r.result)
       const at = new Date(this.d.clock())
       const n = headAttempts + 1
       if (r.ok) {

@@ -31,10 +31,19 @@ interface Pending<J, R> {
   reject: (err: unknown) => void
 }
 
+/** What metrics see of a writer: its queue, its batches in flight, and each batch's size as it starts. */
+export interface GroupCommitStats {
+  readonly queued: number
+  readonly inflight: number
+  onBatch: ((jobs: number) => void) | null
+}
+
 /** `write` answers one result per job, in order: a value, or an Error for that job alone. */
 export type BatchWrite<J, R> = (jobs: J[]) => Promise<Array<R | Error>>
 
-export class GroupCommit<J, R> {
+export class GroupCommit<J, R> implements GroupCommitStats {
+  /** Told each batch's size as it starts (metrics; set by whoever watches this writer). */
+  onBatch: ((jobs: number) => void) | null = null
   #queue: Array<Pending<J, R>> = []
   #inflight = 0
   #scheduled = false
@@ -48,6 +57,10 @@ export class GroupCommit<J, R> {
 
   get queued(): number {
     return this.#queue.length
+  }
+
+  get inflight(): number {
+    return this.#inflight
   }
 
   submit(job: J): Promise<R> {
@@ -77,6 +90,7 @@ export class GroupCommit<J, R> {
     while (this.#inflight < this.o.concurrency && this.#queue.length > 0) {
       const batch = this.#queue.splice(0, this.#batchSize())
       this.#inflight++
+      this.onBatch?.(batch.length)
       this.#run(batch).finally(() => {
         this.#inflight--
         if (this.#queue.length > 0) this.#pump()

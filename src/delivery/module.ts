@@ -11,7 +11,7 @@ import { OutcomeRecorder } from './outcomes'
 import { SendBatches } from './send-batches'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from './providers/h2-pool'
-import { ProviderCache } from './providers/index'
+import { ProviderCache, type ProviderObserver } from './providers/index'
 import type { Provider } from './providers/types'
 import { DeliveryWorker } from './worker'
 
@@ -20,6 +20,8 @@ export interface DeliveryDeps extends Infra {
   dir: AppDirectory
   /** Extra CA for the providers' TLS (tests against the fakes); production trusts Node's roots. */
   ca?: string
+  /** Provider answers, for the metrics. */
+  observeProvider?: ProviderObserver
 }
 
 /** Credentials are re-read at most this often even without a change notice (a missed message heals itself). */
@@ -42,7 +44,7 @@ export class DeliveryModule implements ProviderSource {
   constructor(private readonly d: DeliveryDeps) {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca })
-    this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock })
+    this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock, observe: d.observeProvider })
     this.recorder = new OutcomeRecorder(db, clock, log)
     this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs)
     this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)

@@ -54,6 +54,8 @@ export class OutcomeRecorder {
   readonly #gc: GroupCommit<OutcomeRow, boolean>
   /** Sends closed by this recorder (the actor acks their stream entries). */
   onClosed: (c: Closed) => void = () => {}
+  /** Outcomes just made durable (metrics: pombo_deliveries_total), told once per batch after its commit. */
+  onRecorded: (rows: readonly OutcomeRow[]) => void = () => {}
 
   constructor(
     private readonly db: Db,
@@ -80,6 +82,7 @@ export class OutcomeRecorder {
     const now = new Date(this.clock())
     const closed = await recordFinal(this.db, unique, now)
     for (const c of closed) this.onClosed(c)
+    this.onRecorded(unique)
     if (closed.length > 0) this.log.debug({ sends: closed.length }, 'sends completed')
     return rows.map((r) => byKey.get(`${r.sendId}:${r.deviceId}`) === r)
   }

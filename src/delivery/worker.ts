@@ -56,6 +56,11 @@ export class DeliveryWorker {
     this.#clock = clock ?? systemClock
   }
 
+  /** App actors alive in this process (metrics). */
+  get actorCount(): number {
+    return this.#actors.size
+  }
+
   get ownedPartitions(): number[] {
     return [...this.#owned].sort((a, b) => a - b)
   }

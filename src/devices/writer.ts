@@ -4,7 +4,7 @@
 // grow to `maxBatch` while `concurrency` statements are in flight, so throughput follows the database's batch rate.
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import { GroupCommit } from '../db/group-commit'
+import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, isRetryable, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../errors'
 import type { Clock } from '../time'
@@ -47,6 +47,10 @@ export function mergeRegistration(earlier: UpsertRow, later: RegistrationRow): U
 
 export class RegistrationWriter {
   readonly #gc: GroupCommit<RegistrationRow, string>
+  /** Its group commit as metrics see it (queue depth, batches). */
+  get groupCommit(): GroupCommitStats {
+    return this.#gc
+  }
   /** Statements written and registrations they carried (tests and logs read them). */
   readonly stats = { statements: 0, registrations: 0 }
 

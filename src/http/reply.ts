@@ -1,4 +1,5 @@
-// The only place that writes answers: JSON bodies, the error envelope (spec §Errors), X-Pm-Request-Id on every answer.
+// The only place that writes answers: JSON bodies, the error envelope (spec §Errors), X-Pm-Request-Id on every answer
+// (Pombo's own id of the call), and X-Request-Id echoing the caller's id when one came in (src/http/request-id.ts).
 import type { HttpResponse } from 'uWebSockets.js'
 import type { ApiError } from '../errors'
 import type { Request } from './request'
@@ -71,6 +72,7 @@ export function write(res: HttpResponse, req: Request, reply: Reply): void | Pro
     return streamFile(res, req, reply.file, () => {
       if (reply.status !== 200) res.writeStatus(STATUS_LINES[reply.status] ?? String(reply.status))
       res.writeHeader('X-Pm-Request-Id', req.id)
+      if (req.correlationId !== null) res.writeHeader('X-Request-Id', req.correlationId)
       if (reply.contentType) res.writeHeader('Content-Type', reply.contentType)
       if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k] as string)
     })
@@ -89,6 +91,7 @@ export function write(res: HttpResponse, req: Request, reply: Reply): void | Pro
     // uWS answers 200 unless told otherwise; skipping the call is measurable on the cheapest routes.
     if (reply.status !== 200) res.writeStatus(STATUS_LINES[reply.status] ?? String(reply.status))
     res.writeHeader('X-Pm-Request-Id', req.id)
+    if (req.correlationId !== null) res.writeHeader('X-Request-Id', req.correlationId)
     if (type) res.writeHeader('Content-Type', type)
     if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k] as string)
     res.end(payload)

@@ -6,6 +6,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
 import { ApiError, fieldError } from '../errors'
 import type { ProxyTrust } from './client-ip'
 import { guardBody } from '../json-guard'
+import { correlationIdOf } from './request-id'
 
 export type BodyState = { kind: 'pending' } | { kind: 'ok'; body: Buffer } | { kind: 'too-large' } | { kind: 'aborted' }
 
@@ -124,7 +125,10 @@ function nextRequestId(): string {
 }
 
 export class Request {
+  /** Pombo's own id of this call (X-Pm-Request-Id, the error envelope's request_id): unique, whatever comes in. */
   readonly id = nextRequestId()
+  /** The caller's id (a valid X-Request-Id, else a valid traceparent's trace id): logged and answered back. */
+  readonly correlationId: string | null
   aborted = false
   /** uWS's request: valid only until the route callback returns. A handler that goes async is detached first. */
   #u: HttpRequest | null
@@ -149,6 +153,7 @@ export class Request {
   ) {
     this.#u = req
     this.#res = res
+    this.correlationId = correlationIdOf(req.getHeader('x-request-id'), req.getHeader('traceparent'))
     if (shape.bodyLimit !== null) this.#body = new BodyReader(res, shape.bodyLimit, req.getHeader('content-length'))
   }
 

@@ -1,11 +1,13 @@
 // Routes on uWS's own router (static segments win over parameters, so /notifications/stats beats /notifications/:id).
-// Each request runs one straight pipeline: request id → per-IP limit → malformed-id check → handler → reply.
+// Each request runs one straight pipeline: request id → per-IP limit → malformed-id check → handler → reply → metrics
+// and access log (by route pattern, never the raw path).
 // Handlers read top to bottom (credential → body → act → answer); the body streams in meanwhile, capped.
 // Nothing thrown in a route reaches uWS: an exception escaping a uWS callback would end the whole process, so the
 // whole callback (copying the request out included) runs inside one boundary that turns it into that request's answer.
 import type { Logger } from 'pino'
 import type { HttpResponse, TemplatedApp } from 'uWebSockets.js'
 import { ApiError } from '../errors'
+import type { Metrics, RouteMeter } from '../ops/metrics'
 import type { ProxyTrust } from './client-ip'
 import { dependencyOf } from './dependency-errors'
 import type { IpLimiter } from './ip-limit'
@@ -24,7 +26,21 @@ export interface RouteOptions {
   uuidParams?: boolean
   /** Request headers the handler reads besides Authorization (lower case). */
   headers?: readonly string[]
+  /** A hot route (sends, receipts, registrations, in-app device routes): its access-log line is at `debug`. */
+  hot?: boolean
 }
+
+/** PM_ACCESS_LOG: a line per answer (hot routes at debug), only answers ≥ 400, or none. */
+export type AccessLog = 'all' | 'errors' | 'off'
+
+/** What the pipeline knows of a route once it is declared. */
+interface RouteInfo {
+  path: string
+  meter: RouteMeter | null
+  hot: boolean
+}
+
+const METHOD_LABEL: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' }
 
 /** Headers every route may read; a route adds its own through RouteOptions.headers. */
 const BASE_HEADERS = ['authorization', 'content-length']
@@ -38,6 +54,12 @@ export function isUuid(s: unknown): s is string {
 export interface RouterOptions {
   /** Nesting allowed in a JSON body (PM_JSON_MAX_DEPTH). */
   jsonMaxDepth: number
+  /** The process's metrics (pombo_http_*); none: nothing measured. */
+  metrics?: Metrics
+  /** Default 'all'. */
+  accessLog?: AccessLog
+  /** Which server the routes belong to (`api`, `dashboard`): both have a `GET /`. */
+  server?: string
 }
 
 export class Router {
@@ -74,10 +96,20 @@ export class Router {
   /** Everything no route matched: a 404 in the envelope. Call after every route is added. */
   fallback(): void {
     const shape: RouteShape = { paramCount: 0, bodyLimit: null, headerNames: [], proxies: null, jsonMaxDepth: this.o.jsonMaxDepth }
+    // The method of an unmatched request is the client's to choose: the label is '*', never what it sent.
+    const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null, hot: false }
     this.app.any('/*', (res, uReq) => {
-      const req = new Request(res, uReq, shape)
-      res.onAborted(() => req.markAborted())
-      this.#guarded(res, req, '/*', () => errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: req.method, caminho: req.path }), req.id))
+      const t0 = performance.now()
+      let req: Request
+      try {
+        req = new Request(res, uReq, shape)
+        res.onAborted(() => req.markAborted())
+      } catch (err) {
+        this.log.error({ err, route: '/*' }, 'request setup failed')
+        res.close()
+        return
+      }
+      this.#guarded(res, req, info, t0, () => errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: req.method, caminho: req.path }), req.id))
     })
   }
 
@@ -96,7 +128,9 @@ export class Router {
       proxies,
       jsonMaxDepth: this.o.jsonMaxDepth,
     }
+    const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', METHOD_LABEL[method], path) ?? null, hot: opts.hot === true }
     this.app[method](path, (res, uReq) => {
+      const t0 = performance.now()
       let req: Request
       try {
         req = new Request(res, uReq, shape)
@@ -107,12 +141,13 @@ export class Router {
         res.close()
         return
       }
-      this.#guarded(res, req, path, () => this.#precheck(req, opts) ?? handler(req))
+      this.#guarded(res, req, info, t0, () => this.#precheck(req, opts) ?? handler(req))
     })
   }
 
   /** Runs `run` and writes what it answers; any exception becomes this request's error answer. */
-  #guarded(res: HttpResponse, req: Request, route: string, run: () => Reply | Promise<Reply>): void {
+  #guarded(res: HttpResponse, req: Request, info: RouteInfo, t0: number, run: () => Reply | Promise<Reply>): void {
+    const route = info.path
     this.#inflight++
     let out: Reply | Promise<Reply>
     try {
@@ -126,14 +161,14 @@ export class Router {
         req.detach()
       } catch (err) {
         // A bug; the handler's later reads of the request then fail inside its own promise, answered below.
-        this.log.error({ request_id: req.id, route, err }, 'request could not be detached')
+        this.log.error({ ...ids(req), route, err }, 'request could not be detached')
       }
       out.then(
-        (reply) => this.#finish(res, req, reply, route),
-        (err) => this.#finish(res, req, this.#fromError(err, req, route), route),
+        (reply) => this.#finish(res, req, reply, info, t0),
+        (err) => this.#finish(res, req, this.#fromError(err, req, route), info, t0),
       )
     } else {
-      this.#finish(res, req, out, route)
+      this.#finish(res, req, out, info, t0)
     }
   }
 
@@ -144,18 +179,21 @@ export class Router {
     return null
   }
 
-  #finish(res: HttpResponse, req: Request, reply: Reply, route: string): void {
+  #finish(res: HttpResponse, req: Request, reply: Reply, info: RouteInfo, t0: number): void {
+    const route = info.path
     let streaming: void | Promise<void>
     try {
       streaming = write(res, req, reply)
+      this.#measure(req, info, reply.status, t0)
     } catch (err) {
       // A reply that cannot be written (a bug: a body JSON.stringify refuses) still answers, once.
-      this.log.error({ request_id: req.id, route, err }, 'answer could not be written')
+      this.log.error({ ...ids(req), route, err }, 'answer could not be written')
       try {
         if (!req.aborted) write(res, req, errorReply(new ApiError('INTERNAL'), req.id))
       } catch {
         if (!req.aborted) res.close()
       }
+      this.#measure(req, info, 500, t0)
       this.#done()
       return
     }
@@ -164,13 +202,34 @@ export class Router {
       streaming.then(
         () => this.#done(),
         (err) => {
-          this.log.error({ request_id: req.id, route, err }, 'streamed answer failed')
+          this.log.error({ ...ids(req), route, err }, 'streamed answer failed')
           if (!req.aborted) res.close()
           this.#done()
         },
       )
     } else {
       this.#done()
+    }
+  }
+
+  /**
+   * The answer's metrics and access-log line. A log line is built only when its level is enabled (the hot routes'
+   * debug lines cost nothing at the default level); a failure here is a bug that must not reach uWS.
+   */
+  #measure(req: Request, info: RouteInfo, status: number, t0: number): void {
+    try {
+      const seconds = (performance.now() - t0) / 1000
+      info.meter?.observe(status, seconds)
+      const mode = this.o.accessLog ?? 'all'
+      if (mode === 'off' || (mode === 'errors' && status < 400)) return
+      const level = status >= 500 ? 'warn' : info.hot && status < 400 ? 'debug' : 'info'
+      if (!this.log.isLevelEnabled(level)) return
+      this.log[level](
+        { ...ids(req), method: req.method, route: info.path, status, ms: Math.round(seconds * 1e4) / 10, aborted: req.aborted || undefined },
+        'request',
+      )
+    } catch (err) {
+      this.log.error({ err, route: info.path }, 'request could not be measured')
     }
   }
 
@@ -187,10 +246,15 @@ export class Router {
     if (err instanceof RequestAborted) return { status: 400 }
     const dep = dependencyOf(err)
     if (dep) {
-      this.log.warn({ request_id: req.id, route, dependencia: dep, err: String(err) }, 'dependency unavailable')
+      this.log.warn({ ...ids(req), route, dependencia: dep, err: String(err) }, 'dependency unavailable')
       return errorReply(new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: dep }), req.id)
     }
-    this.log.error({ request_id: req.id, route, err }, 'unhandled error')
+    this.log.error({ ...ids(req), route, err }, 'unhandled error')
     return errorReply(new ApiError('INTERNAL'), req.id)
   }
+}
+
+/** The ids of a request for a log line: Pombo's, and the caller's when one came in. */
+function ids(req: Request): { request_id: string; correlation_id?: string } {
+  return req.correlationId === null ? { request_id: req.id } : { request_id: req.id, correlation_id: req.correlationId }
 }

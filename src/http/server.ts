@@ -24,7 +24,7 @@ export class HttpServer {
     o: RouterOptions,
   ) {
     assertNativeUws()
-    this.router = new Router(this.app, log, proxies, o)
+    this.router = new Router(this.app, log, proxies, { ...o, server: name })
   }
 
   listen(host: string, port: number): Promise<number> {

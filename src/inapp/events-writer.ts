@@ -4,7 +4,7 @@
 // `INSERT ... ON CONFLICT DO NOTHING RETURNING` says which rows were new, the counters move by exactly those, so
 // retries, duplicates in one batch and races between batches or instances count each occurrence once.
 import type { Logger } from 'pino'
-import { GroupCommit } from '../db/group-commit'
+import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, isRetryable, queryPrepared } from '../db/pool'
 import type { Clock } from '../time'
 
@@ -57,6 +57,10 @@ function rowKey(j: EventJob): string {
 
 export class EventWriter {
   readonly #gc: GroupCommit<EventJob, Verdict>
+  /** Its group commit as metrics see it (queue depth, batches). */
+  get groupCommit(): GroupCommitStats {
+    return this.#gc
+  }
   /** Statements written and events they carried (tests and the bench read them). */
   readonly stats = { statements: 0, events: 0, fresh: 0 }
 

@@ -4,7 +4,7 @@
 // already recorded keeps repeated polls from writing at all. The table's key makes races and other instances count
 // nothing twice; a failed write undercounts (the funnel may undercount, never inflate).
 import type { Logger } from 'pino'
-import { GroupCommit } from '../db/group-commit'
+import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, isRetryable, query } from '../db/pool'
 import type { Clock } from '../time'
 
@@ -18,6 +18,10 @@ const SEEN_MAX = 1_000_000
 
 export class ServedWriter {
   readonly #gc: GroupCommit<ServedJob, boolean>
+  /** Its group commit as metrics see it (queue depth, batches). */
+  get groupCommit(): GroupCommitStats {
+    return this.#gc
+  }
   readonly #seen = new Set<string>()
   readonly stats = { statements: 0, rows: 0 }
 

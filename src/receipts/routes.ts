@@ -9,6 +9,7 @@ import { ApiError } from '../errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { constantJson } from '../http/reply'
 import type { Router } from '../http/router'
+import type { Metrics } from '../ops/metrics'
 import type { ReceiptKeys } from './keys'
 import { parseReceipt } from './validate'
 import type { ReceiptWriter } from './writer'
@@ -18,6 +19,7 @@ export interface ReceiptRouteDeps {
   dir: AppDirectory
   publicLimiter: IpLimiter
   receipts: { keys: ReceiptKeys; writer: ReceiptWriter }
+  metrics?: Metrics
 }
 
 const COUNTED = constantJson({ ok: true })
@@ -26,7 +28,8 @@ const LATE = constantJson({ ok: true, tardio: true })
 const ANSWERS = { counted: COUNTED, duplicate: DUPLICATE, late: LATE } as const
 
 export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
-  const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter }
+  const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter, hot: true }
+  const m = d.metrics?.receipts
 
   r.post('/api/v1/receipts', pub, async (req) => {
     const input = parseReceipt(await req.json())
@@ -35,6 +38,8 @@ export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
     if (app.paused) throw new ApiError('APP_PAUSED')
     const key = await d.receipts.keys.get(app.id)
     if (!key || !verifyProof(key, input.sendId, input.deviceId, input.rcpt)) throw new ApiError('RECEIPT_PROOF_INVALID')
-    return ANSWERS[await d.receipts.writer.submit(input)]
+    const outcome = await d.receipts.writer.submit(input)
+    m?.labels(input.evento, outcome).inc()
+    return ANSWERS[outcome]
   })
 }

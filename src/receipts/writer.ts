@@ -4,7 +4,7 @@
 // `duplicado`. A deadlock between concurrent batches (hot sends, devices) rolls the whole statement back and is
 // retried, so nothing is counted twice.
 import type { Logger } from 'pino'
-import { GroupCommit } from '../db/group-commit'
+import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, isRetryable } from '../db/pool'
 import { ApiError } from '../errors'
 import { type Clock, DAY_MS, isoWithOffset } from '../time'
@@ -31,6 +31,10 @@ export const RECEIPT_WRITER_DEFAULTS: ReceiptWriterOptions = {
 
 export class ReceiptWriter {
   readonly #gc: GroupCommit<ReceiptInput, ReceiptOutcome>
+  /** Its group commit as metrics see it (queue depth, batches). */
+  get groupCommit(): GroupCommitStats {
+    return this.#gc
+  }
   /** Statements written and receipts they carried (tests and the bench read them). */
   readonly stats = { statements: 0, receipts: 0 }
 

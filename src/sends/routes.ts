@@ -4,6 +4,7 @@ import type { Auth } from '../apps/auth'
 import type { AppRecord } from '../apps/store'
 import type { Config } from '../config'
 import type { Db } from '../db/pool'
+import type { Metrics } from '../ops/metrics'
 import { ApiError, fieldError } from '../errors'
 import { JSON_TYPE, ok, type Reply } from '../http/reply'
 import type { Request } from '../http/request'
@@ -23,6 +24,7 @@ export interface SendRouteDeps {
   sends: SendService
   readQuota: WindowCounter
   clock: Clock
+  metrics?: Metrics
 }
 
 /**
@@ -47,23 +49,21 @@ const READ_CACHE_MAX = 10_000
 
 export function sendRoutes(r: Router, d: SendRouteDeps): void {
   const readCache = new Map<string, { body: string; at: number }>()
+  // Bound once per lane: the hot path increments without label hashing.
+  const accepted = d.metrics ? [d.metrics.sendsAccepted.labels('0'), d.metrics.sendsAccepted.labels('1')] : null
 
   r.post(
     '/api/v1/notifications',
-    { bodyLimit: d.cfg.limits.sendBodyBytes, headers: ['idempotency-key', 'x-dry-run', 'x-pm-priority'] },
+    { bodyLimit: d.cfg.limits.sendBodyBytes, headers: ['idempotency-key', 'x-dry-run', 'x-pm-priority'], hot: true },
     async (req) => {
       const key = await d.auth.appKey(req)
       const body = await req.json()
       const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
       const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock()) // 400/422, size included
       const idemKey = idempotencyKeyOf(req.header('idempotency-key'), input.idempotencyKey, input.externalId, d.cfg.limits.idempotencyKeyMaxBytes)
-      const answer = await d.sends.create({
-        app,
-        input,
-        bodyHash: idemKey ? bodyHash(await req.body()) : '',
-        idemKey,
-        dryRun: (req.header('x-dry-run') ?? '').toLowerCase() === 'true',
-      })
+      const dryRun = (req.header('x-dry-run') ?? '').toLowerCase() === 'true'
+      const answer = await d.sends.create({ app, input, bodyHash: idemKey ? bodyHash(await req.body()) : '', idemKey, dryRun })
+      if (!answer.replay && !dryRun) accepted?.[answer.lane]?.inc()
       const headers: Record<string, string> = {
         'X-Pm-Lane': String(answer.lane),
         'X-Pm-Recipients-Exato': String(answer.exact),

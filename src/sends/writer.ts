@@ -1,7 +1,7 @@
 // The send hot path's database side: many requests' sends written in one transaction (group commit), the audience
 // resolved inside Postgres, each caller answered after the commit with the answer it will also replay from then on.
 import type { Db } from '../db/pool'
-import { GroupCommit, type GroupCommitOptions } from '../db/group-commit'
+import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from '../db/group-commit'
 import * as store from './store'
 
 /** What a send resolved to; `render` turns it into the exact answer bytes (stored for idempotent replays). */
@@ -37,6 +37,10 @@ export class IdempotencyRace extends Error {}
 
 export class SendWriter {
   readonly #gc: GroupCommit<SendJob, WrittenSend>
+  /** Its group commit as metrics see it (queue depth, batches). */
+  get groupCommit(): GroupCommitStats {
+    return this.#gc
+  }
 
   constructor(
     private readonly db: Db,

@@ -45,6 +45,10 @@ export interface StartOptions {
   webhookCa?: string
   /** Serve the confirmation stream (gRPC) on a free port (`svc.grpc.port`); off by default. */
   grpc?: boolean
+  /** Serve the operations port on a free port (`svc.ops.port`, `opsUrl`); on by default, `false` turns it off. */
+  ops?: boolean
+  /** Log level of the captured logs (default info). */
+  logLevel?: string
 }
 
 export interface Answer {
@@ -72,6 +76,11 @@ export class TestService {
 
   get url(): string {
     return `http://127.0.0.1:${this.svc.api?.port}`
+  }
+
+  /** The operations port (metrics, health, readiness). */
+  get opsUrl(): string {
+    return `http://127.0.0.1:${this.svc.ops?.port}`
   }
 
   get dashboardUrl(): string {
@@ -147,13 +156,19 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
       PM_EXPORT_DIR: `/tmp/pombo-test-exports/${id}`,
       ...o.env,
     },
-    { dbSchema: schema, redisPrefix: prefix, limits: o.limits as Limits | undefined, grpcPort: o.grpc ? 0 : null },
+    {
+      dbSchema: schema,
+      redisPrefix: prefix,
+      limits: o.limits as Limits | undefined,
+      grpcPort: o.grpc ? 0 : null,
+      opsPort: o.ops === false ? null : 0,
+    },
   )
   const cfg: Config = o.webhook ? Object.freeze({ ...base, webhook: Object.freeze({ ...base.webhook, ...o.webhook }) }) : base
   const logs: Array<Record<string, unknown>> = []
   const svc = await Service.start(cfg, {
     roles: o.roles ?? ['api'],
-    log: createLogger('info', captureLogs(logs)),
+    log: createLogger(o.logLevel ?? 'info', captureLogs(logs)),
     clock: o.clock?.now,
     migrate: !o.shareWith,
     jobs: o.jobs ?? false,

@@ -41,6 +41,7 @@ t.test('npm run build: the compiled service migrates and serves', async (t) => {
       PM_VAULT_KEY: VAULT_KEY,
       PM_LOG_LEVEL: 'warn',
       PM_GRPC_PORT: '0',
+      PM_OPS_PORT: '0',
     },
   })
   let stderr = ''

@@ -34,6 +34,7 @@ async function serve(t: Test, kind: string) {
         PM_PLATFORM_KEY: PLATFORM_KEY,
         PM_VAULT_KEY: VAULT_KEY,
         PM_TEST_MISBEHAVE: kind,
+        PM_OPS_PORT: '0',
       },
     },
   )

@@ -49,3 +49,24 @@ t.test('PM_GRPC_PORT: 8082 by default, 0 turns the confirmation stream off', asy
   t.equal(loadConfig({ PM_GRPC_PORT: '0' }).grpcPort, null)
   t.throws(() => loadConfig({ PM_GRPC_PORT: 'x' }), ConfigError)
 })
+
+t.test('PM_OPS_PORT: 9464 by default, 0 turns the operations port off', async (t) => {
+  t.equal(loadConfig({}).opsPort, 9464)
+  t.equal(loadConfig({ PM_OPS_PORT: '9500' }).opsPort, 9500)
+  t.equal(loadConfig({ PM_OPS_PORT: '0' }).opsPort, null)
+  t.throws(() => loadConfig({ PM_OPS_PORT: '-1' }), ConfigError)
+  t.throws(() => loadConfig({ PM_OPS_PORT: 'x' }), ConfigError)
+})
+
+t.test('PM_ACCESS_LOG: all by default, errors, off; anything else refused', async (t) => {
+  t.equal(loadConfig({}).accessLog, 'all')
+  t.equal(loadConfig({ PM_ACCESS_LOG: 'errors' }).accessLog, 'errors')
+  t.equal(loadConfig({ PM_ACCESS_LOG: 'off' }).accessLog, 'off')
+  t.throws(() => loadConfig({ PM_ACCESS_LOG: 'some' }), new ConfigError('PM_ACCESS_LOG: expected all, errors or off, got "some"'))
+})
+
+t.test('PM_DRAIN_TIMEOUT_MS: 30 s by default, at least 1', async (t) => {
+  t.equal(loadConfig({}).drainTimeoutMs, 30_000)
+  t.equal(loadConfig({ PM_DRAIN_TIMEOUT_MS: '5000' }).drainTimeoutMs, 5_000)
+  t.throws(() => loadConfig({ PM_DRAIN_TIMEOUT_MS: '0' }), ConfigError)
+})

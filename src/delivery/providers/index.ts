@@ -7,7 +7,7 @@ import { ApnsProvider } from './apns'
 import { ApnsTokens } from './apns-token'
 import { FcmProvider } from './fcm'
 import type { H2Pool } from './h2-pool'
-import type { Provider } from './types'
+import type { Outcome, Provider } from './types'
 
 export type Platform = 'fcm' | 'apns'
 
@@ -20,6 +20,25 @@ export interface ProviderDeps {
   clock?: Clock
   /** One provider token per APNs signing key across apps; providerFor makes one per call when absent. */
   apnsTokens?: ApnsTokens
+  /** Told of every provider answer with its duration (metrics); ProviderCache wraps its providers with it. */
+  observe?: ProviderObserver
+}
+
+export type ProviderObserver = (platform: Platform, outcome: Outcome, seconds: number) => void
+
+/** A provider whose every answer is timed and told to `observe` (a throw from the observer is not the send's). */
+export function observed(platform: Platform, p: Provider, observe: ProviderObserver): Provider {
+  return {
+    async send(target, push) {
+      const t0 = performance.now()
+      const outcome = await p.send(target, push)
+      try {
+        observe(platform, outcome, (performance.now() - t0) / 1000)
+      } catch {}
+      return outcome
+    },
+    close: () => p.close(),
+  }
 }
 
 export function providerFor(platform: 'fcm', credential: FcmCredential, deps: ProviderDeps): Provider
@@ -50,7 +69,8 @@ export class ProviderCache {
     const hit = this.#byApp.get(key)
     if (hit?.version === version) return hit.provider
     if (hit) void hit.provider.close()
-    const provider = providerFor(platform, credential, this.#deps)
+    const made = providerFor(platform, credential, this.#deps)
+    const provider = this.#deps.observe ? observed(platform, made, this.#deps.observe) : made
     this.#byApp.set(key, { version, provider })
     return provider
   }

@@ -1,0 +1,156 @@
+// The metrics of one process (CONTRACT.md "Operations"), on a registry of its own: tests start several services in
+// one process, so nothing goes to prom-client's global registry. The hot path only increments counters and observes
+// histograms through series bound once (src/ops/hot.ts); anything that needs I/O is gathered when /metrics is
+// scraped (src/ops/collect.ts), into prom-client gauges.
+import { Counter, Gauge, Registry } from 'prom-client'
+import { type CounterSeries, HotCounter, HotHistogram } from './hot'
+
+/** Buckets of the API's own latency: the cheapest routes answer in ~50 µs, a send or receipt waits for a group
+ *  commit (1-20 ms), a stalled dependency for seconds. */
+const HTTP_BUCKETS_S = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** FCM/APNs answer in 20-300 ms from a data centre (the fakes in ~1 ms); the pool's timeout is 10 s. */
+const PROVIDER_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+/** Group-commit batch sizes, from one job to the writers' caps (1,000 rows). */
+const BATCH_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+
+/** A counter child and a histogram child bound to one route and status: incrementing costs no label hashing. */
+export interface RouteMeter {
+  observe(status: number, seconds: number): void
+}
+
+/** A scrape-time collector: fills gauges; it must not throw (a failure is reported by pombo_scrape_errors_total). */
+export type Collector = () => Promise<void> | void
+
+export class Metrics {
+  readonly registry = new Registry()
+  readonly httpRequests: HotCounter
+  readonly httpDuration: HotHistogram
+  readonly sendsAccepted: HotCounter
+  readonly deliveries: HotCounter
+  readonly providerDuration: HotHistogram
+  readonly providerOutcomes: HotCounter
+  readonly receipts: HotCounter
+  readonly webhookEvents: HotCounter
+  readonly groupCommitBatch: HotHistogram
+  readonly scrapeErrors: Counter<'collector'>
+  readonly #collectors = new Map<string, Collector>()
+
+  constructor(labels: Record<string, string> = {}) {
+    const registers = [this.registry]
+    this.registry.setDefaultLabels(labels)
+    this.httpRequests = new HotCounter(
+      'pombo_http_requests_total',
+      'HTTP answers by method, route pattern (never the raw path) and status.',
+      ['server', 'method', 'route', 'status'],
+      this.registry,
+    )
+    this.httpDuration = new HotHistogram(
+      'pombo_http_request_duration_seconds',
+      'Time from the request to its answer being written, by method and route pattern.',
+      ['server', 'method', 'route'],
+      HTTP_BUCKETS_S,
+      this.registry,
+    )
+    this.sendsAccepted = new HotCounter(
+      'pombo_sends_accepted_total',
+      'Sends accepted (answered 200 and enqueued; replays and dry runs excluded), by lane.',
+      ['lane'],
+      this.registry,
+    )
+    this.deliveries = new HotCounter(
+      'pombo_deliveries_total',
+      'Final delivery outcomes recorded by this process (each device of a send once), by platform and outcome.',
+      ['platform', 'outcome'],
+      this.registry,
+    )
+    this.providerDuration = new HotHistogram(
+      'pombo_provider_request_duration_seconds',
+      'Time of one provider request (FCM, APNs), from the call to its outcome.',
+      ['platform'],
+      PROVIDER_BUCKETS_S,
+      this.registry,
+    )
+    this.providerOutcomes = new HotCounter(
+      'pombo_provider_outcomes_total',
+      "Provider answers by platform, kind (accepted, dead-token, rejected, transient, quota, credential …) and the provider's reason.",
+      ['platform', 'kind', 'reason'],
+      this.registry,
+    )
+    this.receipts = new HotCounter(
+      'pombo_receipts_total',
+      'Receipts accepted, by event (recebido, clique) and outcome (counted, duplicate, late).',
+      ['evento', 'outcome'],
+      this.registry,
+    )
+    this.webhookEvents = new HotCounter(
+      'pombo_webhook_events_total',
+      'Webhook delivery attempts by result (ok, http, timeout, refused, network).',
+      ['result'],
+      this.registry,
+    )
+    this.groupCommitBatch = new HotHistogram(
+      'pombo_group_commit_batch_size',
+      'Jobs per group-commit batch (one transaction), per writer.',
+      ['writer'],
+      BATCH_BUCKETS,
+      this.registry,
+    )
+    this.scrapeErrors = new Counter({
+      name: 'pombo_scrape_errors_total',
+      help: 'Scrape-time collectors that failed (their gauges keep their last values).',
+      labelNames: ['collector'],
+      registers,
+    })
+  }
+
+  /** The meter of one route: children bound per status on first use (a route answers a handful of statuses). */
+  route(server: string, method: string, route: string): RouteMeter {
+    const duration = this.httpDuration.labels(server, method, route)
+    const byStatus = new Map<number, CounterSeries>()
+    return {
+      observe: (status, seconds) => {
+        let c = byStatus.get(status)
+        if (!c) {
+          c = this.httpRequests.labels(server, method, route, String(status))
+          byStatus.set(status, c)
+        }
+        c.inc()
+        duration.observe(seconds)
+      },
+    }
+  }
+
+  /** A gauge filled at scrape time by `collect` (registered once per name). */
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+    const existing = this.registry.getSingleMetric(name)
+    if (existing) return existing as Gauge<L>
+    return new Gauge({ name, help, labelNames: labelNames as L[], registers: [this.registry] })
+  }
+
+  /** Runs `f` before every scrape; a failure is counted and logged by the ops server, never thrown at Prometheus. */
+  onScrape(name: string, f: Collector): void {
+    this.#collectors.set(name, f)
+  }
+
+  /** Runs every collector (each bounded by `timeoutMs`), then renders the registry. */
+  async render(timeoutMs = 2_000): Promise<string> {
+    await Promise.all(
+      [...this.#collectors].map(async ([name, f]) => {
+        let timer: NodeJS.Timeout | undefined
+        try {
+          await Promise.race([
+            f(),
+            new Promise((_, reject) => {
+              timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)
+            }),
+          ])
+        } catch {
+          this.scrapeErrors.labels(name).inc()
+        } finally {
+          clearTimeout(timer)
+        }
+      }),
+    )
+    return this.registry.metrics()
+  }
+}

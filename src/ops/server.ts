@@ -1,0 +1,119 @@
+// The operations port (CONTRACT.md "Operations", PM_OPS_PORT) of every process, whatever its roles: GET /metrics
+// (Prometheus text), GET /healthz (the process lives and its event loop turns), GET /readyz (Postgres and Redis
+// answer, and the process is not draining). Plain node:http: it is scraped every few seconds, never on a hot path,
+// and it must answer while the API's uWS server is closing.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Logger } from 'pino'
+import type { Metrics } from './metrics'
+
+export interface Readiness {
+  /** Each resolves when the dependency answered (the check bounds the wait); a rejection means "not ready". */
+  postgres(): Promise<unknown>
+  redis(): Promise<unknown>
+}
+
+/** A readiness check never waits longer than this for a dependency (a load balancer's probe times out at ~1-5 s). */
+const CHECK_TIMEOUT_MS = 1_000
+
+function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([
+    p.then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms)
+    }),
+  ]).finally(() => clearTimeout(timer))
+}
+
+export class OpsServer {
+  readonly #server: Server
+  #draining = false
+  /** False while the process starts (migrations, listeners): not ready yet. */
+  #up = false
+  port = 0
+
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly ready: Readiness,
+    private readonly log: Logger,
+  ) {
+    this.#server = createServer((req, res) => {
+      this.#handle(req, res).catch((err) => {
+        this.log.error({ err, path: 'ops' }, 'ops request failed')
+        if (!res.headersSent) res.writeHead(500)
+        res.end()
+      })
+    })
+    // Probes are short requests; a client that holds a socket open must not keep the process from exiting.
+    this.#server.keepAliveTimeout = 5_000
+    this.#server.on('clientError', (_err, socket) => socket.destroy())
+  }
+
+  /** True from the start of a graceful stop: /readyz answers 503 so load balancers stop sending first. */
+  get draining(): boolean {
+    return this.#draining
+  }
+
+  drain(): void {
+    this.#draining = true
+  }
+
+  /** Every role listens: ready as soon as the dependencies answer. */
+  up(): void {
+    this.#up = true
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject)
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', reject)
+        this.port = (this.#server.address() as AddressInfo).port
+        resolve(this.port)
+      })
+    })
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#server.close(() => resolve())
+      this.#server.closeAllConnections()
+    })
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Only the three paths; a query string is ignored (Prometheus may add one), anything else is a 404.
+    const path = (req.url ?? '').split('?')[0]
+    if (req.method !== 'GET' && req.method !== 'HEAD') return answer(res, 405, { erro: 'método não permitido' })
+    switch (path) {
+      case '/metrics': {
+        const text = await this.metrics.render()
+        res.writeHead(200, { 'content-type': this.metrics.registry.contentType })
+        res.end(req.method === 'HEAD' ? undefined : text)
+        return
+      }
+      case '/healthz':
+        return answer(res, 200, { ok: true })
+      case '/readyz': {
+        const [postgres, redis] = await Promise.all([
+          within(this.ready.postgres(), CHECK_TIMEOUT_MS),
+          within(this.ready.redis(), CHECK_TIMEOUT_MS),
+        ])
+        const draining = this.#draining
+        const starting = !this.#up && !draining
+        return answer(res, postgres && redis && !draining && !starting ? 200 : 503, { postgres, redis, draining, starting })
+      }
+      default:
+        return answer(res, 404, { erro: 'não encontrado' })
+    }
+  }
+}
+
+function answer(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
+  res.end(JSON.stringify(body))
+}
