@@ -1,4 +1,4 @@
-// What a worker does once per send, done once per batch of sends (issue 11): a typical sender's sends are one device
+// What a worker does once per send, done once per batch of sends: a typical sender's sends are one device
 // each, so per-send statements, not deliveries, were the worker's cost. Sends of every app of the process arriving
 // in one event-loop turn (or while the previous batch is in Postgres) are taken together:
 //  - load: their meta, marked picked (unless just queued), and the first page of each list send (two statements, run side by side);
