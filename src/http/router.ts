@@ -5,7 +5,7 @@
 // Nothing thrown in a route reaches uWS: an exception escaping a uWS callback would end the whole process, so the
 // whole callback (copying the request out included) runs inside one boundary that turns it into that request's answer.
 import type { Logger } from 'pino'
-import type { HttpResponse, TemplatedApp } from 'uWebSockets.js'
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js'
 import { ApiError } from '../errors'
 import type { Metrics, RouteMeter } from '../ops/metrics'
 import type { ProxyTrust } from './client-ip'
@@ -98,19 +98,10 @@ export class Router {
     const shape: RouteShape = { paramCount: 0, bodyLimit: null, headerNames: [], proxies: null, jsonMaxDepth: this.o.jsonMaxDepth }
     // The method of an unmatched request is the client's to choose: the label is '*', never what it sent.
     const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null, hot: false }
-    this.app.any('/*', (res, uReq) => {
-      const t0 = performance.now()
-      let req: Request
-      try {
-        req = new Request(res, uReq, shape)
-        res.onAborted(() => req.markAborted())
-      } catch (err) {
-        this.log.error({ err, route: '/*' }, 'request setup failed')
-        res.close()
-        return
-      }
-      this.#guarded(res, req, info, t0, () => errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: req.method, caminho: req.path }), req.id))
-    })
+    this.app.any(
+      '/*',
+      this.#callback(shape, info, (req) => errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: req.method, caminho: req.path }), req.id)),
+    )
   }
 
   /** Resolves once no request is in flight (graceful shutdown). */
@@ -129,7 +120,15 @@ export class Router {
       jsonMaxDepth: this.o.jsonMaxDepth,
     }
     const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', METHOD_LABEL[method], path) ?? null, hot: opts.hot === true }
-    this.app[method](path, (res, uReq) => {
+    this.app[method](
+      path,
+      this.#callback(shape, info, (req) => this.#precheck(req, opts) ?? handler(req)),
+    )
+  }
+
+  /** The uWS callback of a route: the request copied out, then `run` inside the error boundary. */
+  #callback(shape: RouteShape, info: RouteInfo, run: (req: Request) => Reply | Promise<Reply>) {
+    return (res: HttpResponse, uReq: HttpRequest): void => {
       const t0 = performance.now()
       let req: Request
       try {
@@ -137,12 +136,12 @@ export class Router {
         res.onAborted(() => req.markAborted())
       } catch (err) {
         // Only a bug can land here (nothing of the request has been read yet); the connection is dropped.
-        this.log.error({ err, route: path }, 'request setup failed')
+        this.log.error({ err, route: info.path }, 'request setup failed')
         res.close()
         return
       }
-      this.#guarded(res, req, info, t0, () => this.#precheck(req, opts) ?? handler(req))
-    })
+      this.#guarded(res, req, info, t0, () => run(req))
+    }
   }
 
   /** Runs `run` and writes what it answers; any exception becomes this request's error answer. */
