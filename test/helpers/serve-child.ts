@@ -1,0 +1,94 @@
+// Runs the real `pombo serve` (sources, through tsx) as a child process in its own schema and Redis prefix, on free
+// ports, with its output captured: for what only a whole process shows (signals, shutdown, the process policy).
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import pg from 'pg'
+import type { Test } from 'tap'
+import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, VAULT_KEY } from './service'
+
+const ROOT = join(__dirname, '..', '..')
+
+export async function freePort(): Promise<number> {
+  const s = createServer()
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+  const port = (s.address() as { port: number }).port
+  await new Promise((resolve) => s.close(resolve))
+  return port
+}
+
+export interface ServeChild {
+  child: ChildProcess
+  port: number
+  opsPort: number
+  exited: Promise<number | null>
+  /** Everything the process wrote (stdout and stderr). */
+  logs(): string
+  /** GET / answers 200. */
+  up(): Promise<boolean>
+  /** The status of /readyz on the operations port (0 when nothing answers). */
+  ready(): Promise<number>
+}
+
+/** Starts `pombo serve --roles api` (extra env and node flags given) and waits until /readyz answers 200. */
+export async function serveChild(t: Test, o: { env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<ServeChild> {
+  const schema = `sc_${randomBytes(4).toString('hex')}`
+  t.teardown(async () => {
+    const db = new pg.Client({ connectionString: DATABASE_URL })
+    await db.connect()
+    await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    await db.end()
+  })
+  const port = await freePort()
+  const opsPort = await freePort()
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', ...(o.nodeArgs ?? []), join(ROOT, 'src', 'main.ts'), 'serve', '--roles', 'api'],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        DATABASE_URL,
+        REDIS_URL,
+        PORT: String(port),
+        PM_DASHBOARD_PORT: String(await freePort()),
+        PM_OPS_PORT: String(opsPort),
+        PM_GRPC_PORT: '0',
+        PM_DB_SCHEMA: schema,
+        PM_REDIS_PREFIX: `pmt_${schema}`,
+        PM_PLATFORM_KEY: PLATFORM_KEY,
+        PM_VAULT_KEY: VAULT_KEY,
+        ...o.env,
+      },
+    },
+  )
+  let out = ''
+  child.stdout?.on('data', (c) => {
+    out += c
+  })
+  child.stderr?.on('data', (c) => {
+    out += c
+  })
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  const up = async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${port}/`)).status === 200
+    } catch {
+      return false
+    }
+  }
+  const ready = async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${opsPort}/readyz`)).status
+    } catch {
+      return 0
+    }
+  }
+  for (let i = 0; i < 200 && child.exitCode === null && (await ready()) !== 200; i++) await new Promise((r) => setTimeout(r, 100))
+  return { child, port, opsPort, exited, logs: () => out, up, ready }
+}
