@@ -7,11 +7,10 @@
 import { writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import pg from 'pg'
 import { startBare } from './lib/bare'
-import { DATABASE_URL, startPombo } from './lib/pombo'
+import { countRows, startPombo } from './lib/pombo'
 import { median, row } from './lib/report'
-import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
+import { ensureWrk, postLinesScript, type WrkResult, wrk } from './lib/wrk'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5)
@@ -58,29 +57,6 @@ request = function()
   return wrk.format("GET", paths[n], nil, nil)
 end
 `
-}
-
-function postScript(file: string, path: string): string {
-  return `
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local bodies = {}
-for line in io.lines("${file}") do bodies[#bodies + 1] = line end
-local n = 0
-request = function()
-  n = n + 1
-  if n > #bodies then n = 1 end
-  return wrk.format(nil, "${path}", nil, bodies[n])
-end
-`
-}
-
-async function counted(schema: string): Promise<number> {
-  const c = new pg.Client({ connectionString: DATABASE_URL })
-  await c.connect()
-  const r = await c.query(`SELECT count(*)::int AS n FROM ${schema}.inapp_events`)
-  await c.end()
-  return r.rows[0].n
 }
 
 export async function inapp(): Promise<void> {
@@ -192,12 +168,12 @@ export async function inapp(): Promise<void> {
     const reqs: WrkResult[] = []
     for (let i = 0; i < ROUNDS; i++) {
       const f = lines(join(tmpdir(), `pombo-inapp-ev-${process.pid}-${i}.txt`), bodies.slice(i * per, (i + 1) * per))
-      bareEv.push(await wrk({ url: `${bare.url}/json`, durationS: DURATION_S, lua: postScript(f, '/json') }))
-      const before = await counted(pombo.schema)
+      bareEv.push(await wrk({ url: `${bare.url}/json`, durationS: DURATION_S, lua: postLinesScript(f, '/json') }))
+      const before = await countRows(pombo.schema, 'inapp_events')
       const t0 = Date.now()
-      const r = await wrk({ url: pombo.url, durationS: DURATION_S, lua: postScript(f, '/api/v1/inapp/eventos') })
+      const r = await wrk({ url: pombo.url, durationS: DURATION_S, lua: postLinesScript(f, '/api/v1/inapp/eventos') })
       await new Promise((res) => setTimeout(res, 200))
-      const durable = (await counted(pombo.schema)) - before
+      const durable = (await countRows(pombo.schema, 'inapp_events')) - before
       rates.push(durable / ((Date.now() - t0 - 200) / 1000))
       reqs.push(r)
     }

@@ -12,9 +12,9 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { proof } from '../src/delivery/proof'
 import { startBare } from './lib/bare'
-import { DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
+import { countRows, DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
 import { median } from './lib/report'
-import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
+import { ensureWrk, postLinesScript, type WrkResult, wrk } from './lib/wrk'
 import { copyRows } from './lib/copy-rows'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -59,7 +59,7 @@ async function seed(pombo: Pombo, appId: string): Promise<Seeded> {
 
 /** wrk posting the lines of `file` to `url` (one body per request, in order) for `seconds`. */
 function postFile(url: string, file: string, seconds: number): Promise<WrkResult> {
-  return wrk({ url, durationS: seconds, connections: CONNECTIONS, lua: wrkScript(file, new URL(url).pathname) })
+  return wrk({ url, durationS: seconds, connections: CONNECTIONS, lua: postLinesScript(file, new URL(url).pathname) })
 }
 
 /** One receipt body per line, for the given (send, device) pair numbers: pair j is send j / DEVICES, device j % DEVICES. */
@@ -75,30 +75,6 @@ function receiptFile(seeded: Seeded, key: Buffer, pairs: number[], tag: string):
 }
 
 const range = (start: number, n: number): number[] => Array.from({ length: n }, (_, k) => start + k)
-
-/** wrk script: POST the file's bodies in order (wrapping around if the round outruns the file). */
-function wrkScript(file: string, path: string): string {
-  return `
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-local bodies = {}
-for line in io.lines("${file}") do bodies[#bodies + 1] = line end
-local n = 0
-request = function()
-  n = n + 1
-  if n > #bodies then n = 1 end
-  return wrk.format(nil, "${path}", nil, bodies[n])
-end
-`
-}
-
-async function counted(pombo: Pombo): Promise<number> {
-  const c = new pg.Client({ connectionString: DATABASE_URL })
-  await c.connect()
-  const r = await c.query(`SELECT count(*)::int AS n FROM ${pombo.schema}.receipts`)
-  await c.end()
-  return r.rows[0].n
-}
 
 function line(name: string, r: WrkResult): string {
   return `${name.padEnd(34)} ${r.rps.toFixed(0).padStart(7)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms${r.errors || r.non2xx ? `  errors ${r.errors} non-2xx ${r.non2xx}` : ''}`
@@ -152,9 +128,9 @@ export async function receipts(): Promise<void> {
       base.push(
         await postFile(`${bare.url}/receipt`, file, DURATION_S),
       )
-      const before = await counted(pombo)
+      const before = await countRows(pombo.schema, 'receipts')
       const h = await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S)
-      const rows = (await counted(pombo)) - before
+      const rows = (await countRows(pombo.schema, 'receipts')) - before
       const answered = Math.round(h.rps * DURATION_S) - h.non2xx
       if (rows < answered * 0.98 && answered <= PER_ROUND)
         console.log(`receipts: WARNING ${answered} answered 200 but only ${rows} rows written`)
@@ -179,11 +155,11 @@ export async function receipts(): Promise<void> {
       const c = counted_[i] as { start: number; rows: number }
       const pairs = fresh().map((j, k) => (k % 2 === 1 ? c.start + ((k >> 1) % Math.max(1, c.rows)) : j))
       const file = receiptFile(seeded, key, pairs, `m${i}`)
-      const before = await counted(pombo)
+      const before = await countRows(pombo.schema, 'receipts')
       mixed.push(
         await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S),
       )
-      mixedDurable.push(((await counted(pombo)) - before) / DURATION_S)
+      mixedDurable.push(((await countRows(pombo.schema, 'receipts')) - before) / DURATION_S)
     }
     const b = median(base)
     const u = median(uniq)

@@ -156,3 +156,15 @@ export async function startPombo(
     },
   }
 }
+
+/** Rows of a table in a benchmark's schema (durable rows counted after a round). */
+export async function countRows(schema: string, table: string): Promise<number> {
+  const c = new pg.Client({ connectionString: DATABASE_URL })
+  await c.connect()
+  try {
+    const r = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.${table}`)
+    return r.rows[0]?.n ?? 0
+  } finally {
+    await c.end()
+  }
+}

@@ -70,3 +70,19 @@ export function wrk(o: WrkOptions): Promise<WrkResult> {
     })
   })
 }
+
+/** wrk script: POST the file's lines as bodies, in order, to `path` (wrapping around if the run outruns the file). */
+export function postLinesScript(file: string, path: string): string {
+  return `
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local bodies = {}
+for line in io.lines("${file}") do bodies[#bodies + 1] = line end
+local n = 0
+request = function()
+  n = n + 1
+  if n > #bodies then n = 1 end
+  return wrk.format(nil, "${path}", nil, bodies[n])
+end
+`
+}
