@@ -72,6 +72,9 @@ export interface OutboxOptions {
   /** Schedule automatic rounds (off: only `flush`, `init` and pushes send). */
   autoRetry: boolean
   playerId: () => string | null
+  /** Devices this install was before its current token (newest first): a push sent to one of them before the
+   *  token changed carries a proof for that device. */
+  previousPlayers: () => string[]
   drop: (job: Job, reason: string) => void
   random?: () => number
 }
@@ -287,14 +290,25 @@ export class Outbox {
   async #send(u: Unit): Promise<UnitOutcome> {
     if (u.kind === 'r') {
       const j = u.job
-      const out = await call(this.o.transport, '/api/v1/receipts', {
-        method: 'POST',
-        body: { app_id: this.o.appId, notification_id: j.notificationId, player_id: u.player, rcpt: j.rcpt, evento: j.evento },
-      })
-      if (out.kind === 'retry') return out
-      if (out.kind === 'refused') return { kind: 'done', results: [[j, 'dropped', out.reason]] }
-      const dup = (out.body as { duplicado?: unknown } | undefined)?.duplicado === true
-      return { kind: 'done', results: [[j, dup ? 'duplicate' : 'sent']] }
+      // The proof binds the send to the device it was sent to; when the token changed since, that may be one of
+      // the install's previous devices, tried in turn on a refused proof.
+      const candidates = [u.player, ...this.o.previousPlayers().filter((p) => p !== u.player)]
+      let refused: string | null = null
+      for (const player of candidates) {
+        const out = await call(this.o.transport, '/api/v1/receipts', {
+          method: 'POST',
+          body: { app_id: this.o.appId, notification_id: j.notificationId, player_id: player, rcpt: j.rcpt, evento: j.evento },
+        })
+        if (out.kind === 'retry') return out
+        if (out.kind === 'refused') {
+          refused ??= out.reason
+          if (out.status === 403) continue
+          return { kind: 'done', results: [[j, 'dropped', out.reason]] }
+        }
+        const dup = (out.body as { duplicado?: unknown } | undefined)?.duplicado === true
+        return { kind: 'done', results: [[j, dup ? 'duplicate' : 'sent']] }
+      }
+      return { kind: 'done', results: [[j, 'dropped', refused ?? 'recusado pelo serviço']] }
     }
     const out = await call(this.o.transport, '/api/v1/inapp/eventos', {
       method: 'POST',

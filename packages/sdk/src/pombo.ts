@@ -85,6 +85,8 @@ export interface TapResult {
 export type FlushReport = RoundReport
 
 const RECEIPT_WINDOW_MS = 90 * 86_400_000
+/** Previous devices of the install remembered for late pushes. */
+const PREVIOUS_MAX = 3
 const LAST_SESSION_KEY = 'last_session'
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const DEVICE_TYPES = new Set([0, 1, 5, 7, 8])
@@ -131,6 +133,7 @@ export class Pombo {
       batchDelayMs: o.batchDelayMs ?? 1_000,
       autoRetry: o.autoRetry ?? true,
       playerId: () => this.playerId,
+      previousPlayers: () => this.#reg?.previous ?? [],
       drop: (job, reason) => this.#dropped(job, reason),
     })
     this.inapp = new InappFeed({
@@ -312,7 +315,9 @@ export class Pombo {
       const out = await register(this.#t, body)
       if (out.kind === 'registered') {
         this.#regFailures = 0
-        this.#reg = { token, playerId: out.playerId, fingerprint: fp, at: now }
+        const old = this.#reg
+        const previous = old && old.playerId !== out.playerId ? [old.playerId, ...(old.previous ?? [])] : (old?.previous ?? [])
+        this.#reg = { token, playerId: out.playerId, fingerprint: fp, at: now, previous: previous.slice(0, PREVIOUS_MAX) }
         await this.#store.set(REGISTRATION_KEY, this.#reg)
         return
       }

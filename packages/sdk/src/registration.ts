@@ -43,6 +43,8 @@ export interface Stored {
   /** The registration body without its counters: a change means registering again. */
   fingerprint: string
   at: number
+  /** The install's previous devices (newest first, a few), whose in-flight pushes may still arrive. */
+  previous?: string[]
 }
 
 export const INSTALL_KEY = 'install'
