@@ -117,11 +117,11 @@ t.test('service unreachable at init: init resolves, reports, and flush registers
 t.test('service-worker conditions: asynchronous storage, a background init, and a storage that throws', async (t) => {
   const w = await sdkWorld(t)
   const map = new Map<string, string>()
-  const tick = () => new Promise((r) => setTimeout(r, 1))
+  const later = <T>(f: () => T): Promise<T> => new Promise((r) => setTimeout(() => r(f()), 1))
   const idb: StorageAdapter = {
-    getItem: async (k) => (await tick(), map.get(k) ?? null),
-    setItem: async (k, v) => (await tick(), map.set(k, v)),
-    removeItem: async (k) => (await tick(), map.delete(k)),
+    getItem: (k) => later(() => map.get(k) ?? null),
+    setItem: (k, v) => later(() => map.set(k, v)),
+    removeItem: (k) => later(() => map.delete(k)),
   }
   const tok = w.token()
   const page = await w.device(tok, { storage: idb })
