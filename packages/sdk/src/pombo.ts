@@ -233,6 +233,7 @@ export class Pombo {
   async flush(): Promise<FlushReport> {
     try {
       if (!this.#reg || this.#regFailures > 0) await this.#ensureRegistered(true)
+      await this.inapp.idle() // events of displays, clicks and closes already reported are queued first
       return await this.#outbox.flush('now')
     } catch (err) {
       this.#report({ kind: 'receipt', message: messageOf(err), cause: err })

@@ -326,12 +326,12 @@ export class InappFeed {
       click: () => {
         if (clicked) return
         clicked = true
-        void this.#event(m, n, 'clique')
+        void this.#chain(() => this.#event(m, n, 'clique'))
       },
       close: () => {
         if (closed) return
         closed = true
-        void this.#event(m, n, 'fechou')
+        void this.#chain(() => this.#event(m, n, 'fechou'))
       },
     }
     await this.#event(m, n, 'impressao')
