@@ -64,6 +64,7 @@ t.test('comparators by property', async (t) => {
     }),
   )
   fc.assert(fc.property(fc.boolean(), value, (present, v) => matches('existe', undefined, present, v) !== matches('nao_existe', undefined, present, v)))
+  t.pass('every property held')
 })
 
 t.test('eligibility: cap_total, cooldown_h, the global gap, and the campaign dates', async (t) => {
@@ -106,6 +107,7 @@ t.test('choose: the eligible campaign of highest priority, package order on ties
       return pick?.m.campanha_id === first?.id && pick?.n === 1
     }),
   )
+  t.pass('the property held')
 })
 
 t.test('content: the device language, else pt, else the first block', async (t) => {
