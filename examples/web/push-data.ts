@@ -12,6 +12,46 @@ import { fcmMessage } from '../../src/delivery/providers/fcm-body'
 import { renderMessage } from '../../src/sends/payload'
 import { parseSend } from '../../src/sends/validate'
 
+export interface PushDataOptions {
+  api: string
+  appId: string
+  apiKey: string
+  receiptKey: string
+  player: string
+  title: string
+  body: string
+  url?: string
+}
+
+/** Sends the notification through Pombo and answers its id and the web push `data` map the device would get. */
+export async function sendAndBuild(o: PushDataOptions): Promise<{ sendId: string; data: Record<string, string> }> {
+  if (!/^[0-9a-f]{64}$/i.test(o.receiptKey)) throw new Error('--receipt-key: os 64 caracteres hex mostrados na criação do app')
+  const body: Record<string, unknown> = {
+    app_id: o.appId,
+    include_player_ids: [o.player],
+    headings: { pt: o.title },
+    contents: { pt: o.body },
+  }
+  if (o.url) body.url = o.url
+  const r = await fetch(`${o.api.replace(/\/+$/, '')}/api/v1/notifications`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${o.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  const sent = (await r.json()) as { id?: string; errors?: unknown }
+  if (r.status !== 200 || !sent.id) throw new Error(`envio recusado: ${r.status} ${JSON.stringify(sent)}`)
+  const input = parseSend(body, {})
+  const push = {
+    sendId: sent.id,
+    message: renderMessage(input),
+    proof: proof(Buffer.from(o.receiptKey, 'hex'), sent.id, o.player.toLowerCase()),
+    ttlS: input.ttlS,
+    lane: input.lane,
+  }
+  const { message } = fcmMessage({ deviceId: o.player, token: 'web', deviceType: 5 }, push, Date.now())
+  return { sendId: sent.id, data: message.data as Record<string, string> }
+}
+
 async function main(): Promise<void> {
   const { values: a } = parseArgs({
     options: {
@@ -28,35 +68,23 @@ async function main(): Promise<void> {
   if (!a.app || !a['api-key'] || !a['receipt-key'] || !a.player) {
     throw new Error('uso: --app APP_ID --api-key API_KEY --receipt-key RECEIPT_KEY --player PLAYER_ID')
   }
-  if (!/^[0-9a-f]{64}$/i.test(a['receipt-key'])) throw new Error('--receipt-key: os 64 caracteres hex mostrados na criação do app')
-  const body: Record<string, unknown> = {
-    app_id: a.app,
-    include_player_ids: [a.player],
-    headings: { pt: a.title },
-    contents: { pt: a.body },
-  }
-  if (a.url) body.url = a.url
-  const r = await fetch(`${a.api.replace(/\/+$/, '')}/api/v1/notifications`, {
-    method: 'POST',
-    headers: { authorization: `Basic ${a['api-key']}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
+  const { sendId, data } = await sendAndBuild({
+    api: a.api,
+    appId: a.app,
+    apiKey: a['api-key'],
+    receiptKey: a['receipt-key'],
+    player: a.player,
+    title: a.title,
+    body: a.body,
+    url: a.url,
   })
-  const sent = (await r.json()) as { id?: string; errors?: unknown }
-  if (r.status !== 200 || !sent.id) throw new Error(`envio recusado: ${r.status} ${JSON.stringify(sent)}`)
-  const input = parseSend(body, {})
-  const push = {
-    sendId: sent.id,
-    message: renderMessage(input),
-    proof: proof(Buffer.from(a['receipt-key'], 'hex'), sent.id, a.player.toLowerCase()),
-    ttlS: input.ttlS,
-    lane: input.lane,
-  }
-  const { message } = fcmMessage({ deviceId: a.player, token: 'web', deviceType: 5 }, push, Date.now())
-  console.error(`envio ${sent.id} criado; cole no exemplo o mapa abaixo:`)
-  console.log(JSON.stringify(message.data))
+  console.error(`envio ${sendId} criado; cole no exemplo o mapa abaixo:`)
+  console.log(JSON.stringify(data))
 }
 
-main().catch((err) => {
-  console.error(err.message)
-  process.exit(1)
-})
+if (process.argv[1] && /push-data\.ts$/.test(process.argv[1])) {
+  main().catch((err) => {
+    console.error(err.message)
+    process.exit(1)
+  })
+}
