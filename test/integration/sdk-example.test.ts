@@ -53,7 +53,7 @@ t.test('the web example: registration, an in-app card, a push proved from the se
   t.teardown(() => browser.close())
   const page = await browser.newPage()
   await page.goto(`http://localhost:${port}/?app=${app.id}`)
-  await page.waitForFunction(() => /^[0-9a-f-]{36}$/.test(document.getElementById('player')?.textContent ?? ''), null, { timeout: 20_000 })
+  await page.getByText(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/).waitFor({ timeout: 20_000 })
   const player = (await page.textContent('#player')) as string
   const [row] = await w.s.sql('SELECT device_type, sdk_versao, instalacao_id, app_version FROM devices WHERE id = $1', [player])
   t.match(row, { device_type: 5, sdk_versao: '0.6.0', app_version: '1.0.0' }, 'registered by the SDK in the page')
