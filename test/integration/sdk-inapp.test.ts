@@ -213,3 +213,38 @@ t.test('sessao_duracao after N seconds of session; inatividade after N hours awa
   t.same(await funnel(w, sess), { impressoes: 1, cliques: 0, fechados: 1 })
   t.same(await funnel(w, inat), { impressoes: 1, cliques: 0, fechados: 0 })
 })
+
+t.test("a device clock 10 minutes ahead: events are dated on the service's clock and accepted", async (t) => {
+  const w = await inappWorld(t)
+  const id = await w.campaign({ gatilho: { atraso_ms: 0 } })
+  const p = await sdk(t, w, { now: () => Date.now() + 10 * 60_000 })
+  const shown = screen(p)
+  t.ok(await until(() => shown.length === 1))
+  t.match(await p.flush(), { sent: 1, dropped: 0 })
+  t.same(await funnel(w, id), { impressoes: 1, cliques: 0, fechados: 0 })
+})
+
+t.test('a token change: the package is fetched again for the new device, whose events count', async (t) => {
+  const w = await inappWorld(t)
+  await w.config({ inapp_cap_horas: 0 })
+  const id = await w.campaign({
+    gatilho: { tipo: 'evento', chave: 'tela', comparador: 'igual', valor: 'loja', atraso_ms: 0 },
+    regras: { cap_total: 0, cooldown_h: 0 },
+  })
+  let token = 'web-antes'
+  const p = await sdk(t, w, { getToken: () => `${token}-${w.app.id}` })
+  const shown = screen(p)
+  await p.inapp.idle()
+  const before = p.inapp.messages[0]?.prova
+  token = 'web-depois'
+  const oldId = p.playerId
+  await p.refreshToken()
+  t.not(p.playerId, oldId)
+  await p.inapp.idle()
+  t.not(p.inapp.messages[0]?.prova, before, "the new device's proof")
+  p.inapp.trigger('tela', 'loja')
+  t.ok(await until(() => shown.length === 1))
+  shown[0]?.click()
+  t.match(await p.flush(), { sent: 2, dropped: 0 })
+  t.same(await funnel(w, id), { impressoes: 1, cliques: 1, fechados: 0 })
+})

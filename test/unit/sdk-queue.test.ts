@@ -175,3 +175,54 @@ t.test('in-app events travel in batches of at most 50', async (t) => {
   t.match(first.eventos[0], { campanha_id: id, prova: 'prova-1', evento: 'impressao', ocorrencia_n: 1 })
   t.match(first.eventos[1], { campanha_id: id, prova: 'prova-1', evento: 'fechou', ocorrencia_n: 1 })
 })
+
+t.test('one malformed event named by the service is dropped; the rest of its batch is sent again', async (t) => {
+  const id = 'aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee'
+  const batches: number[] = []
+  let refuseOnce = true
+  const svc = fakeService()
+  const fetch = async (url: string, init: RequestInit): Promise<Response> => {
+    const path = new URL(url).pathname
+    if (path === '/api/v1/inapp/pending') {
+      return Response.json({
+        pacote_id: 'x',
+        messages: [
+          {
+            campanha_id: id,
+            formato: 'modal',
+            conteudo: { pt: { titulo: 'x' } },
+            gatilho: { tipo: 'ao_abrir', atraso_ms: 0 },
+            regras: { cap_total: 1, cooldown_h: 24, fechar_apos_ms: 0, prioridade: 100 },
+            prova: 'prova-1',
+          },
+        ],
+        validade_s: 86400,
+        cap_global_h: 6,
+        etag: '"e"',
+      })
+    }
+    if (path === '/api/v1/inapp/eventos') {
+      const body = JSON.parse(String(init.body)) as { eventos: unknown[] }
+      batches.push(body.eventos.length)
+      if (refuseOnce) {
+        refuseOnce = false
+        return Response.json({ errors: ['Horário fora da janela aceita: eventos[1].em.'], explain: { campo: 'eventos[1].em' } }, { status: 422 })
+      }
+      return Response.json({ ok: true, resultados: body.eventos.map(() => 'aceito') })
+    }
+    return svc.fetch(url, init)
+  }
+  const errors: PomboError[] = []
+  const p = await device(fetch, { inappPollMs: 0 }, errors)
+  t.teardown(() => p.close())
+  let d: import('@pombo/sdk').InappDisplay | undefined
+  p.inapp.onShow((x) => {
+    d = x
+  })
+  for (const end = Date.now() + 5_000; !d && Date.now() < end; ) await new Promise((r) => setTimeout(r, 5))
+  d?.click()
+  d?.close()
+  t.match(await p.flush(), { sent: 2, dropped: 1, pending: 0 })
+  t.same(batches, [3, 2])
+  t.match(errors.at(-1), { kind: 'inapp', status: 422, job: { evento: 'clique' } })
+})
