@@ -1,7 +1,8 @@
 // The SDK's outbox through its public API, against a scripted fetch (no service): which answers keep a receipt,
-// which drop it, the automatic retries' growing waits, work queued during a round, and in-app events in batches of
-// at most 50.
+// which drop it, the automatic retries' growing waits, work queued during a round, in-app events in batches of at
+// most 50, and a property over random answers: every receipt ends counted once or reported dropped.
 import { MemoryStorage, Pombo, type PomboError } from '@pombo/sdk'
+import fc from 'fast-check'
 import t from 'tap'
 
 const APP = '7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b'
@@ -225,4 +226,50 @@ t.test('one malformed event named by the service is dropped; the rest of its bat
   t.match(await p.flush(), { sent: 2, dropped: 1, pending: 0 })
   t.same(batches, [3, 2])
   t.match(errors.at(-1), { kind: 'inapp', status: 422, job: { evento: 'clique' } })
+})
+
+t.test('property: whatever the service answers, every receipt ends counted once or reported dropped, never lost', async (t) => {
+  const answer = fc.constantFrom<Answer>(
+    { status: 200, body: { ok: true } },
+    { status: 200, body: { ok: true, duplicado: true } },
+    { status: 503 },
+    { status: 429, headers: { 'retry-after': '0' } },
+    { status: 400, body: { errors: ['x'] } },
+    'offline',
+  )
+  await fc.assert(
+    fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.array(answer, { maxLength: 20 }), async (pushes, script) => {
+      const counted = new Map<string, number>()
+      const refused = new Set<string>()
+      const svc = fakeService()
+      const fetch = async (url: string, init: RequestInit): Promise<Response> => {
+        if (!url.endsWith('/api/v1/receipts')) return svc.fetch(url, init)
+        const b = JSON.parse(String(init.body)) as { notification_id: string; evento: string }
+        const key = `${b.notification_id}:${b.evento}`
+        const a = script.shift() ?? { status: 200, body: { ok: true } }
+        if (a === 'offline') throw new TypeError('fetch failed')
+        if (a.status === 200) {
+          const dup = counted.has(key) || (a.body as { duplicado?: boolean }).duplicado === true
+          counted.set(key, (counted.get(key) ?? 0) + (counted.has(key) ? 0 : 1))
+          return Response.json(dup ? { ok: true, duplicado: true } : { ok: true })
+        }
+        if (a.status === 400) refused.add(key)
+        return new Response(JSON.stringify(a.body ?? {}), { status: a.status, headers: a.headers })
+      }
+      const errors: PomboError[] = []
+      const p = await device(fetch, {}, errors)
+      for (let i = 1; i <= pushes; i++) await p.handlePush(push(i))
+      for (let k = 0; k < 30 && (await p.queued()).length > 0; k++) await p.flush()
+      const dropped = new Set(errors.filter((e) => e.job).map((e) => e.job?.id as string))
+      for (let i = 1; i <= pushes; i++) {
+        const id = `${sid(i)}:recebido`
+        // Counted (the fake counted it, once) or dropped (and then reported), never both missing.
+        if (!(counted.get(id) === 1 || dropped.has(id))) return false
+        if (dropped.has(id) && !refused.has(id)) return false // only a 4xx drops
+      }
+      return (await p.queued()).length === 0
+    }),
+    { numRuns: 60 },
+  )
+  t.pass('the property held')
 })

@@ -189,7 +189,11 @@ export class Pombo {
       await this.#store.set(SESSIONS_KEY, this.#sessions)
     }
     await this.#ensureRegistered(false)
-    await this.#outbox.flush('now')
+    try {
+      await this.#outbox.flush('now')
+    } catch (err) {
+      this.#report({ kind: 'receipt', message: messageOf(err), cause: err })
+    }
   }
 
   /** The device's `player_id` on the service; null until a registration succeeded (ever, on this install). */
