@@ -30,8 +30,9 @@ const SECURITY_HEADERS = {
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
-  // The invitation link carries its token in the path: never sent onwards.
-  'Referrer-Policy': 'no-referrer',
+  // The invitation link carries its token in the path: never sent to another site. (`no-referrer` would also make
+  // Chromium send `Origin: null` on the dashboard's own form posts, which the Origin check refuses.)
+  'Referrer-Policy': 'same-origin',
   'Cache-Control': 'no-store',
 }
 

@@ -136,7 +136,7 @@ t.test('an invitation link is used once, sets a password of at least 12 characte
   t.equal(form.status, 200)
   t.match(form.text, /novo@example\.com/)
   t.match(form.text, /Convidados/)
-  t.equal(form.headers.get('referrer-policy'), 'no-referrer', 'the token never leaks through Referer')
+  t.equal(form.headers.get('referrer-policy'), 'same-origin', 'the token never leaks to another site through Referer')
   const short = await c.post(`/convite/${token}`, { _csrf: DashClient.token(form), senha: 'curta-11chr' })
   t.equal(short.status, 400)
   t.match(short.text, /12 caracteres/)

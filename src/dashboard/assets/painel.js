@@ -20,11 +20,16 @@
     })
   }
 
-  // Live counters: every 2 s while a shown send still has work remaining.
+  // Live counters: every 2 s while a shown send still has work remaining, every 5 s after (receipts and clicks keep
+  // arriving after a send completes); only while the page is visible.
   const table = document.getElementById('tabela-envios')
   if (table) {
     const rows = [...table.querySelectorAll('tr[data-envio]')]
     const tick = async () => {
+      if (document.hidden) {
+        setTimeout(tick, 2000)
+        return
+      }
       const ids = rows.map((r) => r.dataset.envio)
       try {
         const res = await fetch(`${table.dataset.vivo}?ids=${ids.join(',')}`, { credentials: 'same-origin' })
@@ -46,7 +51,10 @@
           }
           if (c.remaining > 0 || c.estado !== 'concluído') open = true
         }
-        if (!open) return
+        if (!open) {
+          setTimeout(tick, 5000)
+          return
+        }
       } catch {
         // the next tick tries again
       }
