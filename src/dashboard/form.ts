@@ -2,7 +2,9 @@
 // The body is already capped by the route; a field or file repeated keeps its first value; text must be UTF-8.
 import { isUtf8 } from 'node:buffer'
 
-export class FormError extends Error {}
+export class FormError extends Error {
+  override name = 'FormError'
+}
 
 export interface FormFile {
   filename: string

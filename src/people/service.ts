@@ -8,7 +8,9 @@ import { findOrg } from '../orgs/store'
 import type { Clock } from '../time'
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './password'
 
-export class PeopleError extends Error {}
+export class PeopleError extends Error {
+  override name = 'PeopleError'
+}
 
 export interface Person {
   id: string
