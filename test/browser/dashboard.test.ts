@@ -97,7 +97,7 @@ t.test('the dashboard in Chromium', async (t) => {
   await page.getByRole('textbox', { name: 'Key ID' }).fill(key.keyId)
   await page.getByRole('textbox', { name: 'Team ID' }).fill(key.teamId)
   await page.getByRole('textbox', { name: 'Bundle ID' }).fill(BUNDLE_ID)
-  await page.getByRole('combobox', { name: 'Ambiente', exact: true }).selectOption('production')
+  await page.getByRole('combobox', { name: 'Ambiente' }).selectOption('production')
   await page.getByRole('button', { name: 'Salvar credencial APNs' }).click()
   await page.getByText('Credencial APNs salva').waitFor()
   await page.getByRole('group', { name: 'Android e web push (FCM)' }).getByRole('button', { name: 'Testar conexão' }).click()

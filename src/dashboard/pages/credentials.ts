@@ -69,7 +69,7 @@ ${
     ? html`<dl><dt>Key ID</dt><dd>${(apns as ApnsMeta).key_id}</dd><dt>Team ID</dt><dd>${(apns as ApnsMeta).team_id}</dd><dt>Bundle ID</dt><dd>${(apns as ApnsMeta).bundle_id}</dd><dt>Ambiente</dt><dd>${(apns as ApnsMeta).env}</dd></dl>
 <p>${actions('apns', 'APNs')}</p>
 <form method="post" action="${base}/apns/ambiente" class="linha">${csrfField(v)}
-<label for="apns-env-salvo">Ambiente da credencial salva</label><select id="apns-env-salvo" name="ambiente">
+<label for="apns-env-salvo">Servidor APNs da credencial salva</label><select id="apns-env-salvo" name="ambiente">
 <option value="sandbox"${(apns as ApnsMeta).env === 'sandbox' ? html` selected` : ''}>sandbox</option>
 <option value="production"${(apns as ApnsMeta).env === 'production' ? html` selected` : ''}>production</option></select>
 <button type="submit">Trocar ambiente</button></form>`
