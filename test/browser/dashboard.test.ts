@@ -77,8 +77,10 @@ t.test('the dashboard in Chromium', async (t) => {
   await page.getByRole('link', { name: 'Novo app' }).click()
   await page.getByRole('textbox', { name: 'Nome' }).fill('Loja Azul Android')
   await page.getByRole('button', { name: 'Criar' }).click()
-  const apiKey = await page.getByRole('textbox', { name: 'Chave da API' }).inputValue()
+  const keyBox = page.getByRole('textbox', { name: 'Chave da API' })
+  const apiKey = await keyBox.inputValue()
   t.match(apiKey, /^pm_live_[a-z0-9]{8}_/)
+  t.equal((await keyBox.textContent())?.trim(), apiKey, 'its text is the key too')
   await shot(page, '02-app-criado')
   await page.getByRole('link', { name: 'Abrir o app' }).click()
   const appId = new URL(page.url()).pathname.split('/')[2] as string

@@ -149,7 +149,7 @@ t.test('keys: rotate shows the new key once and the previous expiry; revoke, pau
   const w = await world(t)
   const rot = await w.c.submit(w.appPath, `${w.appPath}/girar`)
   t.equal(rot.status, 200)
-  const key = /id="chave" readonly value="([^"]+)"/.exec(rot.text)?.[1] as string
+  const key = /<textarea id="chave"[^>]*>([^<]+)<\/textarea>/.exec(rot.text)?.[1] as string
   t.match(key, /^pm_live_/)
   t.match(rot.text, /A chave anterior vale até/)
   const probe = await w.s.call('GET', `/api/v1/confirmacoes?app_id=${w.app.id}`, { headers: basic(key) })

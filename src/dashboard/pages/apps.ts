@@ -1,5 +1,5 @@
 // /apps: the viewer's apps (an operator's: every app), the "Novo app" form, and the creation answer that shows the
-// API key once.
+// API key once (in a read-only text area: its text and its value are both the key, however a reader looks).
 import type { AppService } from '../../apps/service'
 import { parseCreateApp } from '../../apps/validate'
 import type { Config } from '../../config'
@@ -78,9 +78,9 @@ ${orgs.map((o) => html`<option value="${o.id}">${o.nome} (${o.plano})</option>`)
 <p class="aviso ok" role="status">Guarde as chaves agora: elas não serão mostradas de novo.</p>
 <div class="cartao">
 <label for="chave">Chave da API</label>
-<input id="chave" readonly value="${app.api_key}" class="segredo">
+<textarea id="chave" readonly rows="2" class="segredo">${app.api_key}</textarea>
 <label for="recibo">Chave de recibo</label>
-<input id="recibo" readonly value="${app.receipt_key}" class="segredo">
+<textarea id="recibo" readonly rows="2" class="segredo">${app.receipt_key}</textarea>
 <p>ID do app: <code>${app.id}</code></p>
 </div>
 <p><a href="/apps/${app.id}">Abrir o app</a></p>`

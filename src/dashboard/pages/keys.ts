@@ -97,7 +97,7 @@ export function keysRoutes(r: Router, d: AppPageDeps): void {
     const k = await d.apps.rotate(app.id)
     const body = html`<h1>Chave nova de ${app.nome}</h1>
 <p class="aviso ok" role="status">Guarde a chave agora: ela não será mostrada de novo.</p>
-<div class="cartao"><label for="chave">Chave da API</label><input id="chave" readonly value="${k.api_key}" class="segredo">
+<div class="cartao"><label for="chave">Chave da API</label><textarea id="chave" readonly rows="2" class="segredo">${k.api_key}</textarea>
 <p>${k.anterior_expira_em ? html`A chave anterior vale até <b>${when(new Date(k.anterior_expira_em))}</b> (<time>${k.anterior_expira_em}</time>).` : 'Não havia chave anterior ativa.'}</p></div>
 <p><a href="/apps/${app.id}#chaves">Voltar ao app</a></p>`
     return htmlReply(200, page({ title: 'Chave nova', viewer: v }, body))
