@@ -205,3 +205,36 @@ t.test('webhook: re-enable, and replay of an abandoned event; in-app: switch, pu
   const reach = await w.c.get(`${w.appPath}?alcance=${cid}`)
   t.match(reach.text, /<b>0<\/b> dispositivos/)
 })
+
+t.test('lists paginate by keyset: devices, sends, apps', async (t) => {
+  const w = await world(t)
+  // 30 devices and 23 sends, written directly (the pages only read them).
+  await w.s.sql(
+    `INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, last_active, created_at, updated_at)
+     SELECT $1, gen_random_uuid(), 'tok-' || i, 1, false, 'fcm', now(), now(), now() FROM generate_series(1, 30) i`,
+    [w.app.id],
+  )
+  await w.s.sql(
+    `INSERT INTO sends (app_id, id, lane, target_kind, platforms, message, contents, recipients, recipients_exact, remaining, ttl_s, queued_at, expansion_done, name)
+     SELECT $1, gen_random_uuid(), 0, 'segments', '[]', '{}', '{}', 0, true, 0, 60, now() - (i || ' minutes')::interval, true, 'envio-' || i
+       FROM generate_series(1, 23) i`,
+    [w.app.id],
+  )
+  const first = await w.c.get(w.appPath)
+  const devLinks = (p: string) => [...p.matchAll(/\/dispositivos\/([0-9a-f-]{36})"/g)].map((m) => m[1])
+  const sendNames = (p: string) => [...p.matchAll(/<td>(envio-\d+)/g)].map((m) => m[1])
+  t.equal(devLinks(first.text).length, 25)
+  t.same(sendNames(first.text).slice(0, 3), ['envio-1', 'envio-2', 'envio-3'], 'newest first')
+  t.equal(sendNames(first.text).length, 20)
+  const nextDev = /href="([^"]+disp_apos=[^"#]+)#dispositivos"/.exec(first.text)?.[1] as string
+  const nextSends = /href="([^"]+envios_antes=[^"#]+)#envios"/.exec(first.text)?.[1] as string
+  const dev2 = await w.c.get(nextDev.replaceAll('&amp;', '&'))
+  t.equal(devLinks(dev2.text).length, 5)
+  t.same(new Set([...devLinks(first.text), ...devLinks(dev2.text)]).size, 30, 'every device once')
+  t.notMatch(dev2.text, /disp_apos=/, 'no further page')
+  const s2 = await w.c.get(nextSends.replaceAll('&amp;', '&'))
+  t.same(sendNames(s2.text), ['envio-21', 'envio-22', 'envio-23'])
+  // Garbage cursors are the first page, not an error.
+  t.equal((await w.c.get(`${w.appPath}?disp_apos=x&envios_antes=1_2&inapp_apos=%%&abandonados_antes=-1`)).status, 200)
+  t.equal((await w.c.get('/apps?apos=nada')).status, 200)
+})
