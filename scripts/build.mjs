@@ -18,3 +18,5 @@ execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { cwd: 
 const main = join(root, 'dist', 'src', 'main.js')
 if (!existsSync(main)) throw new Error(`build: ${main} was not written`)
 cpSync(join(root, 'src', 'db', 'migrations'), join(root, 'dist', 'src', 'db', 'migrations'), { recursive: true })
+cpSync(join(root, 'src', 'dashboard', 'assets'), join(root, 'dist', 'src', 'dashboard', 'assets'), { recursive: true })
+

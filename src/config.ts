@@ -40,8 +40,24 @@ export interface Config {
   readonly webhook: Webhook
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
   readonly proPrice: string
+  /** The dashboard's sign-in and session settings (src/dashboard). */
+  readonly dashboard: Dashboard
   readonly gitCommit: string
   readonly logLevel: string
+}
+
+export interface Dashboard {
+  /** {dashboard_url} (PM_DASHBOARD_URL): invitation links are built on it; https makes the session cookie Secure. */
+  readonly url: string
+  /** PM_DASHBOARD_SECRET (64 hex): signs session cookies. Unset: derived from PM_VAULT_KEY; neither: random per
+   *  process (sessions then end with the process and do not cross instances). */
+  readonly secret: Buffer | null
+  /** PM_DASHBOARD_SESSION_H: a session ends this long after sign-in. */
+  readonly sessionTtlMs: number
+  /** PM_DASHBOARD_SIGNIN_PER_ACCOUNT / PM_DASHBOARD_SIGNIN_PER_IP: sign-in attempts per 15 minutes. */
+  readonly signinPerAccount: number
+  readonly signinPerIp: number
+  readonly signinWindowMs: number
 }
 
 export interface Limits {
@@ -257,6 +273,12 @@ function vaultKey(raw: string | undefined): Buffer | null {
   return Buffer.from(raw, 'hex')
 }
 
+function hexKey(name: string, raw: string | undefined): Buffer | null {
+  if (raw === undefined || raw === '') return null
+  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(`${name}: expected 64 hex characters`)
+  return Buffer.from(raw, 'hex')
+}
+
 function trustProxy(raw: string | undefined): string[] {
   if (!raw) return []
   const items = raw.split(',').map((s) => s.trim()).filter(Boolean)
@@ -351,6 +373,14 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       pollMs: int(env, 'PM_WEBHOOK_POLL_MS', DEFAULT_WEBHOOK.pollMs, 1),
       concurrency: int(env, 'PM_WEBHOOK_CONCURRENCY', DEFAULT_WEBHOOK.concurrency, 1),
     }),
+    dashboard: Object.freeze({
+      url: (env.PM_DASHBOARD_URL || `http://${host}:${int(env, 'PM_DASHBOARD_PORT', 8081)}`).replace(/\/+$/, ''),
+      secret: hexKey('PM_DASHBOARD_SECRET', env.PM_DASHBOARD_SECRET),
+      sessionTtlMs: int(env, 'PM_DASHBOARD_SESSION_H', 12, 1) * 3_600_000,
+      signinPerAccount: int(env, 'PM_DASHBOARD_SIGNIN_PER_ACCOUNT', 10),
+      signinPerIp: int(env, 'PM_DASHBOARD_SIGNIN_PER_IP', 60),
+      signinWindowMs: 15 * 60_000,
+    }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
     ...overrides,
@@ -368,5 +398,6 @@ export function redacted(cfg: Config): Record<string, unknown> {
     redisUrl: cfg.redisUrl.replace(/\/\/([^@/]*)@/, '//***@'),
     platformKey: cfg.platformKey ? 'set' : 'unset',
     vaultKey: cfg.vaultKey ? 'set' : 'unset',
+    dashboard: { ...cfg.dashboard, secret: cfg.dashboard.secret ? 'set' : 'unset' },
   }
 }

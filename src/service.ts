@@ -91,6 +91,8 @@ export class Service {
   /** The operations port (metrics, health, readiness); null when PM_OPS_PORT is 0. */
   ops: OpsServer | null = null
   #stopped = false
+  /** What the dashboard holds open besides its server (the connection test's provider connections). */
+  #dashboardParts: { close(): Promise<void> } | null = null
 
   private constructor(readonly deps: Deps) {}
 
@@ -178,7 +180,7 @@ export class Service {
       if (roles.has('dashboard')) {
         svc.dashboard = new HttpServer('dashboard', log, proxies, http)
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
-        dashboardRoutes(svc.dashboard.router, { db, redis, version: VERSION, apiUrl })
+        svc.#dashboardParts = dashboardRoutes(svc.dashboard.router, { ...deps, version: VERSION, apiUrl, providerCa: opts.providerCa })
         svc.dashboard.router.fallback()
         await svc.dashboard.listen(cfg.host, cfg.dashboardPort)
       }
@@ -240,6 +242,7 @@ export class Service {
     this.#stopped = true
     this.drain()
     await Promise.all([this.api?.close(), this.dashboard?.close(), this.grpc?.close()])
+    await this.#dashboardParts?.close()
     await this.delivery?.stop()
     await this.dispatcher?.stop()
     await this.deps.devices.stop()

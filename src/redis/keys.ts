@@ -67,4 +67,19 @@ export class Keys {
   grpcStreams(appId: string): string {
     return `${this.prefix}:{${appId}}:grpc:streams`
   }
+
+  /** Dashboard sign-in attempts per account (digest of the e-mail) per window. */
+  signinAccount(account: string, window: number): string {
+    return `${this.prefix}:dash:signin:a:${account}:${window}`
+  }
+
+  /** Dashboard sign-in attempts per source IP per window. */
+  signinIp(ip: string, window: number): string {
+    return `${this.prefix}:dash:signin:ip:${ip}:${window}`
+  }
+
+  /** A dashboard session's one-shot message (shown by the next page it opens). */
+  dashboardFlash(session: string): string {
+    return `${this.prefix}:dash:flash:${session}`
+  }
 }
