@@ -3,35 +3,17 @@
 // fails with Apple's reason), sends through the API and watches the counters move, deletes a device after the
 // confirmation, and checks that a person of another organisation sees nothing of the app (404). Screenshots of the
 // main pages go to a folder printed at the start (PM_SCREENSHOT_DIR, default .scratch/screenshots).
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import t from 'tap'
 import { PLACEHOLDER_APNS_TOKEN } from '../../src/credentials/connection-test'
 import { ROOT } from '../../src/root'
+import { launchChromium } from '../helpers/browser'
 import { DashClient, makeOrg, makePerson } from '../helpers/dashboard'
 import { BUNDLE_ID, startDelivery } from '../helpers/delivery'
 import { basic } from '../helpers/service'
 
-/** The Debian package's binary (the /usr/bin/chromium wrapper is slower to start); a missing browser fails loudly. */
-function chromiumPath(): string {
-  const candidates = [process.env.PM_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium'].filter(Boolean) as string[]
-  const found = candidates.find((p) => existsSync(p))
-  if (!found) throw new Error(`Chromium not found (${candidates.join(', ')}): install Debian's chromium package (apt-get install chromium)`)
-  return found
-}
-
-const FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
 const SENHA = 'uma-senha-bem-longa'
 
 t.setTimeout(300_000)
@@ -51,12 +33,8 @@ t.test('the dashboard in Chromium', async (t) => {
   w.apns.script(PLACEHOLDER_APNS_TOKEN, 'bad-device-token')
   w.fcm.script(/^br-/, 'slow:1500')
 
-  const userData = mkdtempSync(join(tmpdir(), 'pombo-chromium-'))
-  const ctx = await chromium.launchPersistentContext(userData, { executablePath: chromiumPath(), headless: true, args: FLAGS })
-  t.teardown(async () => {
-    await ctx.close()
-    rmSync(userData, { recursive: true, force: true })
-  })
+  const { ctx, close } = await launchChromium()
+  t.teardown(close)
   const page = ctx.pages()[0] ?? (await ctx.newPage())
   page.setDefaultTimeout(20_000)
   const base = w.s.dashboardUrl

@@ -1,26 +1,12 @@
 // The web example (examples/web) in a real browser: its server forwards /api to a real service, the page registers
 // the device through the SDK in a module service worker setup with IndexedDB storage, draws an in-app card whose
 // impression, click and close reach the funnel, and a push handed to the service worker is proved in `recebidos`.
-// Needs a Chromium (PM_CHROMIUM, else /usr/bin/chromium); without one the test says so and skips.
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
-import { createServer } from 'node:net'
-import { chromium } from 'playwright-core'
 import t from 'tap'
 import { sendAndBuild } from '../../examples/web/push-data'
+import { launchChromium } from '../helpers/browser'
 import { inappWorld } from '../helpers/inapp'
-
-const CHROMIUM = process.env.PM_CHROMIUM || '/usr/bin/chromium'
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address()
-      s.close(() => (a && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))))
-    })
-  })
-}
+import { freePort } from '../helpers/serve-child'
 
 function started(child: ChildProcess): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -33,7 +19,7 @@ function started(child: ChildProcess): Promise<void> {
   })
 }
 
-t.test('the web example: registration, an in-app card, a push proved from the service worker', { skip: existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}` }, async (t) => {
+t.test('the web example: registration, an in-app card, a push proved from the service worker', async (t) => {
   const w = await inappWorld(t)
   const app = w.app as typeof w.app & { receipt_key: string }
   const campaign = await w.campaign({
@@ -49,9 +35,9 @@ t.test('the web example: registration, an in-app card, a push proved from the se
     server.kill()
   })
   await started(server)
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
-  t.teardown(() => browser.close())
-  const page = await browser.newPage()
+  const { ctx, close } = await launchChromium()
+  t.teardown(close)
+  const page = await ctx.newPage()
   await page.goto(`http://localhost:${port}/?app=${app.id}`)
   await page.getByText(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/).waitFor({ timeout: 20_000 })
   const player = (await page.textContent('#player')) as string
