@@ -177,6 +177,7 @@ async function endSliceExpansion(db: Db, meta: SendMeta, slice: number): Promise
 export class SliceRunner {
   readonly #held = new Map<string, SliceLease>()
   #stopped = false
+  #polling: Promise<void> | null = null
 
   constructor(
     private readonly db: Db,
@@ -194,8 +195,15 @@ export class SliceRunner {
     return this.#held.size
   }
 
-  /** Leases slices while there is room (called every pollMs). */
-  async poll(): Promise<void> {
+  /** Leases slices while there is room (called every pollMs, and as soon as a slice is through). */
+  poll(): Promise<void> {
+    this.#polling ??= this.#poll().finally(() => {
+      this.#polling = null
+    })
+    return this.#polling
+  }
+
+  async #poll(): Promise<void> {
     while (!this.#stopped && this.#held.size < this.s.perWorker) {
       const lease = await leaseSlice(this.db, this.owner, new Date(this.clock()), this.s.leaseMs)
       if (!lease) return
@@ -240,6 +248,8 @@ export class SliceRunner {
         WHERE send_id = $1 AND slice = $2 AND owner = $3 AND done_at IS NULL`,
       [lease.sendId, lease.slice, this.owner, now, complete],
     )
+    // Room again: the next slice now rather than at the next poll (a worker's window must not idle between slices).
+    if (!this.#stopped) this.poll().catch((err) => this.log.warn({ err: String(err) }, 'could not lease a slice'))
   }
 
   /** Stops leasing and gives back every held slice (another worker takes it at once). */
