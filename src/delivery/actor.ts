@@ -59,6 +59,8 @@ export interface ActorDeps {
   sliceDevices?: number
   /** A slice's walk is over: `complete` when every device of it has a durable outcome. */
   sliceFinished?(lease: SliceLease, complete: boolean): Promise<void>
+  /** A send was just cut into slices: this process looks for slices to lease now. */
+  slicesPlanned?(): void
 }
 
 export const MAX_ATTEMPTS = 3
@@ -390,6 +392,7 @@ export class AppActor {
       if (k > 1) {
         await planSlices(this.d.db, meta, k)
         meta.sliced = true
+        this.d.slicesPlanned?.()
       }
       this.#begin(sendId, meta, (changed) =>
         meta.sliced

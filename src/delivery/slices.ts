@@ -24,9 +24,12 @@ export interface SliceSettings {
   /** Slices a worker holds at once. */
   perWorker: number
   leaseMs: number
-  /** How often a worker with room looks for a slice to lease. */
+  /** How often a worker with room looks for a slice to lease (after finding none, IDLE_POLL_MS). */
   pollMs: number
 }
+
+/** A worker that found no slice looks again after this long, unless its own process plans some meanwhile. */
+export const IDLE_POLL_MS = 1_000
 
 /** A leased slice: devices of the send with ids in (lo, hi]. */
 export interface SliceLease {
@@ -178,6 +181,8 @@ export class SliceRunner {
   readonly #held = new Map<string, SliceLease>()
   #stopped = false
   #polling: Promise<void> | null = null
+  /** No open slice was found: polls wait until then (an idle deployment costs a statement a second per worker). */
+  #idleUntil = 0
 
   constructor(
     private readonly db: Db,
@@ -195,8 +200,15 @@ export class SliceRunner {
     return this.#held.size
   }
 
+  /** Slices were just planned in this process: look now. */
+  wake(): void {
+    this.#idleUntil = 0
+    if (!this.#stopped) this.poll().catch((err) => this.log.warn({ err: String(err) }, 'could not lease a slice'))
+  }
+
   /** Leases slices while there is room (called every pollMs, and as soon as a slice is through). */
   poll(): Promise<void> {
+    if (this.clock() < this.#idleUntil) return Promise.resolve()
     this.#polling ??= this.#poll().finally(() => {
       this.#polling = null
     })
@@ -206,7 +218,10 @@ export class SliceRunner {
   async #poll(): Promise<void> {
     while (!this.#stopped && this.#held.size < this.s.perWorker) {
       const lease = await leaseSlice(this.db, this.owner, new Date(this.clock()), this.s.leaseMs)
-      if (!lease) return
+      if (!lease) {
+        this.#idleUntil = this.clock() + IDLE_POLL_MS
+        return
+      }
       if (lease.leases > 1) this.log.info({ app: lease.appId, send: lease.sendId, slice: lease.slice }, 'slice taken over')
       this.#held.set(sliceKey(lease.sendId, lease.slice), lease)
       await this.start(lease).catch((err) => {

@@ -57,7 +57,7 @@ export class DeliveryWorker {
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly s: WorkerSettings,
-    private readonly actorDeps: Omit<ActorDeps, 'finished' | 'sliceFinished'>,
+    private readonly actorDeps: Omit<ActorDeps, 'finished' | 'sliceFinished' | 'slicesPlanned'>,
     private readonly log: Logger,
     clock?: Clock,
   ) {
@@ -270,7 +270,7 @@ export class DeliveryWorker {
     this.#entries.set(sendId, list)
     let actor = this.#actors.get(appId)
     if (!actor) {
-      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s) })
+      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s), slicesPlanned: () => this.#slices.wake() })
       this.#actors.set(appId, actor)
     }
     actor.add(sendId).catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
