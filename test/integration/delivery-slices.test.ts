@@ -164,7 +164,7 @@ t.test('slice bounds cover the id space once, in order', async (t) => {
 })
 
 t.test('two worker processes deliver one send together: both lease slices; counters exact', async (t) => {
-  const d = await deployment(t, { devices: 12_000, sliceDevices: 1_000 })
+  const d = await deployment(t, { devices: 6_000, sliceDevices: 500 })
   d.fcm.setDefaultBehaviour('slow:20')
   const a = await d.worker()
   const b = await d.worker()
@@ -176,7 +176,7 @@ t.test('two worker processes deliver one send together: both lease slices; count
 })
 
 t.test('a worker SIGKILLed mid-slice: its slice is taken over; every device delivered at least once; counters exact', async (t) => {
-  const d = await deployment(t, { devices: 12_000, sliceDevices: 2_000 })
+  const d = await deployment(t, { devices: 8_000, sliceDevices: 1_000 })
   d.fcm.setDefaultBehaviour('slow:20')
   await d.worker()
   await d.worker()
