@@ -251,7 +251,9 @@ export class SliceRunner {
 
   /**
    * The slice's walk is over: done when every device of it has a durable outcome (`complete`), else given back at
-   * once for another walk (an outcome could not be recorded, or the worker is stopping).
+   * once for another walk (an outcome could not be recorded, or the worker is stopping). A slice is marked done only
+   * if no pending row is left in its range: a stalled former owner, expanding once more before it learnt of the
+   * takeover, may have added a device behind the new owner's walk; the slice is then walked again.
    */
   async finish(lease: SliceLease, complete: boolean): Promise<void> {
     const k = sliceKey(lease.sendId, lease.slice)
@@ -259,8 +261,11 @@ export class SliceRunner {
     const now = new Date(this.clock())
     await query(
       this.db,
-      `UPDATE send_slices SET lease_until = $4, done_at = CASE WHEN $5 THEN $4::timestamptz END
-        WHERE send_id = $1 AND slice = $2 AND owner = $3 AND done_at IS NULL`,
+      `UPDATE send_slices t SET lease_until = $4,
+              done_at = CASE WHEN $5 AND NOT EXISTS (
+                SELECT 1 FROM deliveries x WHERE x.send_id = t.send_id AND x.device_id > t.lo AND x.device_id <= t.hi AND x.status = 0
+              ) THEN $4::timestamptz END
+        WHERE t.send_id = $1 AND t.slice = $2 AND t.owner = $3 AND t.done_at IS NULL`,
       [lease.sendId, lease.slice, this.owner, now, complete],
     )
     // Room again: the next slice now rather than at the next poll (a worker's window must not idle between slices).

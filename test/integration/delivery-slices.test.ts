@@ -10,7 +10,8 @@ import t, { type Test } from 'tap'
 import { type Pombo, startPombo } from '../../bench/lib/pombo'
 import { CredentialService } from '../../src/credentials/service'
 import { parseServiceAccount } from '../../src/credentials/validate'
-import { sliceBounds } from '../../src/delivery/slices'
+import { loadSends } from '../../src/delivery/audience'
+import { planSlices, type SliceLease, SliceRunner, sliceBounds } from '../../src/delivery/slices'
 import { startFakeProviders } from '../fakes'
 import { basic, startService, VAULT_KEY } from '../helpers/service'
 
@@ -161,6 +162,46 @@ t.test('slice bounds cover the id space once, in order', async (t) => {
       'each slice non-empty',
     )
   }
+})
+
+t.test('a slice with a pending device left in its range is not marked done: it is leased and walked again', async (t) => {
+  const s = await startService(t, { roles: ['api'], env: { PM_DEFAULT_PLAN: 'pro' } })
+  const app = await s.createApp()
+  await s.sql(
+    `INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types,
+                          invalid_identifier, last_active, created_at, updated_at)
+     SELECT $1, gen_random_uuid(), 'left-' || i, 1, false, 'fcm', 'en', 1, false, now(), now(), now() FROM generate_series(1, 4) AS i`,
+    [app.id],
+  )
+  const r = await s.call('POST', '/api/v1/notifications', {
+    body: { app_id: app.id, contents: { en: 'Left behind' }, included_segments: ['Subscribed Users'] },
+    headers: basic(app.api_key),
+  })
+  const sendId = r.json.id as string
+  const { db, log } = s.svc.deps
+  const meta = (await loadSends(db, [{ appId: app.id, sendId }], new Date())).get(sendId)
+  if (!meta) throw new Error('no send')
+  await planSlices(db, meta, 1)
+  const leased: SliceLease[] = []
+  const runner = new SliceRunner(db, 'owner-a', { sliceDevices: 1, perWorker: 1, leaseMs: 60_000, pollMs: 1_000 }, Date.now, log, async (l) => {
+    leased.push(l)
+  }, () => {})
+  await runner.poll()
+  const first = leased[0] as SliceLease
+  t.equal(first.slice, 0, 'slice 0 leased')
+  // A device of the slice's range still pending (as a stalled former owner's last expansion would leave it).
+  const behind = '00000001-0000-4000-8000-000000000000'
+  await s.sql('INSERT INTO deliveries (send_id, device_id, app_id, device_type) VALUES ($1, $2, $3, 1)', [sendId, behind, app.id])
+  await runner.finish(first, true)
+  const [row] = await s.sql('SELECT done_at FROM send_slices WHERE send_id = $1 AND slice = 0', [sendId])
+  t.equal(row?.done_at, null, 'not done while a device of it is pending')
+  await runner.poll() // the worker looks for work as soon as a slice is through: the same slice, given back
+  const again = leased[1] as SliceLease
+  t.same([again.slice, again.leases], [0, 2], 'leased again for another walk')
+  await s.sql('UPDATE deliveries SET status = 1 WHERE send_id = $1 AND device_id = $2', [sendId, behind])
+  await runner.finish(again, true)
+  const [done] = await s.sql('SELECT done_at FROM send_slices WHERE send_id = $1 AND slice = 0', [sendId])
+  t.ok(done?.done_at, 'done once every device of it is final')
 })
 
 t.test('two worker processes deliver one send together: both lease slices; counters exact', async (t) => {
