@@ -154,6 +154,13 @@ export interface Delivery {
   readonly pageSize: number
   /** Waits before the 2nd and 3rd attempts of a transient failure (spec: three attempts in all). */
   readonly retryDelaysMs: readonly number[]
+  /** A segment send estimated above this many devices is cut into slices of about this size, which any worker may
+   *  lease (PM_SLICE_DEVICES). */
+  readonly sliceDevices: number
+  /** Slices one worker holds at once (PM_SLICES_PER_WORKER). */
+  readonly slicesPerWorker: number
+  /** How often a worker with room looks for a slice to lease. */
+  readonly slicePollMs: number
 }
 
 /** The webhook dispatcher (spec §Events redelivery policy, §Limits Webhook row). */
@@ -198,6 +205,9 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   inflightPerApp: 256,
   pageSize: 500,
   retryDelaysMs: Object.freeze([1_000, 5_000]),
+  sliceDevices: 20_000,
+  slicesPerWorker: 2,
+  slicePollMs: 250,
 })
 
 export const DEFAULT_JOBS: Jobs = Object.freeze({
@@ -365,6 +375,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       heartbeatMs: int(env, 'PM_HEARTBEAT_MS', DEFAULT_DELIVERY.heartbeatMs, 100),
       inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
       pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
+      sliceDevices: int(env, 'PM_SLICE_DEVICES', DEFAULT_DELIVERY.sliceDevices, 1),
+      slicesPerWorker: int(env, 'PM_SLICES_PER_WORKER', DEFAULT_DELIVERY.slicesPerWorker, 1),
     }),
     webhook: Object.freeze({
       ...DEFAULT_WEBHOOK,

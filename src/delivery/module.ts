@@ -9,6 +9,7 @@ import type { Vault } from '../vault'
 import type { Platform, ProviderSource } from './actor'
 import { OutcomeRecorder } from './outcomes'
 import { SendBatches } from './send-batches'
+import { SharedBucket } from './pacer'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from './providers/h2-pool'
 import { ProviderCache, type ProviderObserver } from './providers/index'
@@ -52,7 +53,13 @@ export class DeliveryModule implements ProviderSource {
       db,
       redis,
       keys,
-      { partitions: cfg.partitions, leaseMs: cfg.delivery.leaseMs, readCount: 500, heartbeatMs: cfg.delivery.heartbeatMs },
+      {
+        partitions: cfg.partitions,
+        leaseMs: cfg.delivery.leaseMs,
+        readCount: 500,
+        heartbeatMs: cfg.delivery.heartbeatMs,
+        slices: { sliceDevices: cfg.delivery.sliceDevices, perWorker: cfg.delivery.slicesPerWorker, pollMs: cfg.delivery.slicePollMs },
+      },
       {
         db,
         recorder: this.recorder,
@@ -65,6 +72,8 @@ export class DeliveryModule implements ProviderSource {
         maxInflight: cfg.delivery.inflightPerApp,
         pageSize: cfg.delivery.pageSize,
         retryDelaysMs: cfg.delivery.retryDelaysMs,
+        pace: (appId) => new SharedBucket(redis, keys, appId),
+        sliceDevices: cfg.delivery.sliceDevices,
       },
       log,
       clock,

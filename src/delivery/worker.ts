@@ -2,6 +2,8 @@
 // group, and runs one actor per app with work. A partition has one owner at a time (its lease), so an app's actor
 // runs in one process only; when a worker dies its leases lapse, another takes them and claims the pending entries.
 // A stream entry is acknowledged only when every device of its send has a durable outcome.
+// A big send's slices are not tied to partitions: every worker leases them while it has room (slices.ts) and walks
+// each in an actor of its app kept apart from the partition's actors (a partition lost does not stop a slice).
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
@@ -13,6 +15,8 @@ import { partitionOf, WORK_GROUP } from '../redis/partitions'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
 import { abortableSleep } from './pacer'
+import type { SendSource } from './actor'
+import { type SliceLease, SliceRunner, type SliceSettings, sliceKey } from './slices'
 
 export interface WorkerSettings {
   partitions: number
@@ -21,6 +25,7 @@ export interface WorkerSettings {
   readCount: number
   /** While a worker works on a send it refreshes the send's `picked_at` this often (the sweeper's sign of life). */
   heartbeatMs: number
+  slices: Omit<SliceSettings, 'leaseMs'>
 }
 
 const GROUP = WORK_GROUP
@@ -33,6 +38,9 @@ export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`
   readonly #owned = new Set<number>()
   readonly #actors = new Map<string, AppActor>()
+  /** Actors walking leased slices, per app. */
+  readonly #sliceActors = new Map<string, AppActor>()
+  readonly #slices: SliceRunner
   /** Stream entries per send, acknowledged together when the send is finished. */
   readonly #entries = new Map<string, Array<{ stream: string; id: string }>>()
   /** Acknowledgements waiting for the end of the event-loop turn, per stream. */
@@ -49,11 +57,27 @@ export class DeliveryWorker {
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly s: WorkerSettings,
-    private readonly actorDeps: Omit<ActorDeps, 'finished'>,
+    private readonly actorDeps: Omit<ActorDeps, 'finished' | 'sliceFinished' | 'slicesPlanned'>,
     private readonly log: Logger,
     clock?: Clock,
   ) {
     this.#clock = clock ?? systemClock
+    this.#slices = new SliceRunner(
+      db,
+      this.id,
+      { ...s.slices, leaseMs: s.leaseMs },
+      this.#clock,
+      log,
+      (lease) => this.#startSlice(lease),
+      (keys) => {
+        for (const a of this.#sliceActors.values()) a.abandon(keys)
+      },
+    )
+  }
+
+  /** Slices this worker holds (metrics, tests). */
+  get heldSlices(): number {
+    return this.#slices.held
   }
 
   /** App actors alive in this process (metrics). */
@@ -69,14 +93,21 @@ export class DeliveryWorker {
     this.#reader = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
     this.#reader.on('error', () => {})
     await this.#balance()
-    this.#loops = [this.#every(this.s.leaseMs / 3, () => this.#balance()), this.#every(this.s.heartbeatMs, () => this.#heartbeat()), this.#read()]
+    this.#loops = [
+      this.#every(this.s.leaseMs / 3, () => this.#balance()),
+      this.#every(this.s.leaseMs / 3, () => this.#slices.renew()),
+      this.#every(this.s.slices.pollMs, () => this.#slices.poll()),
+      this.#every(this.s.heartbeatMs, () => this.#heartbeat()),
+      this.#read(),
+    ]
   }
 
   /** Stops reading, lets actors finish what is in flight, releases the leases. Pending entries stay for the next owner. */
   async stop(): Promise<void> {
     this.#stop.abort()
-    await Promise.all([...this.#actors.values()].map((a) => a.stop()))
+    await Promise.all([...this.#actors.values(), ...this.#sliceActors.values()].map((a) => a.stop()))
     await Promise.allSettled(this.#loops)
+    await this.#slices.stop()
     for (const p of this.#owned) await this.redis.eval(RELEASE, 1, this.keys.lease(p), this.id).catch(() => {})
     this.#owned.clear()
     await this.redis.zrem(this.keys.workers(), this.id).catch(() => {})
@@ -239,10 +270,30 @@ export class DeliveryWorker {
     this.#entries.set(sendId, list)
     let actor = this.#actors.get(appId)
     if (!actor) {
-      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s) })
+      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s), slicesPlanned: () => this.#slices.wake() })
       this.#actors.set(appId, actor)
     }
     actor.add(sendId).catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
+  }
+
+  /** A slice was leased: its send's meta (batched with other loads), then an actor of its app walks it. */
+  async #startSlice(lease: SliceLease): Promise<void> {
+    const loaded = await (this.actorDeps.sends as SendSource).load({ appId: lease.appId, sendId: lease.sendId })
+    if (!loaded || loaded.meta.completed) {
+      await this.#slices.finish(lease, true) // nothing left to deliver in it
+      return
+    }
+    let actor = this.#sliceActors.get(lease.appId)
+    if (!actor) {
+      actor = new AppActor(lease.appId, {
+        ...this.actorDeps,
+        finished: () => {},
+        sliceFinished: (l, complete) => this.#slices.finish(l, complete),
+      })
+      this.#sliceActors.set(lease.appId, actor)
+    }
+    actor.addSlice(loaded.meta, lease)
+    this.log.debug({ app: lease.appId, send: lease.sendId, slice: sliceKey(lease.sendId, lease.slice) }, 'slice leased')
   }
 
   #finished(_appId: string, sendId: string): void {
@@ -272,6 +323,11 @@ export class DeliveryWorker {
   /** Refreshes picked_at of every send an actor is working on (the sweeper leaves them alone); retires idle actors. */
   async #heartbeat(): Promise<void> {
     const rows: Array<[string, string]> = []
+    for (const [appId, a] of this.#sliceActors) {
+      if (!a.idle) continue
+      this.#sliceActors.delete(appId)
+      void a.stop()
+    }
     for (const [appId, a] of this.#actors) {
       if (a.idle) {
         this.#actors.delete(appId) // memory stays bounded by the apps with work, not every app ever seen

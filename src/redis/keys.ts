@@ -63,6 +63,16 @@ export class Keys {
     return `${this.prefix}:workers`
   }
 
+  /** An app's delivery pace (a token bucket shared by every process delivering for it). */
+  pace(appId: string): string {
+    return `${this.prefix}:{${appId}}:pace`
+  }
+
+  /** Set while a process asks for the app's transactional tokens: marketing asks wait (the lanes, across processes). */
+  paceLane(appId: string): string {
+    return `${this.prefix}:{${appId}}:pace:tx`
+  }
+
   /** An app's open confirmation streams on every instance (a sorted set: `<instance>:<stream>` → expiry ms). */
   grpcStreams(appId: string): string {
     return `${this.prefix}:{${appId}}:grpc:streams`
