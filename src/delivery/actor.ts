@@ -15,7 +15,7 @@ import type { Db } from '../db/pool'
 import { type Clock, systemClock } from '../time'
 import { type Candidate, expandSegment, listPage, type SendMeta, segmentPage, setProblem } from './audience'
 import { type OutcomeRecorder, type OutcomeRow, STATUS } from './outcomes'
-import { Pacer } from './pacer'
+import { type PaceCause, abortableSleep, Pacer } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
 import { invalidateBadTokens } from './bad-tokens'
@@ -51,6 +51,8 @@ export interface ActorDeps {
   pageSize: number
   /** Backoff before the 2nd and 3rd attempts (spec: three attempts in all). */
   retryDelaysMs: readonly number[]
+  /** Told of every pacing wait (metrics). */
+  onPaceWait?: (cause: PaceCause, ms: number) => void
 }
 
 export const MAX_ATTEMPTS = 3
@@ -339,7 +341,7 @@ export class AppActor {
 
   async #run(): Promise<void> {
     const signal = this.#stop.signal
-    this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock)
+    this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock, abortableSleep, this.d.onPaceWait)
     while (!signal.aborted) {
       if (this.#window.full || !this.#anyReady()) {
         await this.#sleep()

@@ -8,6 +8,7 @@ import type { Infra } from '../infra'
 import type { Vault } from '../vault'
 import type { Platform, ProviderSource } from './actor'
 import { OutcomeRecorder } from './outcomes'
+import type { PaceCause } from './pacer'
 import { SendBatches } from './send-batches'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from './providers/h2-pool'
@@ -22,6 +23,8 @@ export interface DeliveryDeps extends Infra {
   ca?: string
   /** Provider answers, for the metrics. */
   observeProvider?: ProviderObserver
+  /** Pacing waits of the actors, for the metrics. */
+  observePace?: (cause: PaceCause, ms: number) => void
 }
 
 /** Credentials are re-read at most this often even without a change notice (a missed message heals itself). */
@@ -65,6 +68,7 @@ export class DeliveryModule implements ProviderSource {
         maxInflight: cfg.delivery.inflightPerApp,
         pageSize: cfg.delivery.pageSize,
         retryDelaysMs: cfg.delivery.retryDelaysMs,
+        onPaceWait: d.observePace,
       },
       log,
       clock,

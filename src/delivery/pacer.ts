@@ -4,6 +4,9 @@
 // for the app whichever worker runs it.
 import type { Clock } from '../time'
 
+/** Why an actor waited before a delivery: its app's pace, or a provider's Retry-After. */
+export type PaceCause = 'rate' | 'retry_after'
+
 export class Pacer {
   #tokens: number
   #at: number
@@ -13,6 +16,8 @@ export class Pacer {
     private ratePerMin: number,
     private readonly clock: Clock,
     private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void> = abortableSleep,
+    /** Told of every wait (metrics: pacing waits); a wait is already a sleep, so this costs nothing when sending. */
+    private readonly onWait: (cause: PaceCause, ms: number) => void = () => {},
   ) {
     this.#tokens = this.#burst()
     this.#at = clock()
@@ -30,6 +35,7 @@ export class Pacer {
       if (signal.aborted) return false
       const now = this.clock()
       if (now < this.#pausedUntil) {
+        this.onWait('retry_after', this.#pausedUntil - now)
         await this.sleep(this.#pausedUntil - now, signal)
         continue
       }
@@ -39,7 +45,9 @@ export class Pacer {
         return true
       }
       const perMs = this.ratePerMin / 60_000
-      await this.sleep(Math.max(1, Math.ceil((1 - this.#tokens) / perMs)), signal)
+      const ms = Math.max(1, Math.ceil((1 - this.#tokens) / perMs))
+      this.onWait('rate', ms)
+      await this.sleep(ms, signal)
     }
   }
 
