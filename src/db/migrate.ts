@@ -58,12 +58,11 @@ export function statements(sql: string): string[] {
 }
 
 /** Opens the direct session with the schema as its search_path (session-level: this session is ours alone). */
-async function session(url: string, schema: string, create: boolean): Promise<pg.Client> {
+async function session(url: string, schema: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url })
   client.on('error', () => {})
   await client.connect()
   try {
-    if (create) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
     await client.query(`SET search_path TO ${schema}`)
     return client
   } catch (err) {
@@ -91,9 +90,11 @@ async function appliedVersions(run: (text: string) => Promise<{ rows: unknown[] 
 }
 
 export async function migrate(url: string, schema: string, o: { signal?: AbortSignal; dir?: string } = {}): Promise<MigrateResult> {
-  const client = await session(url, schema, true)
+  const client = await session(url, schema)
   try {
     await lock(client, schema, o.signal)
+    // Under the lock: two first runs would otherwise race on creating it.
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
     await client.query(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
     )
@@ -132,7 +133,7 @@ export async function migrate(url: string, schema: string, o: { signal?: AbortSi
 
 /** What is applied and pending, read without creating or locking anything (`pombo migrate --status`). */
 export async function migrationStatus(url: string, schema: string, dir?: string): Promise<MigrationStatus> {
-  const client = await session(url, schema, false)
+  const client = await session(url, schema)
   try {
     return status(await appliedVersions((t) => client.query(t)), dir)
   } finally {
