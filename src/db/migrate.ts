@@ -7,7 +7,8 @@
 // A migration runs in one transaction, unless its first line is `-- pombo:no-transaction`: then its statements
 // (separated by `;` at a line's end) run one by one, outside any transaction, which CREATE INDEX CONCURRENTLY
 // requires (an index built without it blocks every write to its table for the whole build). Such a file must be
-// safe to run again from its start: a failed run leaves it unrecorded and the next run starts it over.
+// safe to run again from its start: a failed run leaves it unrecorded and the next run starts it over. On an empty
+// schema (a new deployment, every test) it runs in a transaction, its builds plain: no one else has the tables yet.
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -57,6 +58,11 @@ export function statements(sql: string): string[] {
     .filter((s) => s.split('\n').some((line) => line.trim() !== '' && !line.trim().startsWith('--')))
 }
 
+/** The statement as a transaction may run it: `CREATE INDEX CONCURRENTLY` / `DROP INDEX CONCURRENTLY` made plain. */
+function withoutConcurrently(sql: string): string {
+  return sql.replace(/\b((?:CREATE\s+(?:UNIQUE\s+)?|DROP\s+)INDEX)\s+CONCURRENTLY\b/gi, '$1')
+}
+
 /** Opens the direct session with the schema as its search_path (session-level: this session is ours alone). */
 async function session(url: string, schema: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url })
@@ -100,14 +106,20 @@ export async function migrate(url: string, schema: string, o: { signal?: AbortSi
     )
     const done = new Set((await appliedVersions((t) => client.query(t)))?.map((r) => r.version))
     const all = migrations(o.dir)
+    // An older release must not add its migrations beneath a newer one's (its schema may not be what they expect).
+    refuseNewer([...done].filter((v) => !all.some((m) => m.version === v)))
+    // On an empty schema nothing else can use the tables this run creates: a no-transaction migration then runs in
+    // a transaction like the others, its builds without CONCURRENTLY (which would wait for every older snapshot in
+    // the whole database, other schemas' included, for nothing).
+    const fresh = done.size === 0
     const applied: string[] = []
     for (const m of all) {
       if (done.has(m.version)) continue
       try {
-        if (m.transaction) {
+        if (m.transaction || fresh) {
           await client.query('BEGIN')
           try {
-            await client.query(m.sql)
+            await client.query(m.transaction ? m.sql : statements(m.sql).map(withoutConcurrently).join(';\n'))
             await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [m.version])
             await client.query('COMMIT')
           } catch (err) {
@@ -129,6 +141,13 @@ export async function migrate(url: string, schema: string, o: { signal?: AbortSi
     await client.query(`SELECT pg_advisory_unlock(hashtextextended('pombo:migrate:' || $1, 0))`, [schema]).catch(() => {})
     await client.end().catch(() => {})
   }
+}
+
+function refuseNewer(unknown: string[]): void {
+  if (unknown.length === 0) return
+  throw new ConfigError(
+    `the database schema is newer than this release (applied, unknown here: ${unknown.join(', ')}): run the release that applied them`,
+  )
 }
 
 /** What is applied and pending, read without creating or locking anything (`pombo migrate --status`). */
@@ -158,11 +177,7 @@ function status(rows: Applied | null, dir?: string): MigrationStatus {
  */
 export async function checkSchema(db: Db, o: { pendingAllowed: boolean; dir?: string }): Promise<void> {
   const s = status(await appliedVersions((t) => query(db, t)), o.dir)
-  if (s.unknown.length > 0) {
-    throw new ConfigError(
-      `the database schema is newer than this release (applied, unknown here: ${s.unknown.join(', ')}): run the release that applied them`,
-    )
-  }
+  refuseNewer(s.unknown)
   if (!o.pendingAllowed && s.pending.length > 0) {
     throw new ConfigError(
       `the database schema is behind this release (${s.pending.length} pending: ${s.pending.join(', ')}): run \`pombo migrate\` once, or start with PM_MIGRATE_ON_START=1`,

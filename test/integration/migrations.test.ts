@@ -1,7 +1,8 @@
 // Migrations as a deployment runs them: `pombo migrate --status` lists what is applied and pending without changing
 // anything; concurrent runs apply each migration once (a polled lock per schema, released at the end of the run);
-// the index builds of 0009-0011 run CONCURRENTLY outside a transaction and leave valid indexes; `pombo serve`
-// refuses a schema newer than it knows, and one behind it when PM_MIGRATE_ON_START=0, with a one-line reason.
+// the index builds of 0009-0011 run CONCURRENTLY outside a transaction and leave valid indexes; `pombo serve` and
+// `pombo migrate` refuse a schema newer than they know, and serve one behind it when PM_MIGRATE_ON_START=0, with a
+// one-line reason.
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -60,7 +61,7 @@ t.test('migrate --status: everything pending on a fresh schema, then everything 
   t.same(JSON.parse((await pombo(as, ['migrate'])).stdout), { aplicadas: [], total: ALL.length }, 'a second run applies nothing')
 })
 
-t.test('0009-0011 run outside a transaction; their indexes are built CONCURRENTLY and valid', async (t) => {
+t.test('0009-0011 run outside a transaction on a schema in use; their indexes are built CONCURRENTLY and valid', async (t) => {
   const m = migrations()
   for (const v of ['0009', '0010', '0011']) {
     const one = m.find((x) => x.version.startsWith(v))
@@ -71,8 +72,13 @@ t.test('0009-0011 run outside a transaction; their indexes are built CONCURRENTL
     m.filter((x) => x.transaction).length > 0,
     'the others keep their transaction',
   )
+  // A deployment that stopped at 0008 (tables in use): 0009-0011 then take the CONCURRENTLY path.
   const { schema } = freshSchema(t)
-  await migrate(DATABASE_URL, schema)
+  const upTo8 = mkdtempSync(join(tmpdir(), 'pombo-mig-'))
+  for (const x of m.filter((x) => x.version < '0009')) writeFileSync(join(upTo8, x.version), x.sql)
+  await migrate(DATABASE_URL, schema, { dir: upTo8 })
+  const rest = await migrate(DATABASE_URL, schema)
+  t.same(rest.applied, ALL.filter((v) => v >= '0009'))
   const idx = await sql<{ name: string; valid: boolean }>(
     `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -123,6 +129,19 @@ t.test('a failed no-transaction migration stays unrecorded; fixed, the next run 
   t.same(await sql(`SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 't_c_idx'`, [schema]), [{ '?column?': 1 }])
 })
 
+t.test('on an empty schema a no-transaction migration runs in a transaction: a failure leaves nothing behind', async (t) => {
+  const { schema } = freshSchema(t)
+  const dir = mkdtempSync(join(tmpdir(), 'pombo-mig-'))
+  writeFileSync(join(dir, '0001_t.sql'), 'CREATE TABLE t (a int);\n')
+  writeFileSync(join(dir, '0002_idx.sql'), `${NO_TRANSACTION}\nALTER TABLE t ADD COLUMN c int;\nCREATE INDEX CONCURRENTLY t_c_idx ON t (nope);\n`)
+  await t.rejects(migrate(DATABASE_URL, schema, { dir }), /migration 0002_idx\.sql failed/)
+  t.same(await sql(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 't' ORDER BY 1`, [schema]), [
+    { column_name: 'a' },
+  ], 'the column of the failed migration rolled back with it')
+  writeFileSync(join(dir, '0002_idx.sql'), `${NO_TRANSACTION}\nALTER TABLE t ADD COLUMN c int;\nCREATE INDEX CONCURRENTLY t_c_idx ON t (c);\n`)
+  t.same((await migrate(DATABASE_URL, schema, { dir })).applied, ['0002_idx.sql'])
+})
+
 t.test('serve refuses a schema newer than it knows, and one behind it without PM_MIGRATE_ON_START', async (t) => {
   const { schema, as } = freshSchema(t)
   await migrate(DATABASE_URL, schema)
@@ -131,6 +150,9 @@ t.test('serve refuses a schema newer than it knows, and one behind it without PM
   refused(t, await pombo(as, ['serve', '--roles', 'api'], env), /schema is newer than this release .*9999_from_the_future\.sql/)
   const status = JSON.parse((await pombo(as, ['migrate', '--status'])).stdout)
   t.same(status.desconhecidas, ['9999_from_the_future.sql'], '--status names it')
+  const older = await pombo(as, ['migrate'])
+  t.equal(older.code, 2, 'an older release does not migrate beneath a newer one')
+  t.match(older.stderr, /^pombo: the database schema is newer than this release .*9999_from_the_future\.sql[^\n]*\n$/)
 
   await sql(`DELETE FROM ${schema}.schema_migrations WHERE version IN ('9999_from_the_future.sql', $1)`, [ALL.at(-1)])
   refused(
