@@ -35,7 +35,7 @@ export function hasPgBouncer(): boolean {
 /** Starts PgBouncer (`mode`: its pool_mode) forwarding every database to the Postgres at `upstream`. */
 export async function startPgBouncer(
   t: Test,
-  o: { mode: 'transaction' | 'session'; users: string[]; upstream: { host: string; port: number } },
+  o: { mode: 'transaction' | 'session'; users: string[]; upstream: { host: string; port: number }; poolSize?: number },
 ): Promise<PgBouncer> {
   const dir = mkdtempSync(join(tmpdir(), 'pombo-pgbouncer-'))
   chmodSync(dir, 0o755)
@@ -52,7 +52,7 @@ export async function startPgBouncer(
     `auth_file = ${join(dir, 'users.txt')}`,
     `pool_mode = ${o.mode}`,
     'max_client_conn = 200',
-    'default_pool_size = 8',
+    `default_pool_size = ${o.poolSize ?? 8}`,
     // PgBouncer refuses to run as root; a CI container often is.
     ...(process.getuid?.() === 0 ? ['user = nobody'] : []),
   ].join('\n')

@@ -1,7 +1,8 @@
 // Pombo behind PgBouncer in transaction mode (PM_PGBOUNCER=transaction), as the operations guide sets it up: the
 // schema and statement timeout on the role, migrations and LISTEN on PM_DATABASE_DIRECT_URL. A send is delivered,
 // its receipts counted and every event reaches the webhook in order (the dispatcher's per-transaction lock) through
-// the pooler. Without the setting PgBouncer refuses the startup options; a role without the schema is refused.
+// the pooler. Without the setting PgBouncer refuses the startup options; a role without the schema is refused; hot
+// statements go unnamed, where named ones collide on a shared server connection.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import t from 'tap'
@@ -9,6 +10,7 @@ import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { startDelivery } from '../helpers/delivery'
 import { hasPgBouncer, PGBOUNCER, startPgBouncer } from '../helpers/pgbouncer'
+import { createPool, queryPrepared } from '../../src/db/pool'
 import { basic, DATABASE_URL, startService } from '../helpers/service'
 
 async function admin(text: string): Promise<void> {
@@ -128,5 +130,33 @@ if (!hasPgBouncer()) {
       }),
       new RegExp(`schema is "${schema}", not PM_DB_SCHEMA "${other}": set it on the role`),
     )
+  })
+
+  t.test('hot statements go unnamed: two clients sharing one server connection never collide', async (t) => {
+    // One server connection: every client's transaction lands on it. A statement prepared by name by one client
+    // would exist there for the other, which does not know it ("prepared statement … already exists").
+    const bouncer = await startPgBouncer(t, {
+      mode: 'transaction',
+      users: [role, 'postgres'],
+      upstream: { host: upstream.hostname, port: Number(upstream.port || 5432) },
+      poolSize: 1,
+    })
+    const settings = { databaseUrl: bouncer.url(role, database), dbSchema: schema, pgBouncer: true }
+    const db = createPool(settings, 2)
+    t.teardown(() => db.end())
+    const a = await db.connect()
+    const b = await db.connect()
+    try {
+      const text = 'SELECT $1::int + 1 AS n'
+      t.same((await queryPrepared(a, text, [1])).rows, [{ n: 2 }])
+      t.same((await queryPrepared(b, text, [2])).rows, [{ n: 3 }], 'the second client runs the same statement')
+      t.same((await queryPrepared(a, text, [3])).rows, [{ n: 4 }])
+      // What a named statement does there (why PM_PGBOUNCER=transaction turns them off):
+      await a.query({ name: 'pm_named_probe', text, values: [1] })
+      await t.rejects(b.query({ name: 'pm_named_probe', text, values: [1] }), /prepared statement "pm_named_probe" already exists/)
+    } finally {
+      a.release(true)
+      b.release(true)
+    }
   })
 }
