@@ -83,6 +83,12 @@ export class WebhookDispatcher {
     const w = d.cfg.webhook
     const poolMax = Math.max(2, d.poolMax ?? w.concurrency + 1)
     this.#concurrency = Math.min(w.concurrency, poolMax - 1)
+    if (this.#concurrency < w.concurrency) {
+      d.log.info(
+        { PM_WEBHOOK_CONCURRENCY: w.concurrency, destinos_simultaneos: this.#concurrency, conexoes: poolMax },
+        'webhook dispatcher: fewer destinations at once than PM_WEBHOOK_CONCURRENCY (its share of PM_PG_POOL)',
+      )
+    }
     // Its own pool: connections held by destinations at work never starve the API's queries.
     this.#db = createPool(d.cfg, poolMax)
     this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca, maxSockets: this.#concurrency })
