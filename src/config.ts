@@ -1,5 +1,6 @@
 // Configuration: one table of defaults (the spec's Limits table and CONTRACT.md's environment), read once, frozen.
 import { isIP } from 'node:net'
+import { MIN_PG_BUDGET } from './db/budget'
 
 export interface Config {
   readonly port: number
@@ -16,6 +17,16 @@ export interface Config {
   readonly drainTimeoutMs: number
   readonly host: string
   readonly databaseUrl: string
+  /** PM_DATABASE_DIRECT_URL: a session of its own (Postgres itself, or PgBouncer in session mode) for what a
+   *  transaction pooler cannot carry: migrations (an advisory lock for the run, index builds outside transactions)
+   *  and the confirmation stream's LISTEN. Default: DATABASE_URL. */
+  readonly databaseDirectUrl: string
+  /** PM_PGBOUNCER=transaction: DATABASE_URL is PgBouncer in transaction mode (no startup options, no named
+   *  prepared statements; src/db/pool.ts). */
+  readonly pgBouncer: boolean
+  /** PM_MIGRATE_ON_START (default 1): `serve` applies pending migrations at start; 0: it refuses to start on a
+   *  schema behind its release (a deployment runs `pombo migrate` once instead). */
+  readonly migrateOnStart: boolean
   readonly redisUrl: string
   /** Namespace for every Redis key and channel; tests give each service its own. */
   readonly redisPrefix: string
@@ -91,7 +102,7 @@ export interface Limits {
    *  flight (PM_RECEIPT_WRITERS). */
   readonly receiptBatchMax: number
   readonly receiptWriters: number
-  /** Postgres connections per process (PM_PG_POOL); must exceed the writers' concurrency. */
+  /** Postgres connection budget of the process (PM_PG_POOL), split between its pools (src/db/budget.ts). */
   readonly pgPool: number
   /** spec §Limits: reads of sends per second per app. */
   readonly readsPerSec: number
@@ -190,6 +201,20 @@ export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
   concurrency: 32,
   batch: 100,
 })
+
+function pgBouncer(v: string | undefined): boolean {
+  if (v === undefined || v === '' || v === 'off') return false
+  if (v === 'transaction') return true
+  throw new ConfigError(`PM_PGBOUNCER: expected off or transaction, got "${v}" (session mode needs no setting)`)
+}
+
+function flag(env: Env, name: string, def: boolean): boolean {
+  const v = env[name]
+  if (v === undefined || v === '') return def
+  if (v === '1' || v === 'true') return true
+  if (v === '0' || v === 'false') return false
+  throw new ConfigError(`${name}: expected 1 or 0, got "${v}"`)
+}
 
 function msList(env: Env, name: string, def: readonly number[]): readonly number[] {
   const raw = env[name]
@@ -324,7 +349,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     sendWriters: int(env, 'PM_SEND_WRITERS', DEFAULT_LIMITS.sendWriters, 1),
     receiptBatchMax: int(env, 'PM_RECEIPT_BATCH_MAX', DEFAULT_LIMITS.receiptBatchMax, 1),
     receiptWriters: int(env, 'PM_RECEIPT_WRITERS', DEFAULT_LIMITS.receiptWriters, 1),
-    pgPool: int(env, 'PM_PG_POOL', DEFAULT_LIMITS.pgPool, 4),
+    pgPool: int(env, 'PM_PG_POOL', DEFAULT_LIMITS.pgPool, MIN_PG_BUDGET),
     registrationQueueMax: int(env, 'PM_REG_QUEUE_MAX', DEFAULT_LIMITS.registrationQueueMax, 1),
     jsonMaxDepth: int(env, 'PM_JSON_MAX_DEPTH', DEFAULT_LIMITS.jsonMaxDepth, 2),
     idempotencyKeyMaxBytes: int(env, 'PM_IDEMPOTENCY_KEY_MAX_BYTES', DEFAULT_LIMITS.idempotencyKeyMaxBytes, 1),
@@ -345,6 +370,9 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     drainTimeoutMs: int(env, 'PM_DRAIN_TIMEOUT_MS', 30_000, 1),
     host,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    pgBouncer: pgBouncer(env.PM_PGBOUNCER),
+    migrateOnStart: flag(env, 'PM_MIGRATE_ON_START', true),
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
     redisPrefix: env.PM_REDIS_PREFIX || 'pm',
     dbSchema: env.PM_DB_SCHEMA || 'public',
@@ -407,6 +435,7 @@ export function redacted(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
     databaseUrl: cfg.databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
+    databaseDirectUrl: cfg.databaseDirectUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
     redisUrl: cfg.redisUrl.replace(/\/\/([^@/]*)@/, '//***@'),
     platformKey: cfg.platformKey ? 'set' : 'unset',
     vaultKey: cfg.vaultKey ? 'set' : 'unset',

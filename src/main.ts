@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ConfigError, type Config, loadConfig, redacted } from './config'
-import { migrate } from './db/migrate'
+import { migrate, migrationStatus } from './db/migrate'
 import { ApiError } from './errors'
 import { createLogger } from './log'
 import { ROOT } from './root'
@@ -19,7 +19,7 @@ import { ResizeRefused } from './redis/partitions'
 
 const USAGE = `usage:
   pombo serve [--roles api,worker,dashboard]
-  pombo migrate
+  pombo migrate [--status]         (--status: applied, pending and unknown migrations; changes nothing)
   pombo app create --nome NAME [--sandbox] [--rate-por-min N] [--org ORG_ID]
   pombo app pause APP_ID | pombo app resume APP_ID
   pombo app plan APP_ID free|pro
@@ -127,7 +127,19 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       return serve(cfg, rest)
     case 'migrate': {
-      const r = await migrate(cfg.databaseUrl, cfg.dbSchema)
+      const { values } = parseArgs({ args: rest, options: { status: { type: 'boolean' } } })
+      if (values.status) {
+        const st = await migrationStatus(cfg.databaseDirectUrl, cfg.dbSchema)
+        console.log(
+          JSON.stringify({
+            aplicadas: st.applied.map((a) => ({ versao: a.version, em: a.appliedAt.toISOString() })),
+            pendentes: st.pending,
+            desconhecidas: st.unknown,
+          }),
+        )
+        return
+      }
+      const r = await migrate(cfg.databaseDirectUrl, cfg.dbSchema)
       console.log(JSON.stringify({ aplicadas: r.applied, total: r.total }))
       return
     }

@@ -5,15 +5,16 @@ import { Auth } from './apps/auth'
 import { AppDirectory } from './apps/directory'
 import { appRoutes } from './apps/routes'
 import { AppService } from './apps/service'
-import type { Config } from './config'
+import { type Config, ConfigError } from './config'
 import { WebhookDispatcher } from './confirmations/dispatcher'
 import { confirmationRoutes } from './confirmations/routes'
 import { ConfirmationStreamServer } from './confirmations/stream'
 import { dashboardRoutes } from './dashboard/server'
 import { deviceRoutes } from './devices/routes'
 import { DeviceService } from './devices/service'
-import { migrate } from './db/migrate'
-import { createPool, type Db, query } from './db/pool'
+import { splitBudget } from './db/budget'
+import { checkSchema, migrate } from './db/migrate'
+import { checkSearchPath, createPool, type Db, query } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
 import { constantJson } from './http/reply'
@@ -22,7 +23,16 @@ import { HttpServer } from './http/server'
 import { inappDeviceRoutes } from './inapp/device-routes'
 import { InappModule } from './inapp/module'
 import { inappRoutes } from './inapp/routes'
-import { collectDelivery, collectGroupCommits, collectPools, collectStreams, collectWebhooks, deliveryCounter, providerObserver } from './ops/collect'
+import {
+  collectDelivery,
+  collectGroupCommits,
+  collectPools,
+  collectStreams,
+  collectWebhooks,
+  deliveryCounter,
+  paceObserver,
+  providerObserver,
+} from './ops/collect'
 import { Metrics } from './ops/metrics'
 import { OpsServer } from './ops/server'
 import { SendsModule } from './sends/module'
@@ -100,13 +110,28 @@ export class Service {
     const roles = new Set(opts.roles ?? ALL_ROLES)
     const log = opts.log
     const clock = opts.clock ?? systemClock
-    if (opts.migrate !== false) await migrate(cfg.databaseUrl, cfg.dbSchema)
-    const db = createPool(cfg.databaseUrl, cfg.dbSchema, cfg.limits.pgPool)
-    // Every process of a deployment hashes apps over the same count: another one refuses to start.
-    await checkPartitions(db, cfg.partitions).catch(async (err) => {
+    const migrating = opts.migrate ?? cfg.migrateOnStart
+    if (migrating) await migrate(cfg.databaseDirectUrl, cfg.dbSchema)
+    const runsDispatcher = roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true
+    const budget = splitBudget(cfg.limits.pgPool, {
+      dispatcher: runsDispatcher,
+      webhookConcurrency: cfg.webhook.concurrency,
+      listener: roles.has('api') && cfg.grpcPort !== null,
+    })
+    const db = createPool(cfg, budget.main)
+    try {
+      if (cfg.pgBouncer) {
+        const wrong = await checkSearchPath(db, cfg.dbSchema)
+        if (wrong) throw new ConfigError(wrong)
+      }
+      // A schema newer than this release is refused; one behind it too when this process did not migrate.
+      await checkSchema(db, { pendingAllowed: opts.migrate === false })
+      // Every process of a deployment hashes apps over the same count: another one refuses to start.
+      await checkPartitions(db, cfg.partitions)
+    } catch (err) {
       await db.end()
       throw err
-    })
+    }
     let redis: RedisClient
     try {
       redis = await connectRedis(cfg.redisUrl, 'pombo')
@@ -166,14 +191,28 @@ export class Service {
         deps.receipts.startJobs(cfg.jobs)
       }
       if (roles.has('worker')) {
-        svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa, observeProvider: providerObserver(metrics) })
+        svc.delivery = new DeliveryModule({
+          ...deps,
+          ca: opts.providerCa,
+          observeProvider: providerObserver(metrics),
+          observePace: paceObserver(metrics),
+        })
         svc.delivery.recorder.onRecorded = deliveryCounter(metrics)
+        collectGroupCommits(metrics, [['outcomes', svc.delivery.recorder.groupCommit]])
         await svc.delivery.start()
         if (opts.jobs !== false) svc.delivery.startJobs()
       }
-      if (roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true) {
+      if (runsDispatcher) {
         const attempts = metrics.webhookEvents
-        svc.dispatcher = new WebhookDispatcher({ cfg, log, vault, clock, ca: opts.webhookCa, onAttempt: (r) => attempts.labels(r).inc() })
+        svc.dispatcher = new WebhookDispatcher({
+          cfg,
+          log,
+          vault,
+          clock,
+          ca: opts.webhookCa,
+          onAttempt: (r) => attempts.labels(r).inc(),
+          poolMax: budget.webhooks,
+        })
         svc.dispatcher.start()
         if (opts.jobs !== false) svc.dispatcher.startJobs()
       }

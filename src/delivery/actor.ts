@@ -16,7 +16,7 @@ import type { Db } from '../db/pool'
 import { type Clock, systemClock } from '../time'
 import { type Candidate, expandSegment, listPage, type SendMeta, segmentPage, setProblem } from './audience'
 import { type OutcomeRecorder, type OutcomeRow, STATUS } from './outcomes'
-import { Pacer, type PaceStore } from './pacer'
+import { abortableSleep, type PaceCause, Pacer, type PaceStore } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
 import { invalidateBadTokens } from './bad-tokens'
@@ -61,6 +61,8 @@ export interface ActorDeps {
   sliceFinished?(lease: SliceLease, complete: boolean): Promise<void>
   /** A send was just cut into slices: this process looks for slices to lease now. */
   slicesPlanned?(): void
+  /** Told of every pacing wait (metrics). */
+  onPaceWait?: (cause: PaceCause, ms: number) => void
 }
 
 export const MAX_ATTEMPTS = 3
@@ -465,7 +467,7 @@ export class AppActor {
 
   async #run(): Promise<void> {
     const signal = this.#stop.signal
-    this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock, undefined, this.d.pace?.(this.appId))
+    this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock, abortableSleep, this.d.pace?.(this.appId), this.d.onPaceWait)
     while (!signal.aborted) {
       if (this.#window.full || !this.#anyReady()) {
         await this.#sleep()

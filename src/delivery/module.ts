@@ -8,8 +8,8 @@ import type { Infra } from '../infra'
 import type { Vault } from '../vault'
 import type { Platform, ProviderSource } from './actor'
 import { OutcomeRecorder } from './outcomes'
+import { type PaceCause, SharedBucket } from './pacer'
 import { SendBatches } from './send-batches'
-import { SharedBucket } from './pacer'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from './providers/h2-pool'
 import { ProviderCache, type ProviderObserver } from './providers/index'
@@ -23,6 +23,8 @@ export interface DeliveryDeps extends Infra {
   ca?: string
   /** Provider answers, for the metrics. */
   observeProvider?: ProviderObserver
+  /** Pacing waits of the actors, for the metrics. */
+  observePace?: (cause: PaceCause, ms: number) => void
 }
 
 /** Credentials are re-read at most this often even without a change notice (a missed message heals itself). */
@@ -74,6 +76,7 @@ export class DeliveryModule implements ProviderSource {
         retryDelaysMs: cfg.delivery.retryDelaysMs,
         pace: (appId) => new SharedBucket(redis, keys, appId),
         sliceDevices: cfg.delivery.sliceDevices,
+        onPaceWait: d.observePace,
       },
       log,
       clock,

@@ -25,7 +25,7 @@
 import type { Logger } from 'pino'
 import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
-import { GroupCommit } from '../db/group-commit'
+import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, queryPrepared } from '../db/pool'
 import type { Clock } from '../time'
 import { isoWithOffset } from '../time'
@@ -63,6 +63,11 @@ export class OutcomeRecorder {
     private readonly log: Logger,
   ) {
     this.#gc = new GroupCommit((rows) => this.#write(rows), { maxBatch: 1_000, concurrency: 4, maxQueue: 200_000 })
+  }
+
+  /** The writer's queue and batches, for the metrics. */
+  get groupCommit(): GroupCommitStats {
+    return this.#gc
   }
 
   /** Resolves once the outcome is durable: true when it was new, false when the device was already final. */

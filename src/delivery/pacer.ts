@@ -79,6 +79,8 @@ export class SharedBucket implements PaceStore {
 
 /** After a failed ask of the shared bucket (Redis away), the pacer waits this long before asking again. */
 const STORE_RETRY_MS = 200
+/** Why an actor waited before a delivery: its app's pace, or a provider's Retry-After. */
+export type PaceCause = 'rate' | 'retry_after'
 
 export class Pacer {
   /** Tokens granted by the shared bucket, not spent yet. */
@@ -92,6 +94,8 @@ export class Pacer {
     private readonly clock: Clock,
     private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void> = abortableSleep,
     private readonly store?: PaceStore,
+    /** Told of every wait (metrics: pacing waits); a wait is already a sleep, so this costs nothing when sending. */
+    private readonly onWait: (cause: PaceCause, ms: number) => void = () => {},
   ) {
     this.#tokens = this.#burst()
     this.#at = clock()
@@ -109,6 +113,7 @@ export class Pacer {
       if (signal.aborted) return false
       const now = this.clock()
       if (now < this.#pausedUntil) {
+        this.onWait('retry_after', this.#pausedUntil - now)
         await this.sleep(this.#pausedUntil - now, signal)
         continue
       }
@@ -121,7 +126,10 @@ export class Pacer {
         const want = Math.max(1, Math.min(500, Math.floor(this.ratePerMin / 600)))
         const r = await this.store.take(this.ratePerMin, want, lane, now).catch(() => ({ granted: 0, waitMs: STORE_RETRY_MS }))
         this.#stash += r.granted
-        if (r.granted === 0) await this.sleep(Math.max(1, r.waitMs), signal)
+        if (r.granted === 0) {
+          this.onWait('rate', Math.max(1, r.waitMs))
+          await this.sleep(Math.max(1, r.waitMs), signal)
+        }
         continue
       }
       this.#refill()
@@ -130,7 +138,9 @@ export class Pacer {
         return true
       }
       const perMs = this.ratePerMin / 60_000
-      await this.sleep(Math.max(1, Math.ceil((1 - this.#tokens) / perMs)), signal)
+      const ms = Math.max(1, Math.ceil((1 - this.#tokens) / perMs))
+      this.onWait('rate', ms)
+      await this.sleep(ms, signal)
     }
   }
 

@@ -49,6 +49,8 @@ export interface StartOptions {
   ops?: boolean
   /** Log level of the captured logs (default info). */
   logLevel?: string
+  /** The schema to use (dropped at the end like a generated one); default: a fresh `t_…`. */
+  schema?: string
 }
 
 export interface Answer {
@@ -142,7 +144,7 @@ function captureLogs(into: Array<Record<string, unknown>>): Writable {
 
 export async function startService(t: Tap, o: StartOptions = {}): Promise<TestService> {
   const id = randomBytes(5).toString('hex')
-  const schema = o.shareWith?.cfg.dbSchema ?? `t_${id}`
+  const schema = o.shareWith?.cfg.dbSchema ?? o.schema ?? `t_${id}`
   const prefix = o.shareWith?.cfg.redisPrefix ?? `pmt_${id}`
   const base = loadConfig(
     {
