@@ -3,11 +3,11 @@
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import type { Router } from '../http/router'
-import type { RedisClient } from '../redis/client'
+import { pingAll, type RedisClient } from '../redis/client'
 
 export function dashboardRoutes(r: Router, d: { db: Db; redis: RedisClient; version: string; apiUrl: string }): void {
   r.get('/healthz', {}, async () => {
-    const [pg, rd] = await Promise.allSettled([query(d.db, 'SELECT 1'), d.redis.ping()])
+    const [pg, rd] = await Promise.allSettled([query(d.db, 'SELECT 1'), pingAll(d.redis)])
     const body = { postgres: pg.status === 'fulfilled', redis: rd.status === 'fulfilled' }
     return { status: body.postgres && body.redis ? 200 : 503, body }
   })
