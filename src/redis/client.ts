@@ -61,18 +61,22 @@ export function duplicateClient(r: RedisClient): RedisClient {
 }
 
 /**
- * Readiness: every server answers PING. On a cluster that is every master the client knows (a slot without its
- * master fails every command on it, so the process is not ready), plus CLUSTER INFO's own verdict.
+ * Readiness: every server answers PING. On a cluster that is the master of every slot in the client's slot table (a
+ * slot whose master is gone fails every command on it, so the process is not ready), plus CLUSTER INFO's verdict.
  */
 export async function pingAll(r: RedisClient): Promise<void> {
   if (!isCluster(r)) {
     await r.ping()
     return
   }
-  const masters = r.nodes('master')
-  if (masters.length === 0) throw new Error('redis cluster: no master known')
-  await Promise.all(masters.map((n) => n.ping()))
-  const info = String(await (masters[0] as Redis).cluster('INFO'))
+  const owners = new Set<string>()
+  for (const s of r.slots) if (s?.[0]) owners.add(s[0])
+  if (owners.size === 0) throw new Error('redis cluster: no slot is served')
+  const masters = new Map(r.nodes('master').map((n) => [`${n.options.host}:${n.options.port}`, n]))
+  const missing = [...owners].filter((o) => !masters.has(o))
+  if (missing.length > 0) throw new Error(`redis cluster: master ${missing.join(', ')} is not connected`)
+  await Promise.all([...owners].map((o) => (masters.get(o) as Redis).ping()))
+  const info = String(await (masters.get([...owners][0] as string) as Redis).cluster('INFO'))
   if (!/cluster_state:ok/.test(info)) throw new Error('redis cluster: cluster_state is not ok')
 }
 
