@@ -26,7 +26,7 @@ export async function connectRedis(target: RedisTarget, name: string): Promise<R
           // A failover or a restarted master: commands wait this long between tries instead of failing at once.
           retryDelayOnFailover: 200,
           retryDelayOnClusterDown: 200,
-          slotsRefreshTimeout: 2_000,
+          slotsRefreshTimeout: 5_000,
           redisOptions: { connectionName: name, maxRetriesPerRequest: 1 },
         },
       )
