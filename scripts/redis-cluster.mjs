@@ -136,6 +136,8 @@ export async function startRedisCluster({ masters = 3, port, appendonly = false,
   }
 
   const stop = async () => {
+    // Referenced again while they die: an unreferenced child's exit would not keep the process waiting for it.
+    for (const child of children.values()) child.ref()
     for (const child of children.values()) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     await Promise.all([...children.values()].map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)))
     children.clear()
@@ -172,6 +174,7 @@ export async function startRedisCluster({ masters = 3, port, appendonly = false,
       const child = children.get(p)
       if (!child || child.exitCode !== null || child.signalCode !== null) return
       const exited = new Promise((r) => child.once('exit', r))
+      child.ref()
       child.kill('SIGKILL')
       await exited
     },

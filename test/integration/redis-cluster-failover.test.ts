@@ -2,13 +2,13 @@
 // every accepted send reaches every device exactly once and closes with exact counters. The killed master is the
 // one serving the app's work stream (its partition's slot), so the hand-off, the worker's reader, its leases and
 // acknowledgements all lose their node mid-flight. Runs on a private cluster so no other test shares the outage.
-import { Cluster } from 'ioredis'
+import Redis, { Cluster } from 'ioredis'
 import t from 'tap'
 import { partitionOf } from '../../src/redis/partitions'
 import { keySlot } from '../../src/redis/slots'
 import { startDelivery } from '../helpers/delivery'
 import { startRedisCluster } from '../helpers/redis-cluster'
-import { basic } from '../helpers/service'
+import { basic, startService } from '../helpers/service'
 
 const DEVICES = 60
 const SENDS = 24
@@ -17,7 +17,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 t.test('a master killed and restarted mid-send loses nothing: every device delivered once, counters exact', async (t) => {
   const cluster = await startRedisCluster({ appendonly: true, nodeTimeoutMs: 2_000 })
   // Registered before the service's teardown, so it runs after it (tap runs teardowns last-in, first-out).
-  t.teardown(() => cluster.stop())
+  t.teardown(() => cluster.stop().catch((e: unknown) => { console.error("DEBUG cluster.stop", e); throw e }))
   const d = await startDelivery(t, {
     jobs: true,
     env: { PM_HANDOFF_GRACE_MS: '2000', PM_HEARTBEAT_MS: '500', PM_LEASE_MS: '3000' },
@@ -116,4 +116,54 @@ t.test('a master killed and restarted mid-send loses nothing: every device deliv
   }
   t.equal(seen.size, DEVICES * SENDS, 'every (send, device) pair reached the provider')
   t.same([...seen.values()].filter((n) => n > 1), [], 'none twice')
+})
+
+t.test('the master holding a subscription dies: the cache is cleared, the subscription moves, invalidations flow again', async (t) => {
+  const cluster = await startRedisCluster({ nodeTimeoutMs: 2_000 })
+  t.teardown(() => cluster.stop().catch((e: unknown) => { console.error("DEBUG cluster.stop", e); throw e }))
+  const a = await startService(t, { cluster: cluster.nodes })
+  // Which master A's subscribers (key directory, in-app packages) listen on.
+  const subscribersOn = async (port: number): Promise<number> => {
+    const r = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+    r.on('error', () => {})
+    try {
+      await r.connect()
+      const list = String(await r.client('LIST'))
+      return list.split('\n').filter((l) => / sub=[1-9]/.test(l)).length
+    } catch {
+      return 0
+    } finally {
+      r.disconnect()
+    }
+  }
+  const counts = await Promise.all(cluster.ports.map(subscribersOn))
+  const victim = counts.findIndex((n) => n > 0)
+  t.ok(victim >= 0, `A's subscribers found on a master (${counts.join(', ')})`)
+
+  await cluster.kill(victim)
+  const gap = Date.now()
+  while (!a.logs.some((l) => l.msg === 'invalidation channel reconnected; caches cleared') && Date.now() - gap < 10_000) await sleep(50)
+  t.ok(
+    a.logs.some((l) => l.msg === 'invalidation channel reconnected; caches cleared'),
+    `the gap is reported and the key cache cleared (${Date.now() - gap} ms)`,
+  )
+  await cluster.restart(victim)
+  const after = await Promise.all(cluster.ports.map(subscribersOn))
+  t.equal(after[victim], 0, `the subscriptions moved off the restarted master (${after.join(', ')})`)
+  t.ok(after.reduce((x, y) => x + y, 0) >= (counts[victim] ?? 0), 'and live on the others')
+
+  const b = await startService(t, { shareWith: a })
+  const app = await a.createApp()
+  const r = await a.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-gap' } })
+  const path = `/api/v1/players/${r.json.id}?app_id=${app.id}`
+  const read = () => a.call('GET', path, { headers: { authorization: `Basic ${app.api_key}` } })
+  t.equal((await read()).status, 200, 'cached on A')
+  await b.svc.deps.apps.revokeKeys(app.id)
+  const started = Date.now()
+  let status = 200
+  while (status === 200 && Date.now() - started < 2_000) {
+    status = (await read()).status
+    if (status === 200) await sleep(10)
+  }
+  t.equal(status, 401, `A hears B's revocation through its moved subscription (${Date.now() - started} ms)`)
 })
