@@ -1,7 +1,7 @@
 // Redis connections: one server (REDIS_URL) or a Redis Cluster (REDIS_CLUSTER_NODES, which wins when set). Commands
 // fail fast while Redis is down (no offline queue), so a request answers a named 503 instead of hanging; the client
 // keeps reconnecting in the background. Code that needs more than one command per round trip goes through
-// src/redis/slots.ts, which keeps every pipeline and multi-key command inside one cluster slot.
+// src/redis/slots.ts, which keeps every pipeline inside one cluster slot.
 import Redis, { Cluster } from 'ioredis'
 import type { Config } from '../config'
 
