@@ -105,7 +105,8 @@ export function slotConnection(c: Cluster, slot: number, name: string): Redis | 
 
 /**
  * Listens on pub/sub channels on a connection of its own. `onGap` is called whenever the connection came back after
- * a loss (messages published meanwhile are lost, so a cache must drop everything). Answers a function that stops.
+ * a loss (messages published meanwhile are lost, so a cache must drop everything; on a cluster it is called once
+ * the new subscription is in place, so nothing cached during the gap survives it). Answers a function that stops.
  *
  * On a cluster, classic PUBLISH reaches every node, so one connection to any master hears everything; when it
  * drops, the next master the cluster client knows (or the next seed) is tried, every RESUBSCRIBE_MS until one
@@ -136,7 +137,7 @@ export async function subscribe(
     const known = cluster.nodes('master').map((n) => ({ host: n.options.host as string, port: n.options.port as number }))
     return [...known, ...(seeds.get(cluster) ?? [])]
   }
-  const open = async (): Promise<void> => {
+  const open = async (afterGap: boolean): Promise<void> => {
     while (!stopped) {
       const list = candidates()
       const at = list[turn++ % Math.max(1, list.length)]
@@ -151,6 +152,7 @@ export async function subscribe(
           retryStrategy: () => null,
         })
         conn.on('error', () => {})
+        conn.on('message', onMessage)
         try {
           await conn.connect()
           await conn.subscribe(...channels)
@@ -159,13 +161,13 @@ export async function subscribe(
             return
           }
           current = conn
-          conn.on('message', onMessage)
           conn.once('end', () => {
             if (stopped || current !== conn) return
             current = null
-            onGap()
-            void open()
+            void open(true)
           })
+          // Only once listening again: whatever was cached before this point may have missed a message.
+          if (afterGap) onGap()
           return
         } catch {
           conn.disconnect()
@@ -174,7 +176,7 @@ export async function subscribe(
       await new Promise((res) => setTimeout(res, RESUBSCRIBE_MS))
     }
   }
-  await open()
+  await open(false)
   return () => {
     stopped = true
     current?.disconnect()
