@@ -28,6 +28,8 @@ export interface Config {
    *  schema behind its release (a deployment runs `pombo migrate` once instead). */
   readonly migrateOnStart: boolean
   readonly redisUrl: string
+  /** Seeds of a Redis Cluster (REDIS_CLUSTER_NODES); when set, the cluster is used and redisUrl is ignored. */
+  readonly redisClusterNodes: ReadonlyArray<{ host: string; port: number }> | null
   /** Namespace for every Redis key and channel; tests give each service its own. */
   readonly redisPrefix: string
   /** Postgres schema holding Pombo's tables; tests give each service its own. */
@@ -326,6 +328,19 @@ function trustProxy(raw: string | undefined): string[] {
   return items
 }
 
+/** `host:port,host:port` (an IPv6 host in brackets: `[::1]:7000`); unset or empty: no cluster. */
+function clusterNodes(raw: string | undefined): Config['redisClusterNodes'] {
+  if (raw === undefined || raw.trim() === '') return null
+  const nodes = raw.split(',').map((item) => {
+    const s = item.trim()
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(s)
+    const port = Number(m?.[3])
+    if (!m || port < 1 || port > 65535) throw new ConfigError(`REDIS_CLUSTER_NODES: "${s}" is not host:port`)
+    return Object.freeze({ host: (m[1] ?? m[2]) as string, port })
+  })
+  return Object.freeze(nodes)
+}
+
 function accessLog(raw: string | undefined): Config['accessLog'] {
   if (raw === undefined || raw === '') return 'all'
   if (raw !== 'all' && raw !== 'errors' && raw !== 'off') throw new ConfigError(`PM_ACCESS_LOG: expected all, errors or off, got "${raw}"`)
@@ -374,6 +389,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     pgBouncer: pgBouncer(env.PM_PGBOUNCER),
     migrateOnStart: flag(env, 'PM_MIGRATE_ON_START', true),
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
+    redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES),
     redisPrefix: env.PM_REDIS_PREFIX || 'pm',
     dbSchema: env.PM_DB_SCHEMA || 'public',
     platformKey: env.PM_PLATFORM_KEY || null,

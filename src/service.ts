@@ -39,7 +39,7 @@ import { SendsModule } from './sends/module'
 import { sendRoutes } from './sends/routes'
 import { ReceiptsModule } from './receipts/module'
 import { receiptRoutes } from './receipts/routes'
-import { connectRedis, type RedisClient } from './redis/client'
+import { connectRedis, pingAll, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
 import { checkPartitions } from './redis/partitions'
 import { type Clock, systemClock } from './time'
@@ -134,7 +134,7 @@ export class Service {
     }
     let redis: RedisClient
     try {
-      redis = await connectRedis(cfg.redisUrl, 'pombo')
+      redis = await connectRedis(cfg, 'pombo')
     } catch (err) {
       await db.end()
       throw err
@@ -170,7 +170,7 @@ export class Service {
     try {
       // First, so a probe sees the process live (and not ready) while it starts; ready once every role listens.
       if (cfg.opsPort !== null) {
-        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => redis.ping() }, log)
+        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => pingAll(redis) }, log)
         await svc.ops.listen(cfg.host, cfg.opsPort)
       }
       svc.#metrics(roles)

@@ -23,7 +23,7 @@ export interface OperatorTools {
 export async function withOperatorTools<T>(cfg: Config, fn: (t: OperatorTools) => Promise<T>): Promise<T> {
   await migrate(cfg.databaseDirectUrl, cfg.dbSchema)
   const db = createPool(cfg, 2)
-  const redis = await connectRedis(cfg.redisUrl, 'pombo-cli')
+  const redis = await connectRedis(cfg, 'pombo-cli')
   try {
     const keys = new Keys(cfg.redisPrefix)
     const dir = new AppDirectory(db, redis, keys, createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock, {

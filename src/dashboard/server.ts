@@ -13,7 +13,7 @@ import type { DeviceService } from '../devices/service'
 import type { Router } from '../http/router'
 import type { InappModule } from '../inapp/module'
 import { PeopleService } from '../people/service'
-import type { RedisClient } from '../redis/client'
+import { pingAll, type RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import type { Clock } from '../time'
 import type { Vault } from '../vault'
@@ -47,7 +47,7 @@ export interface DashboardDeps {
 /** Adds the dashboard's routes; answers what must be closed with the server (the connection test's HTTP/2 pool). */
 export function dashboardRoutes(r: Router, d: DashboardDeps): { close(): Promise<void> } {
   r.get('/healthz', {}, async () => {
-    const [pg, rd] = await Promise.allSettled([query(d.db, 'SELECT 1'), d.redis.ping()])
+    const [pg, rd] = await Promise.allSettled([query(d.db, 'SELECT 1'), pingAll(d.redis)])
     const body = { postgres: pg.status === 'fulfilled', redis: rd.status === 'fulfilled' }
     return { status: body.postgres && body.redis ? 200 : 503, body }
   })

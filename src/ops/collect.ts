@@ -9,6 +9,7 @@ import type { Outcome } from '../delivery/providers/types'
 import type { OutcomeRow } from '../delivery/outcomes'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
+import { pipelineBySlot } from '../redis/slots'
 import type { Metrics } from './metrics'
 
 /** deliveries' device_type as the spec's counters name it (android_*, ios_*); web pushes go through FCM. */
@@ -94,15 +95,19 @@ export function collectStreams(m: Metrics, redis: RedisClient, keys: Keys, parti
     ['partition'],
   )
   m.onScrape('streams', async () => {
-    const pipe = redis.pipeline()
+    // One pipeline per partition slot (a cluster keeps partitions apart), sent together.
+    const res = await pipelineBySlot(
+      redis,
+      Array.from({ length: partitions }, (_, p) => p),
+      (p) => keys.workStream(p),
+      (pipe, p) => {
+        pipe.xlen(keys.workStream(p))
+        pipe.xpending(keys.workStream(p), 'workers')
+      },
+    )
     for (let p = 0; p < partitions; p++) {
-      pipe.xlen(keys.workStream(p))
-      pipe.xpending(keys.workStream(p), 'workers')
-    }
-    const res = (await pipe.exec()) ?? []
-    for (let p = 0; p < partitions; p++) {
-      const [lenErr, len] = res[2 * p] ?? [null, 0]
-      const [pendErr, pend] = res[2 * p + 1] ?? [null, null]
+      const [lenErr, len] = res[p]?.[0] ?? [null, 0]
+      const [pendErr, pend] = res[p]?.[1] ?? [null, null]
       const label = String(p)
       length.labels(label).set(lenErr ? 0 : Number(len))
       // NOGROUP: no worker has created the group yet; nothing is pending.

@@ -1,5 +1,6 @@
-// Every Redis key and channel name, spelled once. Per-app keys carry the app id as a hash tag so one app's keys
-// share a Redis Cluster slot.
+// Every Redis key and channel name, spelled once. Per-app keys carry the app id as a hash tag (`{<app_id>}`) so one
+// app's keys share a Redis Cluster slot; a work partition's stream and lease carry `{p<N>}`, so partitions spread
+// over the cluster's masters. Untagged keys are only used by single-key commands; channels are cluster-wide.
 export class Keys {
   constructor(readonly prefix: string) {}
 
