@@ -14,8 +14,13 @@ import { buildSdk } from './build-sdk.mjs'
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
 
-/** The suites a full run repeats against the Redis Cluster: delivery, sends and receipts. */
-const CLUSTER_SUITES = ['test/integration/delivery.test.ts', 'test/integration/sends-create.test.ts', 'test/integration/receipts.test.ts']
+/** The suites a full run repeats against the Redis Cluster: delivery, sends, receipts and the shared pace. */
+const CLUSTER_SUITES = [
+  'test/integration/delivery.test.ts',
+  'test/integration/sends-create.test.ts',
+  'test/integration/receipts.test.ts',
+  'test/integration/pace-shared.test.ts',
+]
 
 const log = (msg) => console.error(`[pombo test] ${msg}`)
 
