@@ -1,18 +1,31 @@
-// Fake APNs provider API: POST /3/device/<token> over TLS HTTP/2 only, authenticated by an ES256 provider token
-// (kid = Key ID, iss = Team ID, iat). Status codes and reasons follow Apple's "Handling notification responses
-// from APNs" and "Establishing a token-based connection to APNs"; see README.md for what is verified.
+// APNs provider API simulator: POST /3/device/<token> over TLS HTTP/2 only, authenticated by an ES256 provider
+// token (kid = Key ID, iss = Team ID, iat). Status codes and reasons follow Apple's "Handling notification responses
+// from APNs" and "Establishing a token-based connection to APNs"; docs/simulators.md says what is verified.
+// A placeholder device token (all zeros, as a connection test sends) answers BadDeviceToken once the key is
+// accepted, as Apple does for a token it never issued.
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
 import type { Http2Session } from 'node:http2'
 import jwt from 'jsonwebtoken'
-import { type Behaviour, COMMON_STEPS, Script } from './behaviour'
-import { H2Fake, readBody, Recorder, type Req, type Res, send } from './h2-server'
+import { type Behaviour, COMMON_STEPS, Script, type Step } from './behaviour'
+import { type ConditionOptions, Conditions } from './conditions'
+import { H2Simulator, readBody, Recorder, type Req, type Res, send } from './h2-server'
+import { type SimulatorTls, simulatorTls } from './tls'
 
 export type ApnsEnvironment = 'sandbox' | 'production'
 export const APNS_STEPS = [...COMMON_STEPS, 'bad-device-token', 'device-token-not-for-topic', 'unregistered', 'expired-token',
   'too-many', 'internal', 'unavailable', 'shutdown'] as const
 
-export interface ApnsOptions {
-  /** Which APNs this fake plays (default 'production'); changeable with setEnvironment. */
+export interface ApnsOptions extends ConditionOptions {
+  /** Certificate to serve (default: a fresh one for this process, see tls.ts). */
+  tls?: SimulatorTls
+  /** Listening address (default 127.0.0.1 on a free port). */
+  host?: string
+  port?: number
+  /** Called with every notification answered 200: the simulated device's delivery. */
+  onDeliver?: (n: ApnsDelivery) => void
+  /** Device tokens answered BadDeviceToken whatever their script (default: only zeros). */
+  placeholderToken?: RegExp
+  /** Which APNs this simulator plays (default 'production'); changeable with setEnvironment. */
   environment?: ApnsEnvironment
   /** When set, apns-topic must be this Bundle ID or one of its suffixed topics (`<id>.voip`, ...). */
   bundleId?: string
@@ -31,6 +44,18 @@ export interface ApnsOptions {
   record?: boolean
   now?: () => number
   defaultBehaviour?: Behaviour
+}
+
+/** A notification APNs accepted for delivery. */
+export interface ApnsDelivery {
+  token: string
+  topic: string
+  pushType: string | undefined
+  // biome-ignore lint/suspicious/noExplicitAny: the payload as the client sent it (null when it was not JSON)
+  payload: any
+  apnsId: string
+  /** When the answer was written (ms since epoch). */
+  at: number
 }
 
 export interface ApnsKey {
@@ -69,13 +94,17 @@ const MAX_PAYLOAD_BYTES = 4096 // Apple: 4 KB for regular remote notifications (
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
 const id10 = () => Array.from(randomBytes(10), (b) => ALNUM[b % ALNUM.length]).join('')
 
-export type FakeApns = Awaited<ReturnType<typeof startFakeApns>>
+const PLACEHOLDER = /^0+$/
 
-export async function startFakeApns(opts: ApnsOptions = {}) {
+export type ApnsSimulator = Awaited<ReturnType<typeof startApnsSimulator>>
+
+export async function startApnsSimulator(opts: ApnsOptions = {}) {
   const now = opts.now ?? Date.now
   const teamId = opts.teamId ?? id10()
   let environment: ApnsEnvironment = opts.environment ?? 'production'
   const script = new Script(APNS_STEPS, opts.defaultBehaviour ?? 'ok')
+  const conditions = new Conditions(opts, new Set(APNS_STEPS))
+  const placeholder = opts.placeholderToken ?? PLACEHOLDER
   const requests = new Recorder<ApnsRequest>(opts.record ?? true)
   const delivered = new Recorder<ApnsRequest>(opts.record ?? true)
   const keys = new Map<string, Key>()
@@ -85,7 +114,10 @@ export async function startFakeApns(opts: ApnsOptions = {}) {
   const providerTokens = new Set<string>()
   const byReason: Record<string, number> = {}
 
-  const h2 = await H2Fake.start({
+  const h2 = await H2Simulator.start({
+    tls: opts.tls ?? simulatorTls(),
+    host: opts.host,
+    port: opts.port,
     allowHTTP1: false,
     maxConcurrentStreams: opts.maxConcurrentStreams ?? 1000,
     onRequest: (req, res) => void onRequest(req, res),
@@ -129,12 +161,13 @@ export async function startFakeApns(opts: ApnsOptions = {}) {
     } catch (err) {
       rec.bodyError = (err as Error).message
     }
+    if (placeholder.test(rec.token)) return fail(400, 'BadDeviceToken')
     if (opts.tokenFormat && !opts.tokenFormat.test(rec.token)) return fail(400, 'BadDeviceToken')
     const device = devices.get(rec.token)
     if (device?.environment && device.environment !== environment) return fail(400, 'BadDeviceToken')
     if (device?.topic && device.topic !== topic) return fail(400, 'DeviceTokenNotForTopic')
 
-    const step = script.next(rec.token)
+    const step = conditioned(script.next(rec.token), rec.token)
     rec.step = step.name
     const a = stepAnswer(step.name)
     rec.status = step.name === 'drop' || step.name === 'drop-session' || step.name === 'hang' ? null : a.status
@@ -143,13 +176,27 @@ export async function startFakeApns(opts: ApnsOptions = {}) {
     h2.perform(step, req, res, () => {
       if (a.status === 200) {
         delivered.push(rec)
+        // The device's delivery must not break the provider's answer (a device's fault is not Apple's)
+        if (opts.onDeliver) {
+          try {
+            opts.onDeliver({ token: rec.token, topic, pushType: h['apns-push-type'] as string | undefined, payload: rec.body ?? null, apnsId, at: now() })
+          } catch {}
+        }
         send(res, 200, { 'apns-id': apnsId, ...(environment === 'sandbox' ? { 'apns-unique-id': randomUUID() } : {}) })
         return
       }
       byReason[a.reason as string] = (byReason[a.reason as string] ?? 0) + 1
       const body = a.status === 410 ? { reason: a.reason, timestamp: now() } : { reason: a.reason }
       send(res, a.status, { 'apns-id': apnsId }, body)
-    })
+    }, conditions.delay())
+  }
+
+  /** A scripted success may still meet the network's conditions: a dead token, a drawn transient failure. */
+  function conditioned(step: Step, token: string): Step {
+    if (step.name !== 'ok') return step
+    if (conditions.isDead(token)) return { ...step, name: 'unregistered' }
+    const failure = conditions.failure()
+    return failure ? { ...step, name: failure } : step
   }
 
   type Auth = { keyId: string; teamId: string } | { status: number; reason: string }
@@ -192,7 +239,9 @@ export async function startFakeApns(opts: ApnsOptions = {}) {
 
   return {
     url: h2.url,
-    /** A fresh signing key this fake trusts: what Apple's developer portal hands out (.p8, Key ID, Team ID). */
+    /** The CA clients must trust to reach this simulator. */
+    caPem: (opts.tls ?? simulatorTls()).caPem,
+    /** A fresh signing key this simulator trusts: what Apple's developer portal hands out (.p8, Key ID, Team ID). */
     key(o: { environment?: ApnsEnvironment | 'both'; teamId?: string } = {}): ApnsKey {
       const { privateKey, publicKey } = generateKeyPairSync('ec', {
         namedCurve: 'prime256v1',
@@ -221,6 +270,8 @@ export async function startFakeApns(opts: ApnsOptions = {}) {
     requests: requests.items,
     delivered: delivered.items,
     script: (token: string | RegExp, b: Behaviour) => script.set(token, b),
+    /** The token is dead from now on: every notification to it answers 410 Unregistered. */
+    markDead: (token: string) => conditions.markDead(token),
     setDefaultBehaviour: (b: Behaviour) => script.setDefault(b),
     waitForRequests: (n: number, timeoutMs = 5_000) => requests.waitFor(n, timeoutMs, 'APNs requests'),
     waitForDelivered: (n: number, timeoutMs = 5_000) => delivered.waitFor(n, timeoutMs, 'accepted notifications'),

@@ -1,4 +1,4 @@
-// The behaviour DSL shared by the fake providers: what the fake answers to each request for one device token.
+// The behaviour DSL shared by the provider simulators: what one answers to each request for one device token.
 //   'ok'                      every request accepted
 //   'unavailable*2, ok'       two 503s, then accepted (the last step repeats forever)
 //   'quota:30'                429 with Retry-After: 30 (FCM); the number is the step's argument
@@ -13,13 +13,13 @@ export interface Step {
 }
 export type Behaviour = string | Step | ReadonlyArray<string | Step>
 
-/** Steps every fake understands; each fake adds its own error names. */
+/** Steps every simulator understands; each adds its own error names. */
 export const COMMON_STEPS = ['ok', 'slow', 'drop', 'drop-session', 'hang'] as const
 
 const STEP = /^([a-z][a-z-]*)(?::(\d+))?(?:~(\d+))?(?:\*(\d+))?$/
 const MAX_REPEAT = 100_000
 
-/** Expands a behaviour into its list of steps; throws on a name the fake does not know (a typo in a test). */
+/** Expands a behaviour into its list of steps; throws on a name the simulator does not know (a typo). */
 export function parseBehaviour(b: Behaviour, known: ReadonlySet<string>): Step[] {
   const parts: Array<string | Step> = typeof b === 'string' ? b.split(',') : Array.isArray(b) ? [...b] : [b as Step]
   const steps: Step[] = []

@@ -1,12 +1,15 @@
-// Fake FCM HTTP v1: the OAuth2 token endpoint of a service account (RS256 JWT bearer grant) and
+// FCM HTTP v1 simulator: the OAuth2 token endpoint of a service account (RS256 JWT bearer grant) and
 // POST /v1/projects/{project}/messages:send, over one TLS server (HTTP/2, and HTTP/1.1 for token clients).
 // Answers and error bodies follow firebase.google.com/docs/reference/fcm/rest/v1/ErrorCode and
-// developers.google.com/identity/protocols/oauth2/service-account; see README.md for what is verified.
+// developers.google.com/identity/protocols/oauth2/service-account; docs/simulators.md says what is verified.
+// `validate_only` messages are checked and answered like FCM does, never delivered.
 import { generateKeyPairSync, randomBytes, randomInt } from 'node:crypto'
 import jwt from 'jsonwebtoken'
-import { type Behaviour, COMMON_STEPS, Script } from './behaviour'
-import { H2Fake, readBody, Recorder, type Req, type Res, send } from './h2-server'
+import { type Behaviour, COMMON_STEPS, Script, type Step } from './behaviour'
+import { type ConditionOptions, Conditions } from './conditions'
 import { checkMessage, fcmError, tokenError } from './fcm-wire'
+import { H2Simulator, readBody, Recorder, type Req, type Res, send } from './h2-server'
+import { type SimulatorTls, simulatorTls } from './tls'
 
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging'
@@ -14,7 +17,14 @@ const CLOUD_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
 export const FCM_STEPS = [...COMMON_STEPS, 'unregistered', 'invalid-argument', 'sender-id-mismatch', 'quota', 'unavailable',
   'internal', 'third-party-auth-error'] as const
 
-export interface FcmOptions {
+export interface FcmOptions extends ConditionOptions {
+  /** Certificate to serve (default: a fresh one for this process, see tls.ts). */
+  tls?: SimulatorTls
+  /** Listening address (default 127.0.0.1 on a free port). */
+  host?: string
+  port?: number
+  /** Called with every message answered 200 (validate_only ones excepted): the simulated device's delivery. */
+  onDeliver?: (m: FcmDelivery) => void
   /** Keep headers and bodies of every request (default true); false keeps counts only, for the bench. */
   record?: boolean
   /** SETTINGS_MAX_CONCURRENT_STREAMS advertised per connection (default 100, as Google front ends do). */
@@ -57,6 +67,19 @@ export interface FcmRequest {
   validateOnly: boolean
 }
 
+/** A message FCM accepted for delivery. */
+export interface FcmDelivery {
+  project: string
+  /** message.token, or 'topic:<t>' / 'condition:<c>' */
+  target: string
+  // biome-ignore lint/suspicious/noExplicitAny: the message as the client sent it (checked by checkMessage)
+  message: any
+  /** The name answered, `projects/<p>/messages/<id>`. */
+  name: string
+  /** When the answer was written (ms since epoch). */
+  at: number
+}
+
 export interface TokenRequest {
   at: number
   status: number
@@ -77,12 +100,13 @@ interface Issued {
   expiresAtMs: number
 }
 
-export type FakeFcm = Awaited<ReturnType<typeof startFakeFcm>>
+export type FcmSimulator = Awaited<ReturnType<typeof startFcmSimulator>>
 
-export async function startFakeFcm(opts: FcmOptions = {}) {
+export async function startFcmSimulator(opts: FcmOptions = {}) {
   const now = opts.now ?? Date.now
   const ttlS = opts.accessTokenTtlS ?? 3600
   const script = new Script(FCM_STEPS, opts.defaultBehaviour ?? 'ok')
+  const conditions = new Conditions(opts, new Set(FCM_STEPS))
   const requests = new Recorder<FcmRequest>(opts.record ?? true)
   const delivered = new Recorder<FcmRequest>(opts.record ?? true)
   const tokenRequests: TokenRequest[] = []
@@ -92,7 +116,10 @@ export async function startFakeFcm(opts: FcmOptions = {}) {
   let tokensIssued = 0
   let seq = 0
 
-  const h2 = await H2Fake.start({
+  const h2 = await H2Simulator.start({
+    tls: opts.tls ?? simulatorTls(),
+    host: opts.host,
+    port: opts.port,
     allowHTTP1: true,
     maxConcurrentStreams: opts.maxConcurrentStreams ?? 100,
     onRequest: (req, res) => {
@@ -199,21 +226,40 @@ export async function startFakeFcm(opts: FcmOptions = {}) {
       rec.step = 'validate-only'
       return refuse(200, { name })
     }
-    const step = script.next(checked.target)
+    const step = conditioned(script.next(checked.target), checked.target)
     rec.step = step.name
     rec.status = statusOf(step.name)
     requests.push(rec)
+    const message = (body as { message: unknown }).message
     h2.perform(step, req, res, () => {
       const a = stepAnswer(step.name, step.arg, name)
-      if (a.status === 200) delivered.push(rec)
+      if (a.status === 200) {
+        delivered.push(rec)
+        // The device's delivery must not break the provider's answer (a device's fault is not FCM's)
+        if (opts.onDeliver) {
+          try {
+            opts.onDeliver({ project, target: checked.target, message, name, at: now() })
+          } catch {}
+        }
+      }
       answer(res, a.status, a.headers, a.body)
-    })
+    }, conditions.delay())
+  }
+
+  /** A scripted success may still meet the network's conditions: a dead token, a drawn transient failure. */
+  function conditioned(step: Step, target: string): Step {
+    if (step.name !== 'ok') return step
+    if (conditions.isDead(target)) return { ...step, name: 'unregistered' }
+    const failure = conditions.failure()
+    return failure ? { ...step, name: failure } : step
   }
 
   return {
     url: h2.url,
     tokenUri,
-    /** A service account JSON (fresh RSA key) that this fake trusts; its token_uri points here. */
+    /** The CA clients must trust to reach this simulator. */
+    caPem: (opts.tls ?? simulatorTls()).caPem,
+    /** A service account JSON (fresh RSA key) that this simulator trusts; its token_uri points here. */
     serviceAccount(projectId = 'pombo-test'): ServiceAccount {
       const { privateKey, publicKey } = generateKeyPairSync('rsa', {
         modulusLength: 2048,
@@ -255,6 +301,8 @@ export async function startFakeFcm(opts: FcmOptions = {}) {
       return tokensIssued
     },
     script: (token: string | RegExp, b: Behaviour) => script.set(token, b),
+    /** The token is dead from now on: every message to it answers 404 UNREGISTERED. */
+    markDead: (token: string) => conditions.markDead(token),
     setDefaultBehaviour: (b: Behaviour) => script.setDefault(b),
     waitForRequests: (n: number, timeoutMs = 5_000) => requests.waitFor(n, timeoutMs, 'messages:send requests'),
     waitForDelivered: (n: number, timeoutMs = 5_000) => delivered.waitFor(n, timeoutMs, 'accepted messages'),

@@ -1,15 +1,15 @@
-// A throwaway CA and a localhost server certificate for the fake providers, made with the openssl CLI once per
-// process (or once per run when PM_TEST_TLS_DIR names a shared directory). Two ways for a client to trust it:
+// TLS material for the provider simulators: a throwaway CA and a localhost server certificate, made with the openssl
+// CLI (Node has no API to issue X.509 certificates). Clients trust the CA in one of two ways:
 //  - a process started after the files exist: NODE_EXTRA_CA_CERTS=<caFile> (Node reads it only at start-up);
-//  - a client in this process: pass `ca: testCa()` to http2.connect / https.request / tls.connect.
-// Run as a script (`tsx test/fakes/tls.ts <dir>`) it writes the files into <dir> and prints the CA path, so a test
-// runner can export NODE_EXTRA_CA_CERTS before its workers start.
+//  - a client in this process: pass `ca: caPem` to http2.connect / https.request / tls.connect.
+// A directory may be shared by several processes (a worker started before `pombo simulate`, parallel test
+// workers): the first to take its lock writes the files, the others wait for them.
 import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-export interface TestTls {
+export interface SimulatorTls {
   /** The CA certificate, PEM: what a client trusts. */
   caPem: string
   /** Path of that PEM: the value for NODE_EXTRA_CA_CERTS. */
@@ -21,27 +21,26 @@ export interface TestTls {
 }
 
 const FILES = ['ca.pem', 'server.key', 'server.pem'] as const
-let cached: TestTls | undefined
+const cached = new Map<string, SimulatorTls>()
 
-/** The process's test TLS material; generated on first use. */
-export function testTls(): TestTls {
-  cached ??= loadOrCreate(process.env.PM_TEST_TLS_DIR || null)
-  return cached
+/**
+ * The TLS material in `dir` (created there when missing; reused when present, so a worker started earlier with
+ * NODE_EXTRA_CA_CERTS=<dir>/ca.pem keeps trusting it), or, without a directory, a fresh set in a temporary directory
+ * removed when the process exits. Cached per directory for the life of the process.
+ */
+export function simulatorTls(dir: string | null = null): SimulatorTls {
+  const k = dir ?? ''
+  let tls = cached.get(k)
+  if (!tls) {
+    tls = loadOrCreate(dir)
+    cached.set(k, tls)
+  }
+  return tls
 }
 
-/** The CA to pass as `ca` to an in-process client (NODE_EXTRA_CA_CERTS is too late once the process runs). */
-export function testCa(): string {
-  return testTls().caPem
-}
-
-/** Environment for a child process (the service, a bench worker) that must reach the fakes over TLS. */
-export function trustEnv(): { NODE_EXTRA_CA_CERTS: string } {
-  return { NODE_EXTRA_CA_CERTS: testTls().caFile }
-}
-
-function loadOrCreate(shared: string | null): TestTls {
+function loadOrCreate(shared: string | null): SimulatorTls {
   if (!shared) {
-    const dir = mkdtempSync(join(tmpdir(), 'pombo-fakes-tls-'))
+    const dir = mkdtempSync(join(tmpdir(), 'pombo-simulators-tls-'))
     generate(dir)
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
     return read(dir)
@@ -64,13 +63,13 @@ function loadOrCreate(shared: string | null): TestTls {
   }
   const nap = new Int32Array(new SharedArrayBuffer(4))
   for (let waited = 0; !ready(); waited += 50) {
-    if (waited > 10_000) throw new Error(`no test TLS material appeared in ${shared} (stale ${join(shared, '.lock')}?)`)
+    if (waited > 10_000) throw new Error(`no simulator TLS material appeared in ${shared} (stale ${join(shared, '.lock')}?)`)
     Atomics.wait(nap, 0, 0, 50)
   }
   return read(shared)
 }
 
-function read(dir: string): TestTls {
+function read(dir: string): SimulatorTls {
   const caFile = join(dir, 'ca.pem')
   return {
     caPem: readFileSync(caFile, 'utf8'),
@@ -83,9 +82,17 @@ function read(dir: string): TestTls {
 
 /** P-256 keys: fast to generate and accepted by every TLS 1.2/1.3 client. */
 function generate(dir: string): void {
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
+  const ssl = (...args: string[]) => {
+    try {
+      execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException & { stderr?: Buffer }
+      if (e.code === 'ENOENT') throw new Error('the provider simulators need the openssl command to make their TLS certificate')
+      throw new Error(`openssl ${args[0]} failed: ${e.stderr?.toString('utf8').trim() || e.message}`)
+    }
+  }
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '3', '-subj', '/CN=Pombo test CA',
+  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '30', '-subj', '/CN=Pombo simulator CA',
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign')
   ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost')
   writeFileSync(join(dir, 'ext.cnf'), [
@@ -94,16 +101,7 @@ function generate(dir: string): void {
     'keyUsage=critical,digitalSignature',
     'extendedKeyUsage=serverAuth',
   ].join('\n'))
-  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '3',
+  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '30',
     '-extfile', 'ext.cnf', '-out', 'server.pem')
   for (const f of ['ca.key', 'ca.srl', 'server.csr', 'ext.cnf']) rmSync(join(dir, f), { force: true })
-}
-
-if (require.main === module) {
-  const dir = process.argv[2]
-  if (!dir) {
-    console.error('usage: tsx test/fakes/tls.ts <dir>   (then NODE_EXTRA_CA_CERTS=<dir>/ca.pem PM_TEST_TLS_DIR=<dir>)')
-    process.exit(2)
-  }
-  console.log(loadOrCreate(dir).caFile)
 }

@@ -1,0 +1,10 @@
+// The tests' fake FCM is the shipped FCM simulator, serving the tests' certificate (PM_TEST_TLS_DIR when set).
+import { type FcmOptions, type FcmSimulator, startFcmSimulator } from '../../src/simulators/fcm'
+import { testTls } from './tls'
+
+export { FCM_SCOPE, FCM_STEPS, type FcmDelivery, type FcmOptions, type FcmRequest, JWT_BEARER, type ServiceAccount, type TokenRequest } from '../../src/simulators/fcm'
+export type FakeFcm = FcmSimulator
+
+export function startFakeFcm(opts: FcmOptions = {}): Promise<FakeFcm> {
+  return startFcmSimulator({ tls: testTls(), ...opts })
+}
