@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
+import { buildSdk } from './build-sdk.mjs'
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
 
 const log = (msg) => console.error(`[pombo test] ${msg}`)
@@ -25,6 +26,8 @@ function forward(signal) {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, forward)
 
 async function main() {
+  // The tests import '@pombo/sdk' through its package exports (packages/sdk/dist).
+  buildSdk()
   const { DATABASE_URL, REDIS_URL, stop } = await ensureTestServices({ log })
   if (interrupted) return
   log(`DATABASE_URL=${DATABASE_URL.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')} REDIS_URL=${REDIS_URL}`)
