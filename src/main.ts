@@ -14,6 +14,9 @@ import { withOperatorTools } from './cli/operator'
 import { WebhookCliError, webhookCommand } from './cli/webhook'
 import { PartitionsCliError, partitionsCommand } from './cli/partitions'
 import { ResizeRefused } from './redis/partitions'
+import { SIMULATE_USAGE } from './simulate/args'
+import { simulateCommand } from './simulate/command'
+import { SimulateError } from './simulate/providers'
 
 const USAGE = `usage:
   pombo serve [--roles api,worker,dashboard]
@@ -29,7 +32,8 @@ const USAGE = `usage:
   pombo credentials delete APP_ID fcm|apns
   pombo webhook enable APP_ID
   pombo partitions                 (each partition: owner, stream length, pending, oldest pending age)
-  pombo partitions resize N        (every process of the deployment stopped first)`
+  pombo partitions resize N        (every process of the deployment stopped first)
+  ${SIMULATE_USAGE}`
 
 class UsageError extends Error {}
 
@@ -136,6 +140,8 @@ async function main(argv: string[]): Promise<void> {
       return webhookCommand(cfg, rest)
     case 'partitions':
       return partitionsCommand(cfg, rest)
+    case 'simulate':
+      return simulateCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
   }
@@ -201,7 +207,7 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
 /** CONTRACT.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
   if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
-  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused)
+  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused || err instanceof SimulateError)
     console.error(`pombo: ${err.message}`)
   else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
   else console.error(`pombo: ${((err as Error).message ?? String(err)).split('\n')[0]}`)
