@@ -16,7 +16,7 @@ export interface ReportData {
 }
 
 const W = 960
-const PAD = { l: 70, r: 20, t: 40, b: 50 }
+const PAD = { l: 70, r: 20, t: 40, b: 70 }
 const CHART_H = 260
 const COLORS = { receipt: '#2f6fdf', provider: '#e07b24', pushes: '#9aa5b1' }
 
@@ -45,7 +45,7 @@ function latencyChart(d: ReportData, top: number): string {
     { h: d.sendToReceipt, color: COLORS.receipt, label: 'send accepted → receipt counted' },
     { h: d.sendToProvider, color: COLORS.provider, label: 'send accepted → provider accepted' },
   ]
-  const all = series.flatMap((s) => s.h.buckets())
+  const all = series.flatMap((s) => coarse(s.h))
   if (all.length === 0) {
     out.push(`<text x="${(x0 + x1) / 2}" y="${top + CHART_H / 2}" text-anchor="middle" fill="#666">no latency recorded (no receipts for this run's sends)</text>`)
     return out.join('\n')
@@ -55,8 +55,8 @@ function latencyChart(d: ReportData, top: number): string {
   const lx0 = Math.log10(lo)
   const lx1 = Math.log10(hi)
   const x = (ms: number) => x0 + ((Math.log10(Math.max(ms, lo)) - lx0) / (lx1 - lx0)) * (x1 - x0)
-  // Density per unit of log-time, so wide and narrow buckets compare fairly; each series scaled to its own peak share
-  const dens = (h: Histogram) => h.buckets().map(([a, b, c]) => [a, b, c / h.count / Math.max(1e-9, Math.log10(Math.max(b, lo)) - Math.log10(Math.max(a, lo)))] as const)
+  // Density per unit of log-time, so wide and narrow bins compare fairly
+  const dens = (h: Histogram) => coarse(h).map(([a, b, c]) => [a, b, c / h.count / Math.max(1e-9, Math.log10(Math.max(b, lo)) - Math.log10(Math.max(a, lo)))] as const)
   const peak = Math.max(...series.flatMap((s) => dens(s.h).map((b) => b[2])), 1e-9)
   const y = (v: number) => y1 - (v / peak) * (CHART_H - 10)
   out.push(axes(x0, x1, top, y1))
@@ -69,7 +69,7 @@ function latencyChart(d: ReportData, top: number): string {
       out.push(`<text x="${xx.toFixed(1)}" y="${y1 + 16}" text-anchor="middle" fill="#444">${fmtMs(v)}</text>`)
     }
   }
-  out.push(`<text x="${(x0 + x1) / 2}" y="${y1 + 36}" text-anchor="middle" fill="#444">latency (log scale)</text>`)
+  out.push(`<text x="${x1}" y="${y1 + 36}" text-anchor="end" fill="#444">latency (log scale); dashed: p50, dotted: p99</text>`)
   out.push(`<text x="${x0 - 50}" y="${top + CHART_H / 2}" transform="rotate(-90 ${x0 - 50} ${top + CHART_H / 2})" text-anchor="middle" fill="#444">share of pushes</text>`)
   series.forEach((s, i) => {
     if (s.h.count === 0) return
@@ -86,11 +86,14 @@ function latencyChart(d: ReportData, top: number): string {
     for (const [q, dash] of [[0.5, '4 3'], [0.99, '1 3']] as const) {
       const v = s.h.quantile(q)
       const xx = x(v)
+      const right = xx > x1 - 90 // near the right edge the label goes on the line's left
       out.push(`<line x1="${xx.toFixed(1)}" y1="${top}" x2="${xx.toFixed(1)}" y2="${y1}" stroke="${s.color}" stroke-dasharray="${dash}"/>`)
-      out.push(`<text x="${(xx + 3).toFixed(1)}" y="${top + 12 + i * 14 + (q === 0.99 ? 28 : 0)}" fill="${s.color}">p${q * 100} ${fmtMs(v)}</text>`)
+      out.push(
+        `<text x="${(right ? xx - 3 : xx + 3).toFixed(1)}" y="${top + 12 + (i + (q === 0.99 ? 2 : 0)) * 14}" text-anchor="${right ? 'end' : 'start'}" fill="${s.color}">p${q * 100} ${fmtMs(v)}</text>`,
+      )
     }
-    out.push(`<rect x="${x1 - 250}" y="${top + 4 + i * 18}" width="12" height="12" fill="${s.color}" fill-opacity="0.5"/>`)
-    out.push(`<text x="${x1 - 232}" y="${top + 14 + i * 18}">${esc(s.label)} (${s.h.count})</text>`)
+    out.push(`<rect x="${x0 + i * 320}" y="${y1 + 44}" width="12" height="12" fill="${s.color}" fill-opacity="0.5"/>`)
+    out.push(`<text x="${x0 + 18 + i * 320}" y="${y1 + 54}">${esc(s.label)} (${s.h.count})</text>`)
   })
   return out.join('\n')
 }
@@ -102,7 +105,6 @@ function timelineChart(d: ReportData, top: number): string {
   const y1 = top + CHART_H
   const slotS = d.receipts.slotMs / 1000
   out.push(`<text x="${x0}" y="${top - 14}" font-size="15" font-weight="600">Pushes received and receipts counted per ${slotS === 1 ? 'second' : `${slotS} s`}</text>`)
-  const start = Math.min(d.receipts.startMs, d.pushes.startMs)
   const slotMs = Math.max(d.receipts.slotMs, d.pushes.slotMs)
   const regroup = (t: Timeline) => {
     const f = slotMs / t.slotMs
@@ -135,10 +137,24 @@ function timelineChart(d: ReportData, top: number): string {
     const i = Math.round((n * k) / ticks)
     out.push(`<text x="${(x0 + i * bw).toFixed(1)}" y="${y1 + 16}" text-anchor="middle" fill="#444">${((i * slotMs) / 1000).toFixed(0)} s</text>`)
   }
-  out.push(`<text x="${(x0 + x1) / 2}" y="${y1 + 36}" text-anchor="middle" fill="#444">time since the start of the run${start ? '' : ''}</text>`)
-  out.push(`<rect x="${x1 - 250}" y="${top + 4}" width="12" height="12" fill="${COLORS.pushes}"/><text x="${x1 - 232}" y="${top + 14}">pushes received by the devices</text>`)
-  out.push(`<rect x="${x1 - 250}" y="${top + 22}" width="12" height="12" fill="${COLORS.receipt}"/><text x="${x1 - 232}" y="${top + 32}">receipts counted</text>`)
+  out.push(`<text x="${x1}" y="${y1 + 36}" text-anchor="end" fill="#444">time since the start of the run</text>`)
+  out.push(`<rect x="${x0}" y="${y1 + 44}" width="12" height="12" fill="${COLORS.pushes}"/><text x="${x0 + 18}" y="${y1 + 54}">pushes received by the devices</text>`)
+  out.push(`<rect x="${x0 + 320}" y="${y1 + 44}" width="12" height="12" fill="${COLORS.receipt}"/><text x="${x0 + 338}" y="${y1 + 54}">receipts counted</text>`)
   return out.join('\n')
+}
+
+/** The histogram's buckets merged four to a bin (a quarter of a power of two): smooth enough to read as a shape. */
+function coarse(h: Histogram): Array<[number, number, number]> {
+  const bins = new Map<number, [number, number, number]>()
+  for (const [a, b, c] of h.buckets()) {
+    const k = a < 1 ? -1 : Math.floor(Math.log2(a) * 4 + 1e-9)
+    const bin = bins.get(k)
+    if (bin) {
+      bin[1] = Math.max(bin[1], b)
+      bin[2] += c
+    } else bins.set(k, [a, b, c])
+  }
+  return [...bins.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1])
 }
 
 function axes(x0: number, x1: number, top: number, y1: number): string {
