@@ -11,7 +11,8 @@ export const SIMULATE_USAGE = `pombo simulate --app APP_ID --devices N [--receip
       [--key API_KEY] [--sends 1] [--send-interval-ms 1000] [--duration-s 60] [--report FILE.svg|FILE.html] [--json]
       [--platforms android,ios,web] [--receipt-delay-ms 0] [--click-delay-ms 500-3000] [--offline-for-ms 2000-10000]
       [--fcm-latency-ms lognormal:20:120] [--apns-latency-ms lognormal:20:120] [--failure-rate 0] [--dead-rate 0]
-      [--worker] [--base-url URL] [--tls-dir DIR] [--replace-credentials] [--concurrency 64] [--http-concurrency 256]`
+      [--worker] [--base-url URL] [--tls-dir DIR] [--replace-credentials] [--concurrency 64] [--http-concurrency 256]
+  pombo simulate ca [--tls-dir DIR]   (makes the simulators' certificate; prints the CA for NODE_EXTRA_CA_CERTS)`
 
 export const MAX_DEVICES = 1_000_000
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

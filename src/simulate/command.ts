@@ -1,11 +1,17 @@
 // `pombo simulate` (CONTRACT.md "Device SDK and fleet"): flags checked, the run made, what it saw printed on stdout
 // (text, or JSON with --json); the progress line goes to stderr. The first Ctrl-C ends the run early and still
 // reports; a second one exits at once.
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import type { Config } from '../config'
+import { ROOT } from '../root'
+import { simulatorTls } from '../simulators/tls'
 import { parseSimulateArgs } from './args'
+import { SimulateError } from './providers'
 import { formatSummary, simulate } from './run'
 
 export async function simulateCommand(cfg: Config, argv: string[]): Promise<void> {
+  if (argv[0] === 'ca') return caCommand(argv.slice(1))
   const args = parseSimulateArgs(cfg, argv)
   const ctl = new AbortController()
   const onSignal = () => {
@@ -25,4 +31,21 @@ export async function simulateCommand(cfg: Config, argv: string[]): Promise<void
   }
   // The SDK instances and HTTP agents may keep sockets alive for a while; the run is over.
   process.exit(0)
+}
+
+/** `pombo simulate ca [--tls-dir DIR]`: makes the simulators' certificate now and prints the CA's path, so a worker
+ *  can be started with NODE_EXTRA_CA_CERTS before the first run (Node reads that variable only at start-up). */
+function caCommand(argv: string[]): void {
+  let dir: string
+  try {
+    const { values } = parseArgs({ args: argv, options: { 'tls-dir': { type: 'string' } } })
+    dir = values['tls-dir'] ?? join(ROOT, '.data', 'simulators')
+  } catch (err) {
+    throw new SimulateError((err as Error).message.split('\n')[0] as string)
+  }
+  try {
+    console.log(simulatorTls(dir).caFile)
+  } catch (err) {
+    throw new SimulateError(`simulators: ${(err as Error).message}`)
+  }
 }

@@ -74,8 +74,12 @@ function latencyChart(d: ReportData, top: number): string {
   series.forEach((s, i) => {
     if (s.h.count === 0) return
     const pts: string[] = []
+    let prevEnd = -1
     for (const [a, b, v] of dens(s.h)) {
+      // An empty stretch between two bins drops to the axis instead of being bridged by a slope
+      if (prevEnd >= 0 && a > prevEnd * 1.0001) pts.push(`${x(prevEnd).toFixed(1)},${y1}`, `${x(a).toFixed(1)},${y1}`)
       pts.push(`${x(a || lo).toFixed(1)},${y(v).toFixed(1)}`, `${x(b).toFixed(1)},${y(v).toFixed(1)}`)
+      prevEnd = b
     }
     const first = dens(s.h)[0]
     const last = dens(s.h).at(-1)

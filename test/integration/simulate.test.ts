@@ -155,3 +155,14 @@ t.test('an app with real credentials is left alone unless --replace-credentials'
   const [row] = await w.s.sql<{ meta: { project_id: string } }>("SELECT meta FROM credentials WHERE app_id = $1 AND platform = 'fcm'", [w.app.id])
   t.equal(row?.meta.project_id, 'real-project', 'untouched')
 })
+
+t.test('simulate ca makes the certificate in advance, for a worker started before the first run', async (t) => {
+  const w = await world(t, ['api'])
+  const dir = join(w.dir, 'fresh')
+  const r = await pombo(w.s, ['simulate', 'ca', '--tls-dir', dir])
+  t.equal(r.code, 0, r.stderr)
+  t.equal(r.stdout.trim(), join(dir, 'ca.pem'))
+  t.match(readFileSync(join(dir, 'ca.pem'), 'utf8'), /^-----BEGIN CERTIFICATE-----/)
+  const again = await pombo(w.s, ['simulate', 'ca', '--tls-dir', dir])
+  t.equal(again.stdout, r.stdout, 'the same file, kept')
+})
