@@ -15,7 +15,6 @@ import { WebhookCliError, webhookCommand } from './cli/webhook'
 import { PartitionsCliError, partitionsCommand } from './cli/partitions'
 import { ResizeRefused } from './redis/partitions'
 import { SIMULATE_USAGE } from './simulate/args'
-import { simulateCommand } from './simulate/command'
 import { SimulateError } from './simulate/providers'
 
 const USAGE = `usage:
@@ -141,7 +140,9 @@ async function main(argv: string[]): Promise<void> {
     case 'partitions':
       return partitionsCommand(cfg, rest)
     case 'simulate':
-      return simulateCommand(cfg, rest)
+      // Loaded on demand: the device SDK it drives is a workspace package built separately, and no other command
+      // (nor `serve`) may depend on it being there
+      return (await import('./simulate/command.js')).simulateCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
   }

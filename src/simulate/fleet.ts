@@ -48,6 +48,8 @@ interface Device {
   busy: number
   /** A receipt or click could not be sent and waits in the SDK's queue. */
   owes: boolean
+  /** Ids of queued jobs the SDK gave up on (refused for good). */
+  dropped: Set<string> | null
 }
 
 export interface FleetStats {
@@ -70,8 +72,12 @@ export interface FleetStats {
   clicksDuplicate: number
   clicksQueued: number
   clicksRefused: number
-  /** Queued receipts and clicks that a later flush delivered. */
-  lateSent: number
+  /** Queued receipts and clicks that a later flush settled (the service has them now; it may have counted them at
+   *  the first attempt, whose answer the device never saw). */
+  receiptsLate: number
+  clicksLate: number
+  /** Queued receipts and clicks the service refused for good. */
+  dropped: number
   offlineNow: number
   offlineTransitions: number
 }
@@ -93,7 +99,9 @@ export class Fleet {
     clicksDuplicate: 0,
     clicksQueued: 0,
     clicksRefused: 0,
-    lateSent: 0,
+    receiptsLate: 0,
+    clicksLate: 0,
+    dropped: 0,
     offlineNow: 0,
     offlineTransitions: 0,
   }
@@ -160,7 +168,7 @@ export class Fleet {
 
   async #registerOne(i: number): Promise<void> {
     const platform = this.#o.platforms[i % this.#o.platforms.length] as Platform
-    const d: Device = { token: tokenFor(platform, this.#o.runId, i), platform, pombo: null, offline: false, backAt: 0, held: null, busy: 0, owes: false }
+    const d: Device = { token: tokenFor(platform, this.#o.runId, i), platform, pombo: null, offline: false, backAt: 0, held: null, busy: 0, owes: false, dropped: null }
     let lastError: PomboError | null = null
     const gate = this.#gate
     const fetchFn = (url: string, init: RequestInit): Promise<Response> =>
@@ -180,6 +188,7 @@ export class Fleet {
         fetch: fetchFn,
         onError: (e) => {
           lastError = e
+          if (e.job) (d.dropped ??= new Set()).add(e.job.id)
         },
       })
     } catch (err) {
@@ -354,11 +363,31 @@ export class Fleet {
     if (d.owes) this.#flush(d)
   }
 
+  /** Sends what the device's SDK still owes; every job that leaves the queue, except those refused for good, is now
+   *  held by the service (sent now, or `duplicado`: counted by an earlier attempt whose answer was lost). */
   #flush(d: Device): void {
     d.owes = false
     this.#work(d, 0, async () => {
-      const r = await (d.pombo as Pombo).flush()
-      this.stats.lateSent += r.sent
+      const p = d.pombo as Pombo
+      const before = await p.queued()
+      const r = await p.flush()
+      const still = new Set((await p.queued()).map((j) => j.id))
+      for (const j of before) {
+        if (still.has(j.id) || j.k !== 'r') continue
+        if (d.dropped?.has(j.id)) {
+          this.stats.dropped++
+          continue
+        }
+        const mine = this.perSend.get(j.notificationId)
+        if (j.evento === 'clique') {
+          this.stats.clicksLate++
+          if (mine) mine.clicks++
+        } else {
+          this.stats.receiptsLate++
+          this.receiptsOverTime.add(this.#now())
+          if (mine) mine.receipts++
+        }
+      }
       if (r.pending > 0) d.owes = true
     })
   }

@@ -35,6 +35,7 @@ export interface SimulateSummary {
   pushes_held_offline: number
   pushes_discarded: number
   unknown_tokens: number
+  /** Receipts the service holds from the devices: answered `{ok: true}` at once, or settled by a later flush. */
   receipts_sent: number
   receipts_duplicate: number
   receipts_queued: number
@@ -42,7 +43,11 @@ export interface SimulateSummary {
   receipts_skipped: number
   clicks_sent: number
   clicks_queued: number
-  late_sent: number
+  /** Receipts and clicks first queued by the SDK (timeout, 5xx, 429), settled by a later flush. */
+  receipts_late: number
+  clicks_late: number
+  /** Receipts and clicks refused for good, or still queued when the run ended. */
+  receipts_dropped: number
   offline_transitions: number
   /** Sum of the run's sends' `recebidos` (null without --key, or on the free plan). */
   receipts_counted: number | null
@@ -249,14 +254,16 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     pushes_held_offline: st.pushesHeld,
     pushes_discarded: st.pushesDiscarded,
     unknown_tokens: st.unknownTokens,
-    receipts_sent: st.receiptsSent,
+    receipts_sent: st.receiptsSent + st.receiptsLate,
     receipts_duplicate: st.receiptsDuplicate,
     receipts_queued: st.receiptsQueued,
     receipts_refused: st.receiptsRefused,
     receipts_skipped: st.receiptsSkipped,
-    clicks_sent: st.clicksSent,
+    clicks_sent: st.clicksSent + st.clicksLate,
     clicks_queued: st.clicksQueued,
-    late_sent: st.lateSent,
+    receipts_late: st.receiptsLate,
+    clicks_late: st.clicksLate,
+    receipts_dropped: st.dropped,
     offline_transitions: st.offlineTransitions,
     receipts_counted: counted.receipts,
     receipts_sent_for_sends: forSends,
@@ -328,7 +335,7 @@ async function readCounts(
 
 function progressLine(s: FleetStats, n: number, h: Histogram, phase: string): string {
   const lat = h.count ? ` · p50 ${Math.round(h.quantile(0.5))} ms p99 ${Math.round(h.quantile(0.99))} ms` : ''
-  return `[${phase}] registered ${s.registered}/${n} · pushes ${s.pushesReceived} · receipts ${s.receiptsSent} · clicks ${s.clicksSent} · offline ${s.offlineNow}${lat}`
+  return `[${phase}] registered ${s.registered}/${n} · pushes ${s.pushesReceived} · receipts ${s.receiptsSent + s.receiptsLate} · clicks ${s.clicksSent + s.clicksLate} · offline ${s.offlineNow}${lat}`
 }
 
 const fmtP = (p: Percentiles) => (p.count ? `p50 ${p.p50} ms · p90 ${p.p90} ms · p99 ${p.p99} ms · max ${p.max} ms (${p.count})` : 'none recorded')
@@ -346,7 +353,12 @@ function summaryRows(s: SimulateSummary): Array<[string, string]> {
     ['provider accepted → receipt counted', fmtP(s.latency_ms.provider_to_receipt)],
     ['send accepted → receipt counted', fmtP(s.latency_ms.send_to_receipt)],
   ]
-  if (s.receipts_queued || s.clicks_queued) rows.push(['queued by the SDK, sent later', `${s.receipts_queued + s.clicks_queued} (${s.late_sent} sent on a later flush)`])
+  if (s.receipts_queued || s.clicks_queued) {
+    rows.push([
+      'queued by the SDK (timeout, 5xx, 429)',
+      `${s.receipts_queued} receipts, ${s.clicks_queued} clicks; settled later: ${s.receipts_late} receipts, ${s.clicks_late} clicks; refused for good: ${s.receipts_dropped}`,
+    ])
+  }
   if (s.unknown_tokens) rows.push(['messages for other tokens', String(s.unknown_tokens)])
   return rows
 }

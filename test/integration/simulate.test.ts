@@ -2,6 +2,7 @@
 // this process), the worker pointed at the simulators the child starts. Every count the run prints is checked
 // against the service's own tables: registered devices, pushes accepted, `recebidos`, `converted`.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -69,7 +70,7 @@ t.test('devices register through the SDK, every push is answered, and the servic
   t.equal(out.receipts_sent_for_sends, out.receipts_sent)
   t.equal(sum('converted'), out.clicks_sent, 'converted = clicks sent')
   t.equal(out.clicks_counted, out.clicks_sent)
-  t.equal(out.latency_ms.send_to_receipt.count, out.receipts_sent, 'one end-to-end latency per receipt')
+  t.equal(out.latency_ms.send_to_receipt.count, out.receipts_sent - out.receipts_late, 'one end-to-end latency per receipt answered at once')
   t.equal(out.latency_ms.send_to_provider.count, 60, 'one delivery latency per push')
   t.ok(out.latency_ms.send_to_receipt.p50 <= out.latency_ms.send_to_receipt.p99)
   t.ok(out.latency_ms.send_to_receipt.p50 >= out.latency_ms.send_to_provider.p50 - 5)
@@ -165,4 +166,51 @@ t.test('simulate ca makes the certificate in advance, for a worker started befor
   t.match(readFileSync(join(dir, 'ca.pem'), 'utf8'), /^-----BEGIN CERTIFICATE-----/)
   const again = await pombo(w.s, ['simulate', 'ca', '--tls-dir', dir])
   t.equal(again.stdout, r.stdout, 'the same file, kept')
+})
+
+t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end and still add up exactly', async (t) => {
+  const w = await world(t, ['api', 'worker'])
+  // Between the devices and the service: the first 3 receipts get a 503 without reaching the service; the next 3
+  // reach it (and are counted) but the device gets a 503 instead of the answer. Everything else passes through.
+  let receipts = 0
+  const proxy = createHttpServer(async (req, res) => {
+    const chunks: Buffer[] = []
+    for await (const c of req) chunks.push(c as Buffer)
+    const body = Buffer.concat(chunks)
+    const isReceipt = req.method === 'POST' && req.url === '/api/v1/receipts'
+    const n = isReceipt ? ++receipts : 0
+    if (n >= 1 && n <= 3) {
+      res.writeHead(503, { 'content-type': 'application/json' }).end('{"errors":["indisponível"]}')
+      return
+    }
+    const headers: Record<string, string> = {}
+    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v
+    const r = await fetch(w.s.url + req.url, { method: req.method, headers, body: body.length ? body : undefined })
+    const text = await r.text()
+    if (n >= 4 && n <= 6) {
+      res.writeHead(503, { 'content-type': 'application/json' }).end('{"errors":["resposta perdida"]}')
+      return
+    }
+    res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(text)
+  })
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>((resolve) => proxy.close(() => resolve())))
+  const base = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`
+  const r = await pombo(w.s, [
+    'simulate', '--app', w.app.id, '--base-url', base, '--tls-dir', w.dir, '--json',
+    '--devices', '10', '--key', w.app.api_key, '--receipt-rate', '1', '--click-rate', '0', '--fcm-latency-ms', '1',
+    '--receipt-delay-ms', '0-300',
+  ], { ...w.env, PM_OPS_PORT: '0' })
+  t.equal(r.code, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  t.equal(out.pushes_received, 10)
+  t.equal(out.receipts_queued, 6, 'six receipts were queued by the SDK')
+  t.equal(out.receipts_late, 6, 'and settled by the flush at the end')
+  t.equal(out.receipts_sent, 10)
+  t.equal(out.latency_ms.send_to_receipt.count, 4, 'latency only for receipts answered at once')
+  const [row] = await w.s.sql<{ recebidos: number }>('SELECT recebidos FROM sends WHERE app_id = $1', [w.app.id])
+  t.equal(row?.recebidos, 10, 'the service counted each once')
+  t.equal(out.receipts_counted, 10)
+  t.equal(out.receipts_sent_for_sends, 10)
+  t.same(out.warnings, [])
 })
