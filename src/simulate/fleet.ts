@@ -188,7 +188,9 @@ export class Fleet {
         fetch: fetchFn,
         onError: (e) => {
           lastError = e
-          if (e.job) (d.dropped ??= new Set()).add(e.job.id)
+          if (!e.job) return
+          d.dropped ??= new Set()
+          d.dropped.add(e.job.id)
         },
       })
     } catch (err) {
