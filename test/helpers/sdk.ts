@@ -13,11 +13,17 @@ export class Network {
   fail: { status: number; headers?: Record<string, string> } | null = null
   /** Requests that reached the service, by path (without query). */
   readonly seen: string[] = []
+  /** What the service answered them, in order: path, status, the If-None-Match sent. */
+  readonly answers: Array<{ path: string; status: number; ifNoneMatch: string | null }> = []
   readonly fetch = async (url: string, init: RequestInit): Promise<Response> => {
     if (this.offline) throw new TypeError('fetch failed')
     if (this.fail) return new Response('{"errors":["indisponível"]}', { status: this.fail.status, headers: this.fail.headers })
-    this.seen.push(new URL(url).pathname)
-    return fetch(url, init)
+    const path = new URL(url).pathname
+    this.seen.push(path)
+    const res = await fetch(url, init)
+    const inm = new Headers(init.headers).get('if-none-match')
+    this.answers.push({ path, status: res.status, ifNoneMatch: inm })
+    return res
   }
 }
 

@@ -97,3 +97,43 @@ t.test('offline: receipts are queued durably, then sent by flush, and by the nex
   t.same(await again.queued(), [])
   t.same(await w.counters(s3), { recebidos: 1, converted: 0 }, 'init resent what the last run owed')
 })
+
+t.test('registration profile: sessions grow per launch, the permission bitmask is sent, only a change re-registers', async (t) => {
+  const w = await sdkWorld(t)
+  const net = new Network()
+  const storage = new (await import('@pombo/sdk')).MemoryStorage()
+  const tok = w.token()
+  let perm = 0
+  const launch = () => w.device(tok, { storage, fetch: net.fetch, notificationPermission: () => perm, profile: { fabricante: 'ACME', carrier: 'Vivo' } })
+  const first = await launch()
+  const id = first.playerId as string
+  let row = await w.deviceRow(id)
+  t.match(row, { sessoes: 1, notif_permissoes: 0, fabricante: 'ACME', carrier: 'Vivo', sdk_versao: '0.6.0' })
+  t.equal(row.timezone_id, Intl.DateTimeFormat().resolvedOptions().timeZone)
+  t.ok(row.device_os, 'the platform')
+  first.close()
+  const registrations = () => net.seen.filter((p) => p === '/api/v1/players').length
+  const before = registrations()
+  const second = await launch()
+  second.close()
+  t.equal(registrations(), before, 'nothing changed: no registration (a woken service worker costs none)')
+  perm = 3
+  const third = await launch()
+  t.equal(registrations(), before + 1, 'permission granted since: registered again')
+  t.equal(third.playerId, id)
+  row = await w.deviceRow(id)
+  t.match(row, { sessoes: 3, notif_permissoes: 3 }, 'the third launch, with permission')
+})
+
+t.test('iOS through FCM: the data keys beside aps, as the app receives them', async (t) => {
+  const w = await sdkWorld(t)
+  const tok = w.token('iosfcm')
+  const p = await w.device(tok, { deviceType: 0, transporte: 'fcm' })
+  t.equal((await w.deviceRow(p.playerId as string)).transporte, 'fcm')
+  const sendId = await w.send([p.playerId as string], { headings: { en: 'T' }, contents: { en: 'B' } })
+  const m = w.d.fcm.delivered.find((r) => r.target === tok)?.body.message
+  t.ok(m?.apns?.payload?.aps, 'FCM carried an APNs block')
+  const userInfo = { ...m.data, aps: m.apns.payload.aps }
+  t.match(await p.handlePush(userInfo), { notificationId: sendId, title: 'T', body: 'B', receipt: 'sent' })
+  t.same(await w.counters(sendId), { recebidos: 1, converted: 0 })
+})

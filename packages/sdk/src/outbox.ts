@@ -12,7 +12,7 @@
 // dropped too, each reported.
 import { backoffMs, type RetryPolicy } from './backoff.js'
 import type { Store } from './storage.js'
-import { call, type Transport } from './transport.js'
+import { call, serviceNow, type Transport } from './transport.js'
 
 export type ReceiptEvent = 'recebido' | 'clique'
 export type InappEventName = 'impressao' | 'clique' | 'fechou'
@@ -65,8 +65,10 @@ export interface OutboxOptions {
   transport: Transport
   retry: RetryPolicy
   max: number
-  /** Jobs older than this are dropped (the service's acceptance window). */
+  /** Receipts older than this are dropped (the service's acceptance window: 90 days). */
   maxAgeMs: number
+  /** In-app events dated before this long ago are dropped (the service takes them up to 7 days back). */
+  eventMaxAgeMs: number
   /** Wait before an automatic round sends jobs queued without a failure (lets in-app events form batches). */
   batchDelayMs: number
   /** Schedule automatic rounds (off: only `flush`, `init` and pushes send). */
@@ -215,7 +217,11 @@ export class Outbox {
       return report
     }
     const settled = new Map<string, [JobResult, string?]>()
-    for (const j of s.items) if (j.at < now - this.o.maxAgeMs) settled.set(j.id, ['dropped', 'fora da janela de aceitação do serviço'])
+    const serviceNowMs = serviceNow(this.o.transport)
+    for (const j of s.items) {
+      const old = j.k === 'r' ? j.at < now - this.o.maxAgeMs : Date.parse(j.em) < serviceNowMs - this.o.eventMaxAgeMs
+      if (old) settled.set(j.id, ['dropped', 'fora da janela de aceitação do serviço'])
+    }
     const units = this.#units(s.items.filter((j) => !settled.has(j.id)))
     let failure: { retryAfterMs: number | undefined; reason: string } | null = null
     let anyAnswer = false
@@ -310,25 +316,41 @@ export class Outbox {
       }
       return { kind: 'done', results: [[j, 'dropped', refused ?? 'recusado pelo serviço']] }
     }
-    const out = await call(this.o.transport, '/api/v1/inapp/eventos', {
-      method: 'POST',
-      body: {
-        app_id: this.o.appId,
-        player_id: u.player,
-        eventos: u.jobs.map((j) => ({ campanha_id: j.campanhaId, prova: j.prova, evento: j.evento, ocorrencia_n: j.n, em: j.em })),
-      },
-    })
-    if (out.kind === 'retry') return out
-    if (out.kind === 'refused') return { kind: 'done', results: u.jobs.map((j): [Job, JobResult, string] => [j, 'dropped', out.reason]) }
-    const verdicts = (out.body as { resultados?: unknown } | undefined)?.resultados
-    return {
-      kind: 'done',
-      results: u.jobs.map((j, i): [Job, JobResult, string?] => {
-        const v = Array.isArray(verdicts) ? verdicts[i] : undefined
-        if (v === 'aceito') return [j, 'sent']
-        if (v === 'duplicado') return [j, 'duplicate']
-        return [j, 'dropped', `evento in-app recusado: ${typeof v === 'string' ? v : 'sem veredito'}`]
-      }),
+    // A malformed item fails the whole request and the answer names it (`explain.campo` = `eventos[i]...`): that
+    // item is dropped and the rest sent again, so one bad event never sinks its batch.
+    const results: Array<[Job, JobResult, string?]> = []
+    let jobs = u.jobs
+    while (jobs.length > 0) {
+      const out = await call(this.o.transport, '/api/v1/inapp/eventos', {
+        method: 'POST',
+        body: {
+          app_id: this.o.appId,
+          player_id: u.player,
+          eventos: jobs.map((j) => ({ campanha_id: j.campanhaId, prova: j.prova, evento: j.evento, ocorrencia_n: j.n, em: j.em })),
+        },
+      })
+      if (out.kind === 'retry') return results.length > 0 ? { kind: 'done', results } : out
+      if (out.kind === 'refused') {
+        const campo = (out.body as { explain?: { campo?: unknown } } | undefined)?.explain?.campo
+        const i = typeof campo === 'string' ? Number(/^eventos\[(\d+)\]/.exec(campo)?.[1] ?? Number.NaN) : Number.NaN
+        const bad = Number.isInteger(i) ? jobs[i] : undefined
+        if (bad && (out.status === 400 || out.status === 422)) {
+          results.push([bad, 'dropped', out.reason])
+          jobs = jobs.filter((_, k) => k !== i)
+          continue
+        }
+        for (const j of jobs) results.push([j, 'dropped', out.reason])
+        break
+      }
+      const verdicts = (out.body as { resultados?: unknown } | undefined)?.resultados
+      jobs.forEach((j, k) => {
+        const v = Array.isArray(verdicts) ? verdicts[k] : undefined
+        if (v === 'aceito') results.push([j, 'sent'])
+        else if (v === 'duplicado') results.push([j, 'duplicate'])
+        else results.push([j, 'dropped', `evento in-app recusado: ${typeof v === 'string' ? v : 'sem veredito'}`])
+      })
+      break
     }
+    return { kind: 'done', results }
   }
 }

@@ -85,6 +85,8 @@ export interface TapResult {
 export type FlushReport = RoundReport
 
 const RECEIPT_WINDOW_MS = 90 * 86_400_000
+/** In-app events are taken up to 7 days back; an hour of margin for the time in the queue and clocks. */
+const EVENT_WINDOW_MS = 7 * 86_400_000 - 3_600_000
 /** Previous devices of the install remembered for late pushes. */
 const PREVIOUS_MAX = 3
 const LAST_SESSION_KEY = 'last_session'
@@ -122,6 +124,7 @@ export class Pombo {
       baseUrl: o.baseUrl.replace(/\/+$/, ''),
       timeoutMs: o.timeoutMs ?? 10_000,
       now: this.#now,
+      serverAt: null,
     }
     this.#outbox = new Outbox({
       appId: this.appId,
@@ -130,6 +133,7 @@ export class Pombo {
       retry: this.#retry,
       max: Math.max(1, o.maxQueue ?? 500),
       maxAgeMs: RECEIPT_WINDOW_MS,
+      eventMaxAgeMs: EVENT_WINDOW_MS,
       batchDelayMs: o.batchDelayMs ?? 1_000,
       autoRetry: o.autoRetry ?? true,
       playerId: () => this.playerId,
@@ -185,7 +189,11 @@ export class Pombo {
       await this.#store.set(SESSIONS_KEY, this.#sessions)
     }
     await this.#ensureRegistered(false)
-    await this.#outbox.flush('now')
+    try {
+      await this.#outbox.flush('now')
+    } catch (err) {
+      this.#report({ kind: 'receipt', message: messageOf(err), cause: err })
+    }
   }
 
   /** The device's `player_id` on the service; null until a registration succeeded (ever, on this install). */
@@ -233,6 +241,7 @@ export class Pombo {
   async flush(): Promise<FlushReport> {
     try {
       if (!this.#reg || this.#regFailures > 0) await this.#ensureRegistered(true)
+      await this.inapp.idle() // events of displays, clicks and closes already reported are queued first
       return await this.#outbox.flush('now')
     } catch (err) {
       this.#report({ kind: 'receipt', message: messageOf(err), cause: err })
@@ -319,6 +328,8 @@ export class Pombo {
         const previous = old && old.playerId !== out.playerId ? [old.playerId, ...(old.previous ?? [])] : (old?.previous ?? [])
         this.#reg = { token, playerId: out.playerId, fingerprint: fp, at: now, previous: previous.slice(0, PREVIOUS_MAX) }
         await this.#store.set(REGISTRATION_KEY, this.#reg)
+        // A new device (token changed) or the first one: the in-app package is per device.
+        if (old?.playerId !== out.playerId) await this.inapp.deviceChanged()
         return
       }
       this.#report({ kind: 'register', message: out.reason, status: out.status ?? undefined })

@@ -16,6 +16,23 @@ export interface Transport {
   baseUrl: string
   timeoutMs: number
   now: () => number
+  /** The last response's Date header and the monotonic instant it arrived (null until one is seen). */
+  serverAt: { date: number; mono: number } | null
+}
+
+const mono = (): number | undefined => (typeof performance === 'object' && typeof performance.now === 'function' ? performance.now() : undefined)
+
+/**
+ * The service's idea of now: its last Date header carried forward on the monotonic clock, used when the device clock
+ * is more than a minute off (the service refuses in-app events dated over 5 minutes ahead, and a phone's clock can
+ * be far off or be changed by its owner); otherwise the device clock.
+ */
+export function serviceNow(t: Transport): number {
+  const now = t.now()
+  const m = mono()
+  if (!t.serverAt || m === undefined) return now
+  const est = t.serverAt.date + (m - t.serverAt.mono)
+  return Math.abs(est - now) > 60_000 ? Math.round(est) : now
 }
 
 export interface CallOptions {
@@ -46,6 +63,9 @@ export async function call(t: Transport, path: string, o: CallOptions): Promise<
       signal: ctl?.signal,
     })
     const text = await res.text()
+    const date = Date.parse(res.headers.get('date') ?? '')
+    const m = mono()
+    if (Number.isFinite(date) && m !== undefined) t.serverAt = { date, mono: m }
     let body: unknown
     try {
       body = text ? JSON.parse(text) : undefined

@@ -12,7 +12,7 @@
 import { messageOf, type ErrorHandler } from '../errors.js'
 import type { InappEventJob, InappEventName, Outbox } from '../outbox.js'
 import type { Store } from '../storage.js'
-import { call, type Transport } from '../transport.js'
+import { call, serviceNow, type Transport } from '../transport.js'
 import { SDK_VERSION } from '../version.js'
 import {
   ATRASO_DEFAULT_MS,
@@ -145,8 +145,24 @@ export class InappFeed {
 
   /** Asks the service for the package now (also done at start and every `pollIntervalMs`). */
   refresh(): Promise<void> {
-    if (!this.#d.enabled || this.#closed) return Promise.resolve()
+    if (!this.#d.enabled || this.#closed || !this.#started) return Promise.resolve()
     return this.#chain(() => this.#poll(false))
+  }
+
+  /**
+   * The device's player id changed (first registration, or a new token): the package held was made for the other
+   * device (its proofs name it), so it is dropped and, if the feed runs, fetched again. The display history stays:
+   * it is this install's, and caps are about the person.
+   */
+  deviceChanged(): Promise<void> {
+    return this.#chain(async () => {
+      await this.#load()
+      if (this.#pkg) {
+        this.#pkg = null
+        await this.#d.store.remove(PKG_KEY)
+      }
+      if (this.#started && !this.#closed) await this.#poll(false)
+    })
   }
 
   /** Resolves when the work already asked for (polls, decisions, displays) is done. */
@@ -326,12 +342,12 @@ export class InappFeed {
       click: () => {
         if (clicked) return
         clicked = true
-        void this.#event(m, n, 'clique')
+        void this.#chain(() => this.#event(m, n, 'clique'))
       },
       close: () => {
         if (closed) return
         closed = true
-        void this.#event(m, n, 'fechou')
+        void this.#chain(() => this.#event(m, n, 'fechou'))
       },
     }
     await this.#event(m, n, 'impressao')
@@ -360,6 +376,8 @@ export class InappFeed {
     const player = this.#d.playerId()
     if (!player) return Promise.resolve()
     const now = this.#d.now()
+    // `em` on the service's clock: events dated over 5 minutes ahead of it are refused.
+    const em = new Date(serviceNow(this.#d.transport)).toISOString()
     const job: InappEventJob = {
       k: 'e',
       id: `${m.campanha_id}:${evento}:${n}`,
@@ -368,7 +386,7 @@ export class InappFeed {
       prova: m.prova,
       evento,
       n,
-      em: new Date(now).toISOString(),
+      em,
       at: now,
     }
     return this.#d.outbox.enqueue([job])
