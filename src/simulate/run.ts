@@ -173,7 +173,11 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
       if (err.message === 'interrupted') return
       throw new SimulateError(err.message)
     })
-    if (fleet.stats.registerFailed > 0) warnings.push(`${fleet.stats.registerFailed} registrations failed (${[...fleet.registerErrors.keys()].join('; ')})`)
+    if (fleet.stats.registerFailed > 0) {
+      const reasons = [...fleet.registerErrors.keys()]
+      const hint = reasons.some((r) => /^429/.test(r)) ? ' (429: run the service with PM_LIMIT_IP_PER_MIN=0, and PM_LIMIT_REGISTRATIONS_PER_HOUR above N)' : ''
+      warnings.push(`${fleet.stats.registerFailed} registrations failed: ${reasons.join('; ')}${hint}`)
+    }
     fleet.startChurn()
 
     const api = a.key ? new ServiceApi(a.baseUrl, a.appId, a.key) : null

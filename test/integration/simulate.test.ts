@@ -19,7 +19,7 @@ async function freePort(): Promise<number> {
   return port
 }
 
-async function world(t: Test, roles: Array<'api' | 'worker'>) {
+async function world(t: Test, roles: Array<'api' | 'worker'>, extra: Record<string, string> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'pombo-simulate-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const tls = simulatorTls(dir) // made before the worker starts, as an operator would with NODE_EXTRA_CA_CERTS
@@ -29,6 +29,7 @@ async function world(t: Test, roles: Array<'api' | 'worker'>) {
     PM_LIMIT_IP_PER_MIN: '0',
     PM_DEFAULT_PLAN: 'pro',
     PM_PARTITIONS: '4',
+    ...extra,
   }
   const s = await startService(t, { roles, providerCa: tls.caPem, env })
   const app = await s.createApp()
@@ -213,4 +214,26 @@ t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end
   t.equal(out.receipts_counted, 10)
   t.equal(out.receipts_sent_for_sends, 10)
   t.same(out.warnings, [])
+})
+
+t.test('registrations refused by the per-IP limit are reported with the setting to change', async (t) => {
+  const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '4' })
+  const r = await w.run(['--devices', '8', '--worker', '--duration-s', '1', '--concurrency', '1'])
+  t.equal(r.code, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  t.equal(out.registered, 4, 'the first four got through')
+  t.equal(out.register_failed, 4)
+  t.match(Object.keys(out.register_errors)[0], /^429/)
+  t.match(out.warnings[0], /4 registrations failed: 429.*PM_LIMIT_IP_PER_MIN=0/)
+  const [n] = await w.s.sql<{ n: number }>('SELECT count(*)::int AS n FROM devices WHERE app_id = $1', [w.app.id])
+  t.equal(n?.n, 4)
+})
+
+t.test('a service that refuses every registration stops the run with its reason', async (t) => {
+  const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '1' })
+  await w.s.call('POST', '/api/v1/players', { body: { app_id: w.app.id, device_type: 1, identifier: 'uses-the-only-slot' } })
+  const r = await w.run(['--devices', '30', '--worker', '--duration-s', '1'])
+  t.equal(r.code, 2)
+  t.match(r.stderr, /every registration failed: 429.*PM_LIMIT_IP_PER_MIN=0/)
+  t.equal(r.stdout, '')
 })
