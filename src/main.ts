@@ -142,9 +142,20 @@ async function main(argv: string[]): Promise<void> {
     case 'simulate':
       // Loaded on demand: the device SDK it drives is a workspace package built separately, and no other command
       // (nor `serve`) may depend on it being there
-      return (await import('./simulate/command.js')).simulateCommand(cfg, rest)
+      return (await loadSimulate()).simulateCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
+  }
+}
+
+async function loadSimulate(): Promise<typeof import('./simulate/command.js')> {
+  try {
+    return await import('./simulate/command.js')
+  } catch (err) {
+    if (/@pombo\/sdk/.test(String((err as Error).message))) {
+      throw new SimulateError('the device SDK is not built (packages/sdk/dist): run npm run build, or node scripts/build-sdk.mjs')
+    }
+    throw err
   }
 }
 

@@ -77,6 +77,7 @@ t.test('devices register through the SDK, every push is answered, and the servic
   t.ok(out.latency_ms.send_to_receipt.p50 >= out.latency_ms.send_to_provider.p50 - 5)
   t.same(out.warnings, [])
   t.equal(out.provider.fcm.delivered + out.provider.apns.delivered, 60)
+  t.ok(out.peak_rss_mb > 0, 'the run reports its peak memory')
   const svg = readFileSync(report, 'utf8')
   t.match(svg, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/)
   t.match(svg, /End-to-end latency/)
