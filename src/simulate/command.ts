@@ -1,4 +1,4 @@
-// `pombo simulate` (CONTRACT.md "Device SDK and fleet"): flags checked, the run made, what it saw printed on stdout
+// `pombo simulate` (the operator contract, "Device SDK and fleet"): flags checked, the run made, what it saw printed on stdout
 // (text, or JSON with --json); the progress line goes to stderr. The first Ctrl-C ends the run early and still
 // reports; a second one exits at once.
 import { join } from 'node:path'

@@ -94,7 +94,7 @@ export class H2Simulator {
       fake.sessions.add(s)
       fake.sessionsOpened++
       s.on('close', () => fake.sessions.delete(s))
-      s.on('error', () => {}) // a client vanishing mid-stream is part of the tests, not a failure of the fake
+      s.on('error', () => {}) // a client vanishing mid-stream is normal (tests do it on purpose), not a failure of the simulator
     })
     // A client that did not negotiate h2 by ALPN is cut off (Node would answer it a plain-text 403 instead)
     server.on('unknownProtocol', (sock: TLSSocket) => sock.destroy())
