@@ -23,14 +23,13 @@ export async function simulateCommand(cfg: Config, argv: string[]): Promise<void
   process.on('SIGTERM', onSignal)
   try {
     const summary = await simulate(cfg, args, { stdout: process.stdout, stderr: process.stderr, signal: ctl.signal })
-    process.stdout.write(args.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary))
     if (args.report) process.stderr.write(`report written to ${args.report.file}\n`)
+    // The SDK instances and HTTP agents may keep sockets alive for a while; the run is over once stdout has it all
+    process.stdout.write(args.json ? `${JSON.stringify(summary, null, 2)}\n` : formatSummary(summary), () => process.exit(0))
   } finally {
     process.off('SIGINT', onSignal)
     process.off('SIGTERM', onSignal)
   }
-  // The SDK instances and HTTP agents may keep sockets alive for a while; the run is over.
-  process.exit(0)
 }
 
 /** `pombo simulate ca [--tls-dir DIR]`: makes the simulators' certificate now and prints the CA's path, so a worker
