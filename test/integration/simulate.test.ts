@@ -106,7 +106,8 @@ t.test('devices going offline get their pushes when they come back; receipts sti
 
 t.test('--worker runs the delivery worker inside simulate (the service runs only its API)', async (t) => {
   const w = await world(t, ['api'])
-  const r = await w.run(['--devices', '12', '--key', w.app.api_key, '--receipt-rate', '1', '--click-rate', '1', '--click-delay-ms', '0', '--worker', '--fcm-latency-ms', '1'])
+  const report = join(w.dir, 'report.html')
+  const r = await w.run(['--devices', '12', '--key', w.app.api_key, '--receipt-rate', '1', '--click-rate', '1', '--click-delay-ms', '0', '--worker', '--fcm-latency-ms', '1', '--report', report])
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
   t.equal(out.registered, 12)
@@ -114,6 +115,38 @@ t.test('--worker runs the delivery worker inside simulate (the service runs only
   t.equal(out.clicks_sent, 12)
   const [row] = await w.s.sql<{ recebidos: number; converted: number }>('SELECT recebidos, converted FROM sends WHERE app_id = $1', [w.app.id])
   t.same(row, { recebidos: 12, converted: 12 })
+  const html = readFileSync(report, 'utf8')
+  t.match(html, /^<!doctype html>/)
+  t.match(html, /<th scope="row">receipts counted by the service<\/th><td>12 of 12 sent for this run's sends<\/td>/)
+  t.match(html, /<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/, 'the drawing inline')
+})
+
+t.test('without a key the devices answer pushes the sender sends itself', async (t) => {
+  const w = await world(t, ['api', 'worker'])
+  const child = w.run(['--devices', '6', '--receipt-rate', '1', '--click-rate', '0', '--duration-s', '25', '--fcm-latency-ms', '1'])
+  // The sender's own send, once the fleet is registered
+  for (let waited = 0; ; waited += 200) {
+    const [n] = await w.s.sql<{ n: number }>('SELECT count(*)::int AS n FROM devices WHERE app_id = $1', [w.app.id])
+    if (n?.n === 6) break
+    if (waited > 20_000) throw new Error('the fleet did not register')
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  const sent = await w.s.call('POST', '/api/v1/notifications', {
+    body: { app_id: w.app.id, contents: { en: 'from the sender' }, included_segments: ['Subscribed Users'] },
+    headers: { authorization: `Basic ${w.app.api_key}` },
+  })
+  t.equal(sent.status, 200, sent.text)
+  const r = await child
+  t.equal(r.code, 0, r.stderr)
+  const out = JSON.parse(r.stdout)
+  t.equal(out.sends.length, 0, 'the run sent nothing itself')
+  t.equal(out.pushes_received, 6)
+  t.equal(out.receipts_sent, 6)
+  t.equal(out.receipts_counted, null, 'no key: the service is not read')
+  t.equal(out.latency_ms.provider_to_receipt.count, 6)
+  t.equal(out.latency_ms.send_to_receipt.count, 0, 'the send time of a foreign send is unknown')
+  const [row] = await w.s.sql<{ recebidos: number }>('SELECT recebidos FROM sends WHERE id = $1', [sent.json.id])
+  t.equal(row?.recebidos, 6)
 })
 
 t.test('bad input: one line, exit 2, nothing started', async (t) => {
