@@ -16,6 +16,8 @@ import { PartitionsCliError, partitionsCommand } from './cli/partitions'
 import { orgCommand, orgId, userCommand } from './cli/people'
 import { PeopleError } from './people/service'
 import { ResizeRefused } from './redis/partitions'
+import { SIMULATE_USAGE } from './simulate/args'
+import { SimulateError } from './simulate/providers'
 
 const USAGE = `usage:
   pombo serve [--roles api,worker,dashboard]
@@ -34,7 +36,8 @@ const USAGE = `usage:
   pombo user create --email EMAIL (--org ORG_ID | --operador) --senha-stdin
   pombo user invite --email EMAIL --org ORG_ID   (prints a one-time sign-up link, valid 72 h)
   pombo partitions                 (each partition: owner, stream length, pending, oldest pending age)
-  pombo partitions resize N        (every process of the deployment stopped first)`
+  pombo partitions resize N        (every process of the deployment stopped first)
+  ${SIMULATE_USAGE}`
 
 class UsageError extends Error {}
 
@@ -157,8 +160,23 @@ async function main(argv: string[]): Promise<void> {
       return orgCommand(cfg, rest)
     case 'user':
       return userCommand(cfg, rest)
+    case 'simulate':
+      // Loaded on demand: the device SDK it drives is a workspace package built separately, and no other command
+      // (nor `serve`) may depend on it being there
+      return (await loadSimulate()).simulateCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
+  }
+}
+
+async function loadSimulate(): Promise<typeof import('./simulate/command.js')> {
+  try {
+    return await import('./simulate/command.js')
+  } catch (err) {
+    if (/@pombo\/sdk/.test(String((err as Error).message))) {
+      throw new SimulateError('the device SDK is not built (packages/sdk/dist): run npm run build, or node scripts/build-sdk.mjs')
+    }
+    throw err
   }
 }
 
@@ -223,7 +241,7 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
 /** CONTRACT.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
   if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
-  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused || err instanceof PeopleError)
+  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused || err instanceof PeopleError || err instanceof SimulateError)
     console.error(`pombo: ${err.message}`)
   else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
   else console.error(`pombo: ${((err as Error).message ?? String(err)).split('\n')[0]}`)

@@ -1,21 +1,26 @@
-// What both fake providers share: a TLS HTTP/2 server on 127.0.0.1:0 with the test certificate, its live sessions
-// (for GOAWAY, drops and SETTINGS changes), timers that close() cancels, and a recorder tests can wait on.
+// What both provider simulators share: a TLS HTTP/2 server (127.0.0.1, port 0 unless given) with the simulators'
+// certificate, its live sessions (for GOAWAY, drops and SETTINGS changes), timers that close() cancels, and a
+// recorder callers can wait on.
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session, type SecureServerOptions } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import type { TLSSocket } from 'node:tls'
 import type { Step } from './behaviour'
-import { testTls } from './tls'
 
 export type Req = Http2ServerRequest
 export type Res = Http2ServerResponse
 
 export interface H2Options {
+  /** Server key and certificate, PEM. */
+  tls: { key: string; cert: string }
+  /** Listening address (default 127.0.0.1, port 0: a free port). */
+  host?: string
+  port?: number
   allowHTTP1: boolean
   maxConcurrentStreams: number
   onRequest(req: Req, res: Res): void
 }
 
-/** Records what a fake received; `waitFor` resolves once n items are in (counted even when bodies are not kept). */
+/** Records what a simulator received; `waitFor` resolves once n items are in (counted even when bodies are not kept). */
 export class Recorder<T> {
   readonly items: T[] = []
   count = 0
@@ -57,7 +62,7 @@ export class Recorder<T> {
   }
 }
 
-export class H2Fake {
+export class H2Simulator {
   readonly sessions = new Set<Http2Session>()
   /** Sessions ever accepted: a client that reconnects after GOAWAY shows up here. */
   sessionsOpened = 0
@@ -72,11 +77,11 @@ export class H2Fake {
     this.#settings = { maxConcurrentStreams }
   }
 
-  static async start(o: H2Options): Promise<H2Fake> {
-    const { key, cert } = testTls()
+  static async start(o: H2Options): Promise<H2Simulator> {
+    const { key, cert } = o.tls
     const opts: SecureServerOptions = { key, cert, allowHTTP1: o.allowHTTP1, settings: { maxConcurrentStreams: o.maxConcurrentStreams } }
     const server = http2.createSecureServer(opts, o.onRequest)
-    const fake = new H2Fake(server, o.maxConcurrentStreams)
+    const fake = new H2Simulator(server, o.maxConcurrentStreams)
     server.on('session', (s: Http2Session) => {
       const open = new Set<number>()
       fake.#open.set(s, open)
@@ -89,7 +94,7 @@ export class H2Fake {
       fake.sessions.add(s)
       fake.sessionsOpened++
       s.on('close', () => fake.sessions.delete(s))
-      s.on('error', () => {}) // a client vanishing mid-stream is part of the tests, not a failure of the fake
+      s.on('error', () => {}) // a client vanishing mid-stream is normal (tests do it on purpose), not a failure of the simulator
     })
     // A client that did not negotiate h2 by ALPN is cut off (Node would answer it a plain-text 403 instead)
     server.on('unknownProtocol', (sock: TLSSocket) => sock.destroy())
@@ -99,13 +104,14 @@ export class H2Fake {
     })
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
-      server.listen(0, '127.0.0.1', () => resolve())
+      server.listen(o.port ?? 0, o.host ?? '127.0.0.1', () => resolve())
     })
-    fake.url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`
+    const host = o.host && o.host !== '0.0.0.0' && o.host !== '::' ? o.host : '127.0.0.1'
+    fake.url = `https://${host.includes(':') ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`
     return fake
   }
 
-  /** Runs fn after ms unless the fake closes first. */
+  /** Runs fn after ms unless the simulator closes first. */
   later(ms: number, fn: () => void): void {
     const t = setTimeout(() => {
       this.#timers.delete(t)
@@ -114,8 +120,9 @@ export class H2Fake {
     this.#timers.add(t)
   }
 
-  /** Carries out a step: after its delay, drops the stream or the connection, hangs, or calls answer(). */
-  perform(step: Step, req: Req, res: Res, answer: () => void): void {
+  /** Carries out a step: after its delay (or `defaultDelayMs` when it has none), drops the stream or the
+   *  connection, hangs, or calls answer(). */
+  perform(step: Step, req: Req, res: Res, answer: () => void, defaultDelayMs?: number): void {
     const act = () => {
       if (res.destroyed || res.writableEnded) return
       if (step.name === 'hang') return
@@ -123,7 +130,8 @@ export class H2Fake {
       if (step.name === 'drop-session') return dropSession(req)
       answer()
     }
-    if (step.delayMs) this.later(step.delayMs, act)
+    const delay = step.delayMs ?? defaultDelayMs
+    if (delay) this.later(delay, act)
     else act()
   }
 

@@ -1,4 +1,4 @@
-// FCM HTTP v1 wire shapes for the fake: Google's error envelope and the minimal checks of a Message that the real
+// FCM HTTP v1 wire shapes for the simulator: Google's error envelope and the minimal checks of a Message that the real
 // API applies before delivery (one target; map<string,string> fields; Duration and enum syntax; payload size).
 // Sources: firebase.google.com/docs/cloud-messaging/error-codes (envelope, 'message.data[0].value' violation),
 // firebase.google.com/docs/reference/fcm/rest/v1/projects.messages (Message, AndroidConfig, WebpushConfig).
