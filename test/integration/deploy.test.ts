@@ -184,3 +184,38 @@ t.test('Dockerfile: HEALTHCHECK answers for a real process, commit argument, no 
   const exportDir = /PM_EXPORT_DIR=(\S+)/.exec(docker)?.[1]
   t.match(docker, new RegExp(`^VOLUME ${exportDir}$`, 'm'), 'the exports directory is a volume')
 })
+
+/** Whether .dockerignore lets `path` into the build context (its `*` then `!allowed` form; the last match wins). */
+function inContext(rules: string[], path: string): boolean {
+  let allowed = true
+  for (const rule of rules) {
+    const negate = rule.startsWith('!')
+    const pat = negate ? rule.slice(1) : rule
+    const re = new RegExp(`^${pat.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '(.*/)?').replace(/\*/g, '[^/]*')}(/.*)?$`)
+    if (re.test(path)) allowed = negate
+  }
+  return allowed
+}
+
+t.test('Dockerfile: the build context holds every file the image build reads', async (t) => {
+  const rules = read('.dockerignore')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+  t.notOk(inContext(rules, 'node_modules/x'), 'the rules are read as Docker reads them')
+  const needed = new Set(['package.json', 'package-lock.json', 'tsconfig.json', 'src/main.ts', 'bin/pombo', 'proto'])
+  // npm ci fails without every workspace's package.json; the build compiles the SDK's sources.
+  for (const ws of JSON.parse(read('package.json')).workspaces as string[]) {
+    const dir = ws.replace(/\/\*$/, '/sdk')
+    for (const f of ['package.json', 'tsconfig.json', 'src/index.ts']) needed.add(`${dir}/${f}`)
+  }
+  // The build script and every local module it imports.
+  const scripts = ['scripts/build.mjs']
+  for (let i = 0; i < scripts.length; i++) {
+    const file = scripts[i] as string
+    needed.add(file)
+    for (const m of read(file).matchAll(/from '\.\/([^']+)'/g)) scripts.push(`scripts/${m[1]}`)
+  }
+  for (const m of read('Dockerfile').matchAll(/^COPY (?!--from)(.+) \S+$/gm)) for (const src of (m[1] as string).split(/\s+/)) if (src !== '.') needed.add(src)
+  for (const f of needed) t.ok(inContext(rules, f), `${f} reaches the build`)
+})
