@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import t from 'tap'
+import { freePort } from '../helpers/serve-child'
 import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, VAULT_KEY } from '../helpers/service'
 
 const ROOT = join(__dirname, '..', '..')
@@ -26,7 +27,7 @@ t.test('npm run build: the compiled service migrates and serves', async (t) => {
     await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
     await db.end()
   })
-  const port = 20_000 + Math.floor(Math.random() * 20_000)
+  const port = await freePort()
   const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'dist', 'src', 'main.js'), 'serve', '--roles', 'api'], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],
