@@ -22,8 +22,9 @@ RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
 # .dockerignore lets only src (migrations live in src/db/migrations), bin, proto (the confirmation stream's
-# contract, loaded at start), config and migrations through; the sources stay for the `pombo` CLI (bin/pombo runs
-# them through tsx), the service runs the compiled dist/src.
+# contract, loaded at start), docs/openapi.yaml (served at GET /api/v1/openapi.json), config and migrations
+# through; the sources stay for the `pombo` CLI (bin/pombo runs them through tsx), the service runs the compiled
+# dist/src.
 COPY . .
 COPY --from=build /app/dist/src ./dist/src
 RUN mkdir -p .data/exports && chown -R node:node .data

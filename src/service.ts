@@ -16,6 +16,7 @@ import { migrate } from './db/migrate'
 import { createPool, type Db, query } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
+import { openApiReply } from './http/openapi'
 import { constantJson } from './http/reply'
 import { DeliveryModule } from './delivery/module'
 import { HttpServer } from './http/server'
@@ -224,6 +225,8 @@ export class Service {
     const r = server.router
     const root = constantJson({ servico: 'pombo', versao: VERSION, git: gitCommit(d.cfg.gitCommit) })
     r.get('/', {}, () => root)
+    const openapi = openApiReply()
+    r.get('/api/v1/openapi.json', {}, () => openapi)
     appRoutes(r, { ...d, firebaseLimiter: new IpLimiter(d.cfg.limits.ipPerMin, 'fixed', d.clock) })
     deviceRoutes(r, d)
     receiptRoutes(r, d)

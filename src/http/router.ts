@@ -63,6 +63,8 @@ export interface RouterOptions {
 }
 
 export class Router {
+  /** Every route registered (method, uWS pattern): the OpenAPI conformance test compares them with docs/openapi.yaml. */
+  readonly routes: Array<{ method: string; path: string }> = []
   #inflight = 0
   #idle: Array<() => void> = []
 
@@ -111,6 +113,7 @@ export class Router {
   }
 
   #add(method: Method, path: string, opts: RouteOptions, handler: Handler): void {
+    this.routes.push({ method: METHOD_LABEL[method], path })
     const proxies = this.proxies.active ? this.proxies : null
     const shape: RouteShape = {
       paramCount: (path.match(/\/:/g) ?? []).length,
