@@ -2,13 +2,13 @@
 // (spec §App, firebase_params). Pure: text in, opened credential + non-secret meta out, or one CredentialError whose
 // message is one line and never quotes a secret.
 import { createPrivateKey, type KeyObject } from 'node:crypto'
-import type { ApnsCredential, FcmCredential } from '../delivery/credentials-types'
+import type { ApnsCredential, FcmCredential, Platform } from '../delivery/credentials-types'
 import { findUnstorable, pathText } from '../json-guard'
 
 /** Bad credential input; the message is one line, safe to print (it never contains key material). */
 export class CredentialError extends Error {}
 
-export type Platform = 'fcm' | 'apns'
+export type { Platform }
 export const PLATFORMS: readonly Platform[] = ['fcm', 'apns']
 export type ApnsEnv = ApnsCredential['env']
 export const APNS_ENVS: readonly ApnsEnv[] = ['sandbox', 'production']

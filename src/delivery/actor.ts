@@ -19,9 +19,8 @@ import { Pacer } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
 import { invalidateBadTokens } from './bad-tokens'
+import type { Platform } from './credentials-types'
 import type { LoadedSend } from './send-batches'
-
-export type Platform = 'fcm' | 'apns'
 
 export interface ProviderSource {
   /** The app's provider for a platform; null when the app has no credential for it (deliveries stop at once). */

@@ -1,4 +1,9 @@
-// Delivery credentials once opened from the vault (spec §Delivery credentials). Only src/delivery reads them.
+// Delivery credentials once opened from the vault (the spec's "Delivery credentials" table). Only src/delivery reads
+// them; src/credentials validates and stores them.
+
+/** The two push providers a credential is for, and a device is delivered through: FCM (Android, web push, iOS apps
+ *  that use FCM) and APNs. The one definition, used by credentials, delivery and the CLI alike. */
+export type Platform = 'fcm' | 'apns'
 
 /** A Google service-account JSON (the fields the FCM HTTP v1 flow uses; others are kept as they came). */
 export interface FcmCredential {

@@ -52,7 +52,8 @@ export interface Closed {
 
 export class OutcomeRecorder {
   readonly #gc: GroupCommit<OutcomeRow, boolean>
-  /** Sends closed by this recorder (the actor acks their stream entries). */
+  /** Sends this recorder's statement closed (their last outcome was in the batch): the send batches skip their own
+   *  close of them (send-batches.ts `closedByOutcomes`). Set by the delivery module. */
   onClosed: (c: Closed) => void = () => {}
   /** Outcomes just made durable (metrics: pombo_deliveries_total), told once per batch after its commit. */
   onRecorded: (rows: readonly OutcomeRow[]) => void = () => {}

@@ -1,6 +1,7 @@
-// SQL of sends. The hot path writes a whole batch of sends in one transaction: the audience is resolved and the
-// delivery rows inserted server-side in one statement per target kind (INSERT … SELECT over unnest: no device row
-// travels to Node and back), then the send rows and idempotency records as multi-row inserts.
+// SQL of sends. The hot path writes a whole batch of sends in two statements and no explicit transaction: the
+// listed ids are resolved server-side (one read per target kind, over unnest: only the reachable ids come back),
+// then one statement inserts the send rows, each with its delivery list as a `uuid[]` column, and their
+// idempotency records. Per-device delivery rows are written later, once, by the delivery engine with each outcome.
 import { arrayLiteral } from '../db/arrays'
 import { type Db, query, type Tx } from '../db/pool'
 
