@@ -1,4 +1,4 @@
-// Configuration: one table of defaults (the spec's Limits table and CONTRACT.md's environment), read once, frozen.
+// Configuration: one table of defaults (the spec's Limits table and docs/spec/contract.md's environment), read once, frozen.
 import { isIP } from 'node:net'
 
 export interface Config {
@@ -45,22 +45,22 @@ export interface Config {
 }
 
 export interface Limits {
-  /** spec §Limits: requests per minute per source IP on public routes (0 disables). */
+  /** the spec, Limits: requests per minute per source IP on public routes (0 disables). */
   readonly ipPerMin: number
   readonly registrationsPerHour: number
   readonly sendsPerSec: number
   readonly freeMau: number
-  /** spec §Limits: body caps. */
+  /** the spec, Limits: body caps. */
   readonly deviceBodyBytes: number
   readonly sendBodyBytes: number
   readonly appBodyBytes: number
-  /** spec §Auth 6: key resolution cache. */
+  /** the spec, Authentication 6: key resolution cache. */
   readonly keyCacheTtlMs: number
-  /** spec §Auth 7: the previous key stays valid this long after a rotation. */
+  /** the spec, Authentication 7: the previous key stays valid this long after a rotation. */
   readonly rotationOverlapMs: number
   readonly exportsPerSec: number
   readonly exportValidityH: number
-  /** spec §Limits: devices per external_user_id. */
+  /** the spec, Limits: devices per external_user_id. */
   readonly devicesPerExternalUser: number
   /** Registration group commit (src/devices/writer.ts): rows per statement (PM_REG_BATCH_MAX), statements in
    *  flight (PM_REG_WRITERS), registrations waiting before 503 (PM_REG_QUEUE_MAX). */
@@ -77,7 +77,7 @@ export interface Limits {
   readonly receiptWriters: number
   /** Postgres connections per process (PM_PG_POOL); must exceed the writers' concurrency. */
   readonly pgPool: number
-  /** spec §Limits: reads of sends per second per app. */
+  /** the spec, Limits: reads of sends per second per app. */
   readonly readsPerSec: number
   /** A free-plan MAU measurement older than this is ignored: the send is allowed (PM_MAU_MAX_AGE_S). */
   readonly mauMaxAgeMs: number
@@ -91,12 +91,12 @@ export interface Limits {
   /** PUT /confirmacoes waits at most this long for a lock (the webhook queue's, then the app's row) before a 503
    *  (PM_CONFIG_LOCK_TIMEOUT_MS): longer than one webhook attempt, so a slow destination alone never trips it. */
   readonly configLockTimeoutMs: number
-  /** Key-resolution cache (spec §Auth 6): apps and keys kept (least recently used leave first), and a separate,
+  /** Key-resolution cache (the spec, Authentication 6): apps and keys kept (least recently used leave first), and a separate,
    *  smaller room for ids that resolved to nothing, so a flood of random ids never evicts the real ones
    *  (PM_KEY_CACHE_MAX, PM_KEY_CACHE_MISS_MAX). */
   readonly keyCacheMax: number
   readonly keyCacheMissMax: number
-  /** spec §Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
+  /** the spec, Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
   readonly inappPackageMax: number
   readonly inappValidityS: number
   readonly inappEventsBatchMax: number
@@ -112,7 +112,7 @@ export interface Jobs {
   /** An enqueued send that no worker took within this is enqueued again. */
   readonly handoffGraceMs: number
   readonly mauEveryMs: number
-  /** Receipts of sends due more than this many days ago are archived (PM_RECEIPT_ARCHIVE_DAYS; spec §Receipts
+  /** Receipts of sends due more than this many days ago are archived (PM_RECEIPT_ARCHIVE_DAYS; the spec, Receipts
    *  `tardio`); the archival job runs every `receiptArchiveEveryMs`. */
   readonly receiptArchiveDays: number
   readonly receiptArchiveEveryMs: number
@@ -140,7 +140,7 @@ export interface Delivery {
   readonly retryDelaysMs: readonly number[]
 }
 
-/** The webhook dispatcher (spec §Events redelivery policy, §Limits Webhook row). */
+/** The webhook dispatcher (the spec, Events redelivery policy, Limits Webhook row). */
 export interface Webhook {
   /** spec: timeout per attempt. */
   readonly timeoutMs: number

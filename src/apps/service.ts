@@ -86,7 +86,7 @@ export class AppService {
     }
   }
 
-  /** spec §Auth 7: the previous key stays valid for the overlap, then answers 401; rotation itself never 401s. */
+  /** the spec, Authentication 7: the previous key stays valid for the overlap, then answers 401; rotation itself never 401s. */
   async rotate(appId: string, sandbox?: boolean): Promise<RotatedKey> {
     const at = new Date(this.now())
     const deadline = new Date(at.getTime() + this.cfg.limits.rotationOverlapMs)
@@ -123,7 +123,7 @@ export class AppService {
     await this.dir.invalidate(appId)
   }
 
-  /** Revoked keys stop working at once on every instance (spec §API key). */
+  /** Revoked keys stop working at once on every instance (the spec, API key). */
   async revokeKeys(appId: string, kid?: string): Promise<number> {
     const n = await store.revokeKeys(this.db, appId, new Date(this.now()), kid)
     await this.dir.invalidate(appId)

@@ -1,5 +1,5 @@
 // The dashboard's port ({dashboard_url}). Today it shows the service's state and how to manage apps with the CLI;
-// apps, keys and credentials are managed with `pombo app …` / `pombo credentials …` (CONTRACT.md).
+// apps, keys and credentials are managed with `pombo app …` / `pombo credentials …` (docs/spec/contract.md).
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import type { Router } from '../http/router'

@@ -10,7 +10,7 @@ export interface FcmCredential {
   project_id: string
   client_email: string
   private_key: string
-  /** OAuth token endpoint; Google's clients use the one inside the file (CONTRACT.md). */
+  /** OAuth token endpoint; Google's clients use the one inside the file (docs/spec/contract.md). */
   token_uri: string
   [k: string]: unknown
 }

@@ -90,7 +90,7 @@ export class OutcomeRecorder {
 }
 
 /**
- * spec §Events: notification.completed, written in the statement that closes the send (CTE `u` = the closed rows,
+ * the spec, Events: notification.completed, written in the statement that closes the send (CTE `u` = the closed rows,
  * with `problem`) for apps that read by webhook or stream (src/confirmations/events.ts). The body is the spec's plus
  * `pm_problema` when deliveries stopped short (the read shape's field: the webhook and stream readers cannot read it).
  */

@@ -1,4 +1,4 @@
-// An app's pace toward the providers (spec §App rate_por_min): a token bucket refilled continuously, with a burst
+// An app's pace toward the providers (the spec, App rate_por_min): a token bucket refilled continuously, with a burst
 // of one second's worth. A provider 429 pauses the whole bucket (back-pressure, honouring Retry-After). The actor
 // that owns the app is the bucket's only user, and an app's partition has one owner (a lease), so the pace holds
 // for the app whichever worker runs it.

@@ -1,4 +1,4 @@
-// The proof of arrival (spec §Receipt): HMAC-SHA256 keyed with the app's receipt key over `<send-id>:<device-id>`,
+// The proof of arrival (the spec, Receipt): HMAC-SHA256 keyed with the app's receipt key over `<send-id>:<device-id>`,
 // rendered as 32 characters (base64url of the first 24 bytes: 192 bits). Computed only on the server, here; the
 // receipt route verifies with `verifyProof` in constant time.
 import { createHmac, timingSafeEqual } from 'node:crypto'

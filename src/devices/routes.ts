@@ -1,4 +1,4 @@
-// Device routes (spec §Devices). POST and PUT are public (no credential): the body is capped, the source IP is
+// Device routes (the spec, Devices). POST and PUT are public (no credential): the body is capped, the source IP is
 // rate-limited, every field is validated and the app_id checked (unknown 400, paused 403) before any write.
 // GET and the export need the app key; the export file URL is its own credential.
 import type { Config } from '../config'
@@ -19,7 +19,7 @@ export interface DeviceRouteDeps {
   devices: DeviceService
 }
 
-/** The app a public device route writes to: unknown 400, paused 403 (spec §Devices). */
+/** The app a public device route writes to: unknown 400, paused 403 (the spec, Devices). */
 async function activeApp(d: DeviceRouteDeps, appId: string): Promise<void> {
   const app = await d.dir.app(appId)
   if (!app) throw new ApiError('APP_ID_UNKNOWN')

@@ -1,10 +1,10 @@
-// Request bodies of the public device routes (spec §Device (player), §Devices). Everything is checked here, with no
+// Request bodies of the public device routes (the spec, Device (player), Devices). Everything is checked here, with no
 // I/O: a body that fails writes nothing. Limits are bytes of UTF-8, not characters.
 import { fieldError } from '../errors'
 import { isUuid } from '../http/router'
 import { type Body, byteLength, has } from '../validation'
 
-/** spec §Device: device_type values (0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox). */
+/** the spec, Device: device_type values (0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox). */
 export const DEVICE_TYPES: ReadonlyMap<number, string> = new Map([
   [0, 'iOS'],
   [1, 'Android'],
@@ -52,7 +52,7 @@ export interface RegistrationRow {
   notif_permissoes: number | null
 }
 
-/** spec §Devices PUT: `undefined` = keep the stored value; `external_user_id: null` = logout. */
+/** the spec, Devices PUT: `undefined` = keep the stored value; `external_user_id: null` = logout. */
 export interface DeviceUpdate {
   app_id: string
   external_user_id: string | null | undefined
@@ -145,7 +145,7 @@ export function truncateUtf8(s: string, maxBytes: number): string {
   return buf.subarray(0, end).toString('utf8')
 }
 
-// Best-effort profile readers: a strange value is treated as absent, never refused (spec §Device).
+// Best-effort profile readers: a strange value is treated as absent, never refused (the spec, Device).
 function softText(body: Body, name: string, truncateBytes?: number): string | null {
   const v = body[name]
   // A text that cannot be stored exactly is absent, never changed (the route's body guard drops it the same way).

@@ -1,4 +1,4 @@
-// Group commit of registrations (spec §Devices "Throughput by design"): requests that arrive while the database is
+// Group commit of registrations (docs/design/devices.md): requests that arrive while the database is
 // busy are gathered and written in one multi-row upsert; each request is answered only after its batch commits.
 // At low load a batch is whatever arrived in one event-loop turn (latency ~ one round trip); under load batches
 // grow to `maxBatch` while `concurrency` statements are in flight, so throughput follows the database's batch rate.
@@ -18,7 +18,7 @@ export interface WriterOptions {
   concurrency: number
   /** Registrations waiting beyond this answer 503 at once: memory stays bounded whatever the load. */
   maxQueue: number
-  /** spec §Limits: devices per external_user_id. */
+  /** the spec, Limits: devices per external_user_id. */
   devicesPerUser: number
 }
 

@@ -18,11 +18,11 @@ export type Handler = (req: Request) => Promise<Reply> | Reply
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del'
 
 export interface RouteOptions {
-  /** Body cap in bytes (spec §Limits); a route without one reads no body. */
+  /** Body cap in bytes (the spec, Limits); a route without one reads no body. */
   bodyLimit?: number
   /** The per-IP limiter that counts this route (public routes). */
   ipLimit?: IpLimiter
-  /** Path parameters that must be UUIDs; a malformed one is a 400 outside the envelope (spec §Apps). */
+  /** Path parameters that must be UUIDs; a malformed one is a 400 outside the envelope (the spec, Apps). */
   uuidParams?: boolean
   /** Request headers the handler reads besides Authorization (lower case). */
   headers?: readonly string[]

@@ -1,5 +1,5 @@
 // Field checks of the in-app validators: each one records a problem (wire path + reason in Portuguese) instead of
-// throwing, so a refused campaign lists every offending field at once (spec §In-app management: `causa`).
+// throwing, so a refused campaign lists every offending field at once (the spec, In-app management: `causa`).
 import type { FieldProblem } from '../errors'
 
 export type Obj = Record<string, unknown>
@@ -147,5 +147,5 @@ export function join(path: string, key: string | number): string {
   return path === '' ? key : `${path}.${key}`
 }
 
-/** RFC 3339 with an explicit offset (spec §In-app campaign `inicia_em`/`termina_em`; §eventos `em`). */
+/** RFC 3339 with an explicit offset (the spec, In-app campaign `inicia_em`/`termina_em`; eventos `em`). */
 export { parseRfc3339 } from '../time'

@@ -1,4 +1,4 @@
-// The body of POST /api/v1/inapp/eventos (spec §In-app device routes): `{app_id, player_id, eventos: [1-50 items]}`.
+// The body of POST /api/v1/inapp/eventos (the spec, In-app device routes): `{app_id, player_id, eventos: [1-50 items]}`.
 // A malformed item fails the whole request (400 naming `eventos[i].campo`; 422 for an `em` outside the window);
 // nothing is looked up before every item is well-formed.
 import { ApiError, fieldError } from '../errors'

@@ -1,4 +1,4 @@
-// In-app management routes (spec §In-app management; app key). Each reads top to bottom: key and app (401/403),
+// In-app management routes (the spec, In-app management; app key). Each reads top to bottom: key and app (401/403),
 // the body or query checked, then the campaign service acts. The service knows nothing of HTTP.
 import type { Auth } from '../apps/auth'
 import type { Config } from '../config'

@@ -1,4 +1,4 @@
-// `servidos` (spec §In-app campaign, Funnel: "entered a device's session package; the only counter incremented by
+// `servidos` (the spec, In-app campaign, Funnel: "entered a device's session package; the only counter incremented by
 // the server"): counted once per (campaign, device), the first time the campaign enters that device's package. A
 // poll answers without waiting: the pairs are group-committed in the background, and a per-process memory of pairs
 // already recorded keeps repeated polls from writing at all. The table's key makes races and other instances count

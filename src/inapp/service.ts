@@ -1,4 +1,4 @@
-// The campaign service (spec §In-app management, §States In-app campaign): plain methods, no HTTP, so the dashboard
+// The campaign service (the spec, In-app management, States In-app campaign): plain methods, no HTTP, so the dashboard
 // calls the same code as the routes. Every change that can alter what devices are served tells the package caches
 // of every instance (`onChange`).
 import { randomUUID } from 'node:crypto'

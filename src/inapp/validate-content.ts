@@ -1,4 +1,4 @@
-// What an in-app card shows (spec §In-app campaign): `conteudo` by language in Form A (fixed fields) or Form B
+// What an in-app card shows (the spec, In-app campaign): `conteudo` by language in Form A (fixed fields) or Form B
 // (`blocos`), button actions, and `estilo` with its close block (`estilo.fechar`). Problems are collected, not thrown.
 import { isObj, join, type Obj, type Problems } from './checks'
 

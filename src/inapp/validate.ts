@@ -1,4 +1,4 @@
-// In-app campaign bodies (spec §In-app campaign): every field checked, every problem collected, one 422 listing them
+// In-app campaign bodies (the spec, In-app campaign): every field checked, every problem collected, one 422 listing them
 // all. Creating and PATCH share one validator: PATCH replaces the top-level fields it carries and the merged
 // campaign is validated whole, so an edit can never leave a campaign that creation would refuse.
 import { ApiError } from '../errors'
@@ -227,7 +227,7 @@ export function parseCampaign(body: Obj, base?: CampaignDef): ValidCampaign {
   }
 }
 
-/** SDK capability a campaign needs (spec §Versioning), as major*1000+minor: 0.5 → 5, 0.6 → 6. */
+/** SDK capability a campaign needs (the spec, Versioning), as major*1000+minor: 0.5 → 5, 0.6 → 6. */
 export function schemaMin(def: Pick<CampaignDef, 'gatilho' | 'inicia_em'>, nowMs: number): number {
   if (def.gatilho.tipo !== 'ao_abrir') return 6
   if (def.inicia_em !== null && Date.parse(def.inicia_em) > nowMs) return 6

@@ -1,4 +1,4 @@
-// The receipt body (spec §Receipt): three UUIDs, the proof echoed as received (1-64 characters) and the event.
+// The receipt body (the spec, Receipt): three UUIDs, the proof echoed as received (1-64 characters) and the event.
 // Every field is checked before anything is looked up; the proof itself is checked by the route, in constant time.
 import { fieldError } from '../errors'
 import { isUuid } from '../http/router'
@@ -28,7 +28,7 @@ export function parseReceipt(body: Body): ReceiptInput {
   const rcpt = body.rcpt
   if (rcpt === undefined || rcpt === null) throw fieldError('rcpt', 'é obrigatório')
   if (typeof rcpt !== 'string') throw fieldError('rcpt', 'deve ser um texto')
-  // spec §Limits: 1-64 characters (code points, not UTF-16 units).
+  // the spec, Limits: 1-64 characters (code points, not UTF-16 units).
   const chars = [...rcpt].length
   if (chars < 1 || chars > 64) throw fieldError('rcpt', 'deve ter de 1 a 64 caracteres')
   const e = body.evento ?? 'recebido'

@@ -1,4 +1,4 @@
-// Group commit of receipts (DESIGN §Flows: Receipt): requests whose proof verified are gathered and written in one
+// Group commit of receipts (docs/design/receipts.md): requests whose proof verified are gathered and written in one
 // statement per batch; each request is answered after its batch commits. Identical receipts inside one batch are
 // merged first; the first request carrying a row that turned out new is answered `{ok: true}`, the others
 // `duplicado`. A deadlock between concurrent batches (hot sends, devices) rolls the whole statement back and is
@@ -11,14 +11,14 @@ import { type Clock, DAY_MS, isoWithOffset } from '../time'
 import { KIND_ARRIVAL, KIND_CLICK, type ReceiptRow, writeBatch } from './store'
 import type { ReceiptInput } from './validate'
 
-/** `late`: counted now, through the archive (spec §Receipts `tardio`). */
+/** `late`: counted now, through the archive (the spec, Receipts `tardio`). */
 export type ReceiptOutcome = 'counted' | 'late' | 'duplicate'
 
 export interface ReceiptWriterOptions {
   maxBatch: number
   concurrency: number
   maxQueue: number
-  /** spec §Receipts: acceptance window, counted from when the send was due (send_after, else queued_at). */
+  /** the spec, Receipts: acceptance window, counted from when the send was due (send_after, else queued_at). */
   windowMs: number
 }
 

@@ -1,4 +1,4 @@
-// Send routes (spec §Sends): POST creates, the GETs read. Reads are capped per app per second; a repeat read of one
+// Send routes (the spec, Sends): POST creates, the GETs read. Reads are capped per app per second; a repeat read of one
 // send within a second is answered from a local cache and not counted.
 import type { Auth } from '../apps/auth'
 import type { AppRecord } from '../apps/store'
@@ -28,7 +28,7 @@ export interface SendRouteDeps {
 }
 
 /**
- * The idempotency key (spec §Sends: header, then body `idempotency_key`, then `external_id`). Every source present
+ * The idempotency key (the spec, Sends: header, then body `idempotency_key`, then `external_id`). Every source present
  * is checked, used or not: at most `maxBytes` UTF-8 bytes, and the header in visible ASCII only (HTTP header bytes
  * beyond ASCII cannot be read back exactly, so two different keys could become one).
  */

@@ -17,7 +17,7 @@ import type { Lane, SendInput } from './types'
 import { IdempotencyRace, type Resolution, type SendJob, type SendWriter } from './writer'
 
 export const IDEMPOTENCY_TTL_MS = 30 * 24 * 3600_000
-/** spec §Sends: a concurrent call with the same key waits this long for the first. */
+/** the spec, Sends: a concurrent call with the same key waits this long for the first. */
 export const IDEMPOTENCY_WAIT_MS = 3_000
 const LOCK_TTL_MS = 15_000
 const POLL_MS = 25
@@ -46,7 +46,7 @@ export function platformMask(p: SendInput['platforms']): number {
   return (p.ios ? store.PLATFORM_BIT.ios : 0) | (p.android ? store.PLATFORM_BIT.android : 0) | (p.web ? store.PLATFORM_BIT.web : 0)
 }
 
-/** The answer of a send (spec §Sends, the four 200 shapes), in a fixed key order. */
+/** The answer of a send (the spec, Sends, the four 200 shapes), in a fixed key order. */
 export function renderAnswer(id: string, r: Resolution): string {
   if (r.recipients === 0) return JSON.stringify({ id: '', recipients: 0, errors: [NOBODY_REACHABLE] })
   const errors: Record<string, string[]> = {}
@@ -171,7 +171,7 @@ export class SendService {
     return { body: prior.response, lane: prior.lane as Lane, exact: prior.exact, replay: true }
   }
 
-  /** spec §Sends: a concurrent call waits up to 3 s for the first call's answer, then 409. */
+  /** the spec, Sends: a concurrent call waits up to 3 s for the first call's answer, then 409. */
   async #waitForFirst(c: CreateSend): Promise<SendAnswer> {
     // A real wait (not the service clock): the first call is running now, on this or another instance.
     const deadline = Date.now() + IDEMPOTENCY_WAIT_MS

@@ -8,7 +8,7 @@ import { type Db, query, type Tx } from '../db/pool'
 /** Platform bits of a send's audience: device_type 0 → iOS, 1 → Android, others (5, 7, 8) → web. */
 export const PLATFORM_BIT = { ios: 1, android: 2, web: 4 } as const
 const TYPE_BIT_SQL = `(CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)`
-/** spec §Notification: reachable = valid token, subscribed, not a sandbox device. */
+/** the spec, Notification: reachable = valid token, subscribed, not a sandbox device. */
 export const REACHABLE_SQL = 'NOT d.invalid_identifier AND NOT d.sandbox AND d.notification_types = 1'
 
 export interface ListRequest {
@@ -110,7 +110,7 @@ export async function countUsers(db: Db, appId: string, users: string[], mask: n
   return new Map(r.rows.map((x) => [x.uid, x.n]))
 }
 
-/** spec §Segments: which devices each segment holds (all reachable ones, then narrowed by activity). */
+/** the spec, Segments: which devices each segment holds (all reachable ones, then narrowed by activity). */
 export function segmentWhere(names: readonly string[], nowParam: string): string {
   const parts = names.map((n) => {
     if (n === 'Active Users') return `d.last_active >= ${nowParam} - interval '7 days'`

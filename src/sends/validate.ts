@@ -1,9 +1,9 @@
-// The send request at the door (spec §Notification (send): request fields, §Segments, §Reserved keys, refused
-// fields, §Send errors, §Limits). Pure: no I/O, so a refused body has touched nothing (spec: "Nothing touched the
+// The send request at the door (the spec, Notification (send): request fields, Segments, Reserved keys, refused
+// fields, Send errors, Limits). Pure: no I/O, so a refused body has touched nothing (spec: "Nothing touched the
 // database"). Wire names live here; everything after speaks SendInput.
 //
 // Order of checks, so the answer is stable when a body breaks several rules:
-//   1. 400, shape (spec §Send errors 400 row): refused fields → app_id → target → contents, headings, subtitle →
+//   1. 400, shape (the spec, Send errors 400 row): refused fields → app_id → target → contents, headings, subtitle →
 //      data → typed scalars → ttl → priority (body, then X-Pm-Priority) → collapse_id → send_after readable →
 //      channel_for_external_user_ids → ios_attachments, big_picture, large_icon, android_accent_color as texts.
 //   2. 422, meaning (422 row): reserved data keys → media URLs → ios_attachments https → accent colour →
@@ -24,7 +24,7 @@ export const TTL_MAX_S = 2_419_200
 export const COLLAPSE_ID_MAX_BYTES = 64
 export const SEND_AFTER_MAX_DAYS = 28
 
-/** spec §refused fields: never accepted and ignored; the second element is the replacement the spec names. */
+/** the spec, refused fields: never accepted and ignored; the second element is the replacement the spec names. */
 export const REFUSED_FIELDS: ReadonlyArray<readonly [string, string | undefined]> = [
   ['filters', undefined],
   ['excluded_segments', undefined],
@@ -140,7 +140,7 @@ function ttlOf(body: Body): number {
 }
 
 /**
- * spec §Sends: `X-Pm-Priority` counts only when the body has no `priority` (body wins, not an error); a header
+ * the spec, Sends: `X-Pm-Priority` counts only when the body has no `priority` (body wins, not an error); a header
  * with another value is refused even then, so a typo is never silently ignored. Neither given: lane 0, since
  * the spec lists the default as `high` and 10/transactional is the high priority.
  */
@@ -178,7 +178,7 @@ function sendAfterOf(body: Body): { raw: string; ms: number } | undefined {
   return { raw, ms }
 }
 
-// spec §Reserved keys inside data: matched exactly as written (case-sensitive); `aps_meta` and `apsx` are free.
+// the spec, Reserved keys inside data: matched exactly as written (case-sensitive); `aps_meta` and `apsx` are free.
 const RESERVED_PREFIXES = ['pm_', 'pmx_', 'gcm.', 'google.', 'aps.']
 const RESERVED_EXACT = new Set(['from', 'message_type', 'aps'])
 

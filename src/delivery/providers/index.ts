@@ -1,6 +1,6 @@
 // Providers by platform, and a small cache of them per (app, platform, credential version): the FCM access token and
 // the APNs provider token live as long as the credential version does (a new version, e.g. an environment change,
-// gets a fresh provider at once; spec §Delivery credentials "effective immediately").
+// gets a fresh provider at once; the spec, Delivery credentials "effective immediately").
 import { type Clock, systemClock } from '../../time'
 import type { ApnsCredential, FcmCredential, Platform } from '../credentials-types'
 import { ApnsProvider } from './apns'
