@@ -105,6 +105,22 @@ export interface Limits {
   /** In-app events group commit (src/inapp/events-writer.ts): events per statement, statements in flight. */
   readonly inappEventWriters: number
   readonly inappEventBatchMax: number
+  /** the spec, Limits, send rows: ids per target list, segments per send, `ttl` default and maximum, `collapse_id`
+   *  bytes, how far ahead `send_after` may be, the final payload (including the 96 injected bytes). */
+  readonly sendTargetsMax: number
+  readonly sendSegmentsMax: number
+  readonly ttlDefaultS: number
+  readonly ttlMaxS: number
+  readonly collapseIdMaxBytes: number
+  readonly sendAfterMaxDays: number
+  readonly payloadMaxBytes: number
+  /** the spec, Limits: an idempotency key lives this long; a concurrent call with the same key waits this long. */
+  readonly idempotencyTtlDays: number
+  readonly idempotencyWaitMs: number
+  /** the spec, Limits: `limit` of the send listing, default and maximum. */
+  readonly sendsListMax: number
+  /** the spec, Limits: repeat reads of one send within this window are answered from a cache and not counted. */
+  readonly readCacheMs: number
 }
 
 export interface Jobs {
@@ -233,6 +249,17 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   inappEventFutureMs: 5 * 60_000,
   inappEventWriters: 4,
   inappEventBatchMax: 1_000,
+  sendTargetsMax: 2_000,
+  sendSegmentsMax: 10,
+  ttlDefaultS: 259_200,
+  ttlMaxS: 2_419_200,
+  collapseIdMaxBytes: 64,
+  sendAfterMaxDays: 28,
+  payloadMaxBytes: 3_891,
+  idempotencyTtlDays: 30,
+  idempotencyWaitMs: 3_000,
+  sendsListMax: 50,
+  readCacheMs: 1_000,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -316,6 +343,17 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     inappEventFutureMs: int(env, 'PM_INAPP_EVENT_FUTURE_MS', DEFAULT_LIMITS.inappEventFutureMs, 0),
     inappEventWriters: int(env, 'PM_INAPP_EVENT_WRITERS', DEFAULT_LIMITS.inappEventWriters, 1),
     inappEventBatchMax: int(env, 'PM_INAPP_EVENT_BATCH_MAX', DEFAULT_LIMITS.inappEventBatchMax, 1),
+    sendTargetsMax: int(env, 'PM_LIMIT_SEND_TARGETS', DEFAULT_LIMITS.sendTargetsMax, 1),
+    sendSegmentsMax: int(env, 'PM_LIMIT_SEND_SEGMENTS', DEFAULT_LIMITS.sendSegmentsMax, 1),
+    ttlDefaultS: int(env, 'PM_TTL_DEFAULT_S', DEFAULT_LIMITS.ttlDefaultS, 0),
+    ttlMaxS: int(env, 'PM_TTL_MAX_S', DEFAULT_LIMITS.ttlMaxS, 0),
+    collapseIdMaxBytes: int(env, 'PM_LIMIT_COLLAPSE_ID_BYTES', DEFAULT_LIMITS.collapseIdMaxBytes, 1),
+    sendAfterMaxDays: int(env, 'PM_SEND_AFTER_MAX_DAYS', DEFAULT_LIMITS.sendAfterMaxDays, 0),
+    payloadMaxBytes: int(env, 'PM_LIMIT_PAYLOAD_BYTES', DEFAULT_LIMITS.payloadMaxBytes, 97),
+    idempotencyTtlDays: int(env, 'PM_IDEMPOTENCY_TTL_DAYS', DEFAULT_LIMITS.idempotencyTtlDays, 1),
+    idempotencyWaitMs: int(env, 'PM_IDEMPOTENCY_WAIT_MS', DEFAULT_LIMITS.idempotencyWaitMs, 0),
+    sendsListMax: int(env, 'PM_LIMIT_SENDS_LIST', DEFAULT_LIMITS.sendsListMax, 1),
+    readCacheMs: int(env, 'PM_READ_CACHE_MS', DEFAULT_LIMITS.readCacheMs, 0),
     ...overrides.limits,
   })
   const plan = env.PM_DEFAULT_PLAN || 'free'

@@ -48,7 +48,7 @@ export class SendsModule {
     )
     const quota = new WindowCounter(redis, (a, w) => keys.sends(a, w), 1_000, cfg.limits.sendsPerSec, clock)
     this.readQuota = new WindowCounter(redis, (a, w) => keys.reads(a, w), 1_000, cfg.limits.readsPerSec, clock)
-    this.service = new SendService(db, redis, keys, this.writer, this.handoff, quota, this.mau, clock)
+    this.service = new SendService(db, redis, keys, this.writer, this.handoff, quota, this.mau, clock, cfg.limits)
   }
 
   #janitor: NodeJS.Timeout | null = null

@@ -21,10 +21,10 @@
 // reorders keys) handed the values over. Serialisation is JSON.stringify with no whitespace; size is UTF-8 bytes.
 // Provider envelopes (token, the `aps` wrapper, FCM's text-only data values) are outside the counted bytes: the
 // spec's 3,891 leaves 205 bytes of the providers' 4,096 for them.
+import { DEFAULT_LIMITS } from '../config'
 import { ApiError } from '../errors'
 import type { SendInput, TextMap } from './types'
 
-export const PAYLOAD_LIMIT_BYTES = 3891
 /** `pm_msg_id` + `pm_rcpt` inside `data` (the spec, "Payload carried to the device"). */
 export const INJECTED_BYTES = 96
 
@@ -67,13 +67,14 @@ export function payloadBytes(input: SendInput): number {
   return Buffer.byteLength(JSON.stringify(renderMessage(input)), 'utf8') + INJECTED_BYTES
 }
 
-/** the spec, Send errors: 422 when the final payload is over 3,891 bytes; exactly 3,891 passes. */
-export function checkPayloadSize(input: SendInput): number {
+/** the spec, Send errors: 422 when the final payload is over the limit (PM_LIMIT_PAYLOAD_BYTES, 3,891 bytes);
+ *  exactly the limit passes. */
+export function checkPayloadSize(input: SendInput, limit: number = DEFAULT_LIMITS.payloadMaxBytes): number {
   const bytes = payloadBytes(input)
-  if (bytes > PAYLOAD_LIMIT_BYTES) {
+  if (bytes > limit) {
     throw new ApiError('PAYLOAD_TOO_LARGE', {
       bytes,
-      limite: PAYLOAD_LIMIT_BYTES,
+      limite: limit,
       bytes_injetados_pelo_servidor: INJECTED_BYTES,
     })
   }

@@ -1,0 +1,58 @@
+// The spec's send limits are settings: each one, set in the environment, moves the rule parseSend applies, and the
+// defaults are the spec's values.
+import t from 'tap'
+import { DEFAULT_LIMITS, loadConfig } from '../../src/config'
+import { ApiError } from '../../src/errors'
+import { parseSend } from '../../src/sends/validate'
+
+const APP = '7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b'
+const NOW = Date.UTC(2026, 10, 26, 12, 0, 0)
+const pid = (i: number) => `11111111-2222-4333-8444-${String(i).padStart(12, '0')}`
+const body = (extra: Record<string, unknown> = {}) => ({ app_id: APP, include_player_ids: [pid(1)], contents: { en: 'oi' }, ...extra })
+
+function refused(f: () => unknown): { status: number; key: string; explain: Record<string, unknown> } | null {
+  try {
+    f()
+    return null
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e
+    return { status: e.status, key: e.key, explain: (e.params ?? {}) as Record<string, unknown> }
+  }
+}
+
+t.test('defaults are the spec Limits table', async (t) => {
+  const l = DEFAULT_LIMITS
+  t.same(
+    [l.sendTargetsMax, l.sendSegmentsMax, l.ttlDefaultS, l.ttlMaxS, l.collapseIdMaxBytes, l.sendAfterMaxDays, l.payloadMaxBytes],
+    [2_000, 10, 259_200, 2_419_200, 64, 28, 3_891],
+  )
+  t.same([l.idempotencyTtlDays, l.idempotencyWaitMs, l.sendsListMax, l.readCacheMs], [30, 3_000, 50, 1_000])
+})
+
+t.test('each send limit follows its setting', async (t) => {
+  const lim = loadConfig({
+    PM_LIMIT_SEND_TARGETS: '3',
+    PM_LIMIT_SEND_SEGMENTS: '1',
+    PM_TTL_DEFAULT_S: '60',
+    PM_TTL_MAX_S: '120',
+    PM_LIMIT_COLLAPSE_ID_BYTES: '4',
+    PM_SEND_AFTER_MAX_DAYS: '1',
+    PM_LIMIT_PAYLOAD_BYTES: '300',
+  }).limits
+  const parse = (extra: Record<string, unknown>) => parseSend(body(extra), {}, NOW, lim)
+
+  t.ok(parse({ include_player_ids: [pid(1), pid(2), pid(3)] }), '3 ids pass')
+  t.equal(refused(() => parse({ include_player_ids: [pid(1), pid(2), pid(3), pid(4)] }))?.status, 400, '4 ids refused')
+  t.ok(refused(() => parseSend(body({ include_player_ids: [pid(1), pid(2), pid(3), pid(4)] }), {}, NOW)) === null, 'the default allows them')
+  t.equal(refused(() => parse({ include_player_ids: undefined, included_segments: ['Active Users', 'Engaged Users'] }))?.status, 400)
+  t.equal(parse({}).ttlS, 60, 'default ttl')
+  t.equal(refused(() => parse({ ttl: 121 }))?.status, 400, 'ttl over the maximum')
+  t.ok(parse({ ttl: 120 }))
+  t.equal(refused(() => parse({ collapse_id: 'abcde' }))?.status, 400, 'collapse_id over 4 bytes')
+  t.ok(parse({ collapse_id: 'abcd' }))
+  const tooFar = refused(() => parse({ send_after: new Date(NOW + 2 * 86_400_000).toISOString() }))
+  t.same([tooFar?.key, tooFar?.explain.limite_dias], ['SEND_AFTER_TOO_FAR', 1])
+  const big = refused(() => parse({ contents: { en: 'x'.repeat(200) } }))
+  t.same([big?.key, big?.explain.limite], ['PAYLOAD_TOO_LARGE', 300])
+  t.ok(parseSend(body({ contents: { en: 'x'.repeat(200) } }), {}, NOW), 'the default payload limit allows it')
+})
