@@ -121,6 +121,19 @@ export interface Limits {
   readonly sendsListMax: number
   /** the spec, Limits: repeat reads of one send within this window are answered from a cache and not counted. */
   readonly readCacheMs: number
+  /** the spec, Limits, registration rows: `identifier`, `external_user_id`, `tags` (serialized), `language` bytes,
+   *  the `timezone` range, and where the best-effort profile texts are truncated. */
+  readonly identifierMaxBytes: number
+  readonly externalUserIdMaxBytes: number
+  readonly tagsMaxBytes: number
+  readonly languageMaxBytes: number
+  readonly timezoneMaxS: number
+  readonly profileTruncateBytes: number
+  /** the spec, Limits: `rcpt` characters; the receipt acceptance window, from when the send was due. */
+  readonly rcptMaxChars: number
+  readonly receiptWindowDays: number
+  /** the spec, App: `rate_por_min` of an app created without one. */
+  readonly defaultRatePorMin: number
 }
 
 export interface Jobs {
@@ -260,6 +273,15 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   idempotencyWaitMs: 3_000,
   sendsListMax: 50,
   readCacheMs: 1_000,
+  identifierMaxBytes: 194,
+  externalUserIdMaxBytes: 128,
+  tagsMaxBytes: 2_048,
+  languageMaxBytes: 32,
+  timezoneMaxS: 86_400,
+  profileTruncateBytes: 64,
+  rcptMaxChars: 64,
+  receiptWindowDays: 90,
+  defaultRatePorMin: 60_000,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -354,6 +376,15 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     idempotencyWaitMs: int(env, 'PM_IDEMPOTENCY_WAIT_MS', DEFAULT_LIMITS.idempotencyWaitMs, 0),
     sendsListMax: int(env, 'PM_LIMIT_SENDS_LIST', DEFAULT_LIMITS.sendsListMax, 1),
     readCacheMs: int(env, 'PM_READ_CACHE_MS', DEFAULT_LIMITS.readCacheMs, 0),
+    identifierMaxBytes: int(env, 'PM_LIMIT_IDENTIFIER_BYTES', DEFAULT_LIMITS.identifierMaxBytes, 1),
+    externalUserIdMaxBytes: int(env, 'PM_LIMIT_EXTERNAL_USER_ID_BYTES', DEFAULT_LIMITS.externalUserIdMaxBytes, 1),
+    tagsMaxBytes: int(env, 'PM_LIMIT_TAGS_BYTES', DEFAULT_LIMITS.tagsMaxBytes, 2),
+    languageMaxBytes: int(env, 'PM_LIMIT_LANGUAGE_BYTES', DEFAULT_LIMITS.languageMaxBytes, 1),
+    timezoneMaxS: int(env, 'PM_LIMIT_TIMEZONE_S', DEFAULT_LIMITS.timezoneMaxS, 0),
+    profileTruncateBytes: int(env, 'PM_PROFILE_TRUNCATE_BYTES', DEFAULT_LIMITS.profileTruncateBytes, 1),
+    rcptMaxChars: int(env, 'PM_LIMIT_RCPT_CHARS', DEFAULT_LIMITS.rcptMaxChars, 1),
+    receiptWindowDays: int(env, 'PM_RECEIPT_WINDOW_DAYS', DEFAULT_LIMITS.receiptWindowDays, 1),
+    defaultRatePorMin: int(env, 'PM_DEFAULT_RATE_POR_MIN', DEFAULT_LIMITS.defaultRatePorMin, 1),
     ...overrides.limits,
   })
   const plan = env.PM_DEFAULT_PLAN || 'free'

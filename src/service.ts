@@ -33,7 +33,7 @@ import { receiptRoutes } from './receipts/routes'
 import { connectRedis, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
 import { checkPartitions } from './redis/partitions'
-import { type Clock, systemClock } from './time'
+import { type Clock, DAY_MS, systemClock } from './time'
 import { Vault } from './vault'
 import { gitCommit, VERSION } from './version'
 
@@ -121,7 +121,10 @@ export class Service {
       missMax: cfg.limits.keyCacheMissMax,
     })
     await dir.start()
-    const receipts = new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters })
+    const receipts = new ReceiptsModule(
+      { db, vault, clock, log },
+      { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters, windowMs: cfg.limits.receiptWindowDays * DAY_MS },
+    )
     const deps: Deps = {
       cfg,
       log,

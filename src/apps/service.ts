@@ -33,8 +33,6 @@ export interface RotatedKey {
   anterior_expira_em: string | null
 }
 
-export const DEFAULT_RATE_POR_MIN = 60_000
-
 /** The AAD that binds a sealed receipt key to its app. */
 export const receiptKeyAad = (appId: string): string => `receipt_key:${appId}`
 
@@ -56,7 +54,7 @@ export class AppService {
     const id = randomUUID()
     const receiptKey = newReceiptKey()
     const criadoEm = new Date(this.now())
-    const ratePorMin = input.ratePorMin ?? DEFAULT_RATE_POR_MIN
+    const ratePorMin = input.ratePorMin ?? this.cfg.limits.defaultRatePorMin
     const sandbox = input.sandbox ?? false
     const key = await this.#retryOnKidCollision(async () => {
       const k = newApiKey(sandbox)

@@ -30,14 +30,14 @@ export function deviceRoutes(r: Router, d: DeviceRouteDeps): void {
   const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter, hot: true }
 
   r.post('/api/v1/players', pub, async (req) => {
-    const row = parseRegistration(await req.json({ lenient: PROFILE_FIELDS }))
+    const row = parseRegistration(await req.json({ lenient: PROFILE_FIELDS }), d.cfg.limits)
     await activeApp(d, row.app_id)
     const id = await d.devices.register(row)
     return ok({ success: true, id })
   })
 
   r.put('/api/v1/players/:player_id', pub, async (req) => {
-    const u = parseUpdate(await req.json())
+    const u = parseUpdate(await req.json(), d.cfg.limits)
     await activeApp(d, u.app_id)
     const playerId = req.params[0]
     // A malformed id names no device of this app: 404 like any other unknown id.

@@ -32,7 +32,7 @@ export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
   const m = d.metrics?.receipts
 
   r.post('/api/v1/receipts', pub, async (req) => {
-    const input = parseReceipt(await req.json())
+    const input = parseReceipt(await req.json(), d.cfg.limits.rcptMaxChars)
     const app = await d.dir.app(input.appId)
     if (!app) throw new ApiError('APP_ID_UNKNOWN')
     if (app.paused) throw new ApiError('APP_PAUSED')

@@ -4,6 +4,7 @@
 // `duplicado`. A deadlock between concurrent batches (hot sends, devices) rolls the whole statement back and is
 // retried, so nothing is counted twice.
 import type { Logger } from 'pino'
+import { DEFAULT_LIMITS } from '../config'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, isRetryable } from '../db/pool'
 import { ApiError } from '../errors'
@@ -23,10 +24,10 @@ export interface ReceiptWriterOptions {
 }
 
 export const RECEIPT_WRITER_DEFAULTS: ReceiptWriterOptions = {
-  maxBatch: 1_000,
-  concurrency: 4,
+  maxBatch: DEFAULT_LIMITS.receiptBatchMax,
+  concurrency: DEFAULT_LIMITS.receiptWriters,
   maxQueue: 50_000,
-  windowMs: 90 * DAY_MS,
+  windowMs: DEFAULT_LIMITS.receiptWindowDays * DAY_MS,
 }
 
 export class ReceiptWriter {

@@ -1,8 +1,10 @@
-// The spec's send limits are settings: each one, set in the environment, moves the rule parseSend applies, and the
+// The spec's limits are settings: each one, set in the environment, moves the rule the validators apply, and the
 // defaults are the spec's values.
 import t from 'tap'
 import { DEFAULT_LIMITS, loadConfig } from '../../src/config'
 import { ApiError } from '../../src/errors'
+import { parseRegistration, parseUpdate } from '../../src/devices/validate'
+import { parseReceipt } from '../../src/receipts/validate'
 import { parseSend } from '../../src/sends/validate'
 
 const APP = '7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b'
@@ -55,4 +57,36 @@ t.test('each send limit follows its setting', async (t) => {
   const big = refused(() => parse({ contents: { en: 'x'.repeat(200) } }))
   t.same([big?.key, big?.explain.limite], ['PAYLOAD_TOO_LARGE', 300])
   t.ok(parseSend(body({ contents: { en: 'x'.repeat(200) } }), {}, NOW), 'the default payload limit allows it')
+})
+
+t.test('device, receipt and app limits follow their settings', async (t) => {
+  const l = DEFAULT_LIMITS
+  t.same(
+    [l.identifierMaxBytes, l.externalUserIdMaxBytes, l.tagsMaxBytes, l.languageMaxBytes, l.timezoneMaxS, l.profileTruncateBytes],
+    [194, 128, 2_048, 32, 86_400, 64],
+  )
+  t.same([l.rcptMaxChars, l.receiptWindowDays, l.defaultRatePorMin], [64, 90, 60_000])
+  const lim = loadConfig({
+    PM_LIMIT_IDENTIFIER_BYTES: '5',
+    PM_LIMIT_EXTERNAL_USER_ID_BYTES: '3',
+    PM_LIMIT_TAGS_BYTES: '10',
+    PM_LIMIT_LANGUAGE_BYTES: '2',
+    PM_LIMIT_TIMEZONE_S: '60',
+    PM_PROFILE_TRUNCATE_BYTES: '4',
+    PM_LIMIT_RCPT_CHARS: '8',
+  }).limits
+  const dev = { app_id: APP, device_type: 1, identifier: 'tok12' }
+  const field = (f: () => unknown) => refused(f)?.explain.campo
+  t.ok(parseRegistration(dev, lim))
+  t.equal(field(() => parseRegistration({ ...dev, identifier: 'tok123' }, lim)), 'identifier')
+  t.equal(field(() => parseRegistration({ ...dev, external_user_id: 'abcd' }, lim)), 'external_user_id')
+  t.equal(field(() => parseUpdate({ app_id: APP, external_user_id: 'abcd' }, lim)), 'external_user_id')
+  t.equal(field(() => parseRegistration({ ...dev, tags: { a: '1234567' } }, lim)), 'tags')
+  t.equal(field(() => parseRegistration({ ...dev, language: 'pt-BR' }, lim)), 'language')
+  t.equal(field(() => parseRegistration({ ...dev, timezone: 61 }, lim)), 'timezone')
+  t.equal(parseRegistration({ ...dev, pais: 'Brasil' }, lim).pais, 'Bras')
+  t.equal(parseRegistration({ ...dev, identifier: 'x'.repeat(194), pais: 'Brasil' }).pais, 'Brasil', 'defaults')
+  const receipt = { app_id: APP, notification_id: APP, player_id: APP, rcpt: 'x'.repeat(9) }
+  t.equal(field(() => parseReceipt(receipt, lim.rcptMaxChars)), 'rcpt')
+  t.ok(parseReceipt(receipt), 'the default allows 64')
 })
