@@ -134,6 +134,21 @@ export interface Limits {
   readonly receiptWindowDays: number
   /** the spec, App: `rate_por_min` of an app created without one. */
   readonly defaultRatePorMin: number
+  /** the spec, Limits, in-app frequency and content: the `regras` defaults, the `atraso_ms` default and maximum, the
+   *  `fechar_apos_ms` maximum, `titulo`/`corpo`/button text characters, blocks per language, `ocorrencia_n`, and the
+   *  largest `inapp_cap_horas`. */
+  readonly inappCapTotalDefault: number
+  readonly inappCooldownHDefault: number
+  readonly inappPrioridadeDefault: number
+  readonly inappAtrasoMsDefault: number
+  readonly inappAtrasoMsMax: number
+  readonly inappFecharAposMsMax: number
+  readonly inappTitleMaxChars: number
+  readonly inappBodyMaxChars: number
+  readonly inappButtonMaxChars: number
+  readonly inappBlocksMax: number
+  readonly inappOccurrenceMax: number
+  readonly inappCapHorasMax: number
 }
 
 export interface Jobs {
@@ -282,6 +297,18 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   rcptMaxChars: 64,
   receiptWindowDays: 90,
   defaultRatePorMin: 60_000,
+  inappCapTotalDefault: 1,
+  inappCooldownHDefault: 24,
+  inappPrioridadeDefault: 100,
+  inappAtrasoMsDefault: 2_000,
+  inappAtrasoMsMax: 60_000,
+  inappFecharAposMsMax: 600_000,
+  inappTitleMaxChars: 80,
+  inappBodyMaxChars: 240,
+  inappButtonMaxChars: 24,
+  inappBlocksMax: 12,
+  inappOccurrenceMax: 500,
+  inappCapHorasMax: 168,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -385,6 +412,18 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     rcptMaxChars: int(env, 'PM_LIMIT_RCPT_CHARS', DEFAULT_LIMITS.rcptMaxChars, 1),
     receiptWindowDays: int(env, 'PM_RECEIPT_WINDOW_DAYS', DEFAULT_LIMITS.receiptWindowDays, 1),
     defaultRatePorMin: int(env, 'PM_DEFAULT_RATE_POR_MIN', DEFAULT_LIMITS.defaultRatePorMin, 1),
+    inappCapTotalDefault: int(env, 'PM_INAPP_CAP_TOTAL_DEFAULT', DEFAULT_LIMITS.inappCapTotalDefault, 0),
+    inappCooldownHDefault: int(env, 'PM_INAPP_COOLDOWN_H_DEFAULT', DEFAULT_LIMITS.inappCooldownHDefault, 0),
+    inappPrioridadeDefault: int(env, 'PM_INAPP_PRIORIDADE_DEFAULT', DEFAULT_LIMITS.inappPrioridadeDefault, 0),
+    inappAtrasoMsDefault: int(env, 'PM_INAPP_ATRASO_MS_DEFAULT', DEFAULT_LIMITS.inappAtrasoMsDefault, 0),
+    inappAtrasoMsMax: int(env, 'PM_INAPP_ATRASO_MS_MAX', DEFAULT_LIMITS.inappAtrasoMsMax, 0),
+    inappFecharAposMsMax: int(env, 'PM_INAPP_FECHAR_APOS_MS_MAX', DEFAULT_LIMITS.inappFecharAposMsMax, 1),
+    inappTitleMaxChars: int(env, 'PM_INAPP_TITULO_CHARS', DEFAULT_LIMITS.inappTitleMaxChars, 1),
+    inappBodyMaxChars: int(env, 'PM_INAPP_CORPO_CHARS', DEFAULT_LIMITS.inappBodyMaxChars, 1),
+    inappButtonMaxChars: int(env, 'PM_INAPP_BOTAO_CHARS', DEFAULT_LIMITS.inappButtonMaxChars, 1),
+    inappBlocksMax: int(env, 'PM_INAPP_BLOCKS_MAX', DEFAULT_LIMITS.inappBlocksMax, 1),
+    inappOccurrenceMax: int(env, 'PM_INAPP_OCORRENCIA_MAX', DEFAULT_LIMITS.inappOccurrenceMax, 1),
+    inappCapHorasMax: int(env, 'PM_INAPP_CAP_HORAS_MAX', DEFAULT_LIMITS.inappCapHorasMax, 0),
     ...overrides.limits,
   })
   const plan = env.PM_DEFAULT_PLAN || 'free'

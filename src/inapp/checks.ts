@@ -1,5 +1,6 @@
 // Field checks of the in-app validators: each one records a problem (wire path + reason in Portuguese) instead of
 // throwing, so a refused campaign lists every offending field at once (the spec, In-app management: `causa`).
+import { DEFAULT_LIMITS, type Limits } from '../config'
 import type { FieldProblem } from '../errors'
 
 export type Obj = Record<string, unknown>
@@ -29,6 +30,9 @@ const PATH_MAX = 200
 
 export class Problems {
   readonly list: FieldProblem[] = []
+
+  /** The settings the campaign is checked against (the spec's in-app limits; defaults in src/config.ts). */
+  constructor(readonly lim: Limits = DEFAULT_LIMITS) {}
 
   add(campo: string, motivo: string): void {
     // The caller's keys end up in the path: quoted at most PATH_MAX characters (the answer stays small).

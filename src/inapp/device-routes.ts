@@ -190,6 +190,7 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
       batchMax: lim.inappEventsBatchMax,
       pastMs: lim.inappEventPastMs,
       futureMs: lim.inappEventFutureMs,
+      occurrenceMax: lim.inappOccurrenceMax,
     })
     const app = await d.dir.app(input.appId)
     if (!app) throw new ApiError('APP_ID_UNKNOWN')

@@ -39,6 +39,7 @@ export class InappModule {
       d.clock,
       (appId) => this.packages.invalidate(appId),
       (appId) => d.dir.invalidate(appId), // the package caches listen on the apps' channel too
+      d.cfg.limits,
     )
     const resolved = new Map<string, Buffer>()
     this.proofKeys = {

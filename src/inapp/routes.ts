@@ -40,7 +40,7 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
     const ativo = body.inapp_ativo
     if (ativo !== undefined && typeof ativo !== 'boolean') throw fieldError('inapp_ativo', 'deve ser booleano (true ou false)')
     const cap = body.inapp_cap_horas
-    if (cap !== undefined && (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > 168)) {
+    if (cap !== undefined && (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > d.cfg.limits.inappCapHorasMax)) {
       throw new ApiError('INAPP_CAP_HORAS_INVALID')
     }
     return ok(await d.campaigns.setConfig(app.id, ativo, cap as number | undefined))

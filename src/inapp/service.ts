@@ -2,6 +2,7 @@
 // calls the same code as the routes. Every change that can alter what devices are served tells the package caches
 // of every instance (`onChange`).
 import { randomUUID } from 'node:crypto'
+import { DEFAULT_LIMITS, type Limits } from '../config'
 import type { Db } from '../db/pool'
 import { ApiError } from '../errors'
 import { isUuid } from '../http/router'
@@ -77,6 +78,8 @@ export class CampaignService {
     private readonly onChange: (appId: string) => Promise<void>,
     /** Called after an in-app config change (the app caches of every instance drop the app). */
     private readonly onConfig: (appId: string) => Promise<void> = onChange,
+    /** The in-app limits campaigns are checked against (src/config.ts). */
+    private readonly limits: Limits = DEFAULT_LIMITS,
   ) {}
 
   async setConfig(
@@ -91,7 +94,7 @@ export class CampaignService {
 
   /** Validates (422 listing every problem) and stores a draft: creating never publishes. */
   async create(appId: string, body: Record<string, unknown>): Promise<CampaignShape> {
-    const v = parseCampaign(body)
+    const v = parseCampaign(body, undefined, this.limits)
     const row = await insertCampaign(this.db, {
       appId,
       id: randomUUID(),
@@ -126,7 +129,7 @@ export class CampaignService {
       id,
       (cur) => {
         if (cur.estado === 'encerrada') throw new ApiError('INAPP_CAMPAIGN_ENDED')
-        return parseCampaign(body, cur.definicao)
+        return parseCampaign(body, cur.definicao, this.limits)
       },
       new Date(this.clock()),
     )

@@ -4,6 +4,8 @@ import t from 'tap'
 import { DEFAULT_LIMITS, loadConfig } from '../../src/config'
 import { ApiError } from '../../src/errors'
 import { parseRegistration, parseUpdate } from '../../src/devices/validate'
+import { parseEvents } from '../../src/inapp/events-validate'
+import { parseCampaign } from '../../src/inapp/validate'
 import { parseReceipt } from '../../src/receipts/validate'
 import { parseSend } from '../../src/sends/validate'
 
@@ -89,4 +91,42 @@ t.test('device, receipt and app limits follow their settings', async (t) => {
   const receipt = { app_id: APP, notification_id: APP, player_id: APP, rcpt: 'x'.repeat(9) }
   t.equal(field(() => parseReceipt(receipt, lim.rcptMaxChars)), 'rcpt')
   t.ok(parseReceipt(receipt), 'the default allows 64')
+})
+
+t.test('in-app limits follow their settings', async (t) => {
+  const lim = loadConfig({
+    PM_INAPP_CAP_TOTAL_DEFAULT: '3',
+    PM_INAPP_COOLDOWN_H_DEFAULT: '2',
+    PM_INAPP_PRIORIDADE_DEFAULT: '7',
+    PM_INAPP_ATRASO_MS_DEFAULT: '10',
+    PM_INAPP_ATRASO_MS_MAX: '20',
+    PM_INAPP_FECHAR_APOS_MS_MAX: '30',
+    PM_INAPP_TITULO_CHARS: '3',
+    PM_INAPP_CORPO_CHARS: '4',
+    PM_INAPP_BOTAO_CHARS: '2',
+    PM_INAPP_BLOCKS_MAX: '1',
+    PM_INAPP_OCORRENCIA_MAX: '5',
+  }).limits
+  const card = { pt: { titulo: 'Olá', corpo: 'Oi!' } }
+  const ok = parseCampaign({ conteudo: card }, undefined, lim).def
+  t.same(ok.regras, { cap_total: 3, cooldown_h: 2, fechar_apos_ms: 0, prioridade: 7 })
+  t.equal(ok.gatilho.atraso_ms, 10)
+  const campos = (body: Record<string, unknown>) =>
+    ((refused(() => parseCampaign(body, undefined, lim))?.explain.problemas ?? []) as Array<{ campo: string }>).map((x) => x.campo)
+  t.same(campos({ conteudo: { pt: { titulo: 'Olá!' } } }), ['conteudo.pt.titulo'])
+  t.same(campos({ conteudo: { pt: { corpo: 'Olá!!' } } }), ['conteudo.pt.corpo'])
+  t.same(campos({ conteudo: { pt: { botao: { texto: 'Sim', acao: { tipo: 'dismiss' } } } } }), ['conteudo.pt.botao.texto'])
+  t.same(campos({ conteudo: card, gatilho: { atraso_ms: 21 } }), ['gatilho.atraso_ms'])
+  t.same(campos({ conteudo: card, regras: { fechar_apos_ms: 31 } }), ['regras.fechar_apos_ms'])
+  t.same(campos({ conteudo: card, regras: { cap_total: 6 } }), ['regras.cap_total'])
+  const blocos = [
+    { tipo: 'texto', texto: 'a' },
+    { tipo: 'texto', texto: 'b' },
+  ]
+  t.same(campos({ conteudo: { pt: { blocos } } }), ['conteudo.pt.blocos'])
+  t.same(parseCampaign({ conteudo: card }).def.regras, { cap_total: 1, cooldown_h: 24, fechar_apos_ms: 0, prioridade: 100 }, 'defaults')
+  const ev = { campanha_id: APP, prova: 'p', evento: 'clique', ocorrencia_n: 6, em: new Date(NOW).toISOString() }
+  const o = { batchMax: 50, pastMs: 86_400_000, futureMs: 60_000 }
+  t.equal(refused(() => parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, { ...o, occurrenceMax: lim.inappOccurrenceMax }))?.explain.campo, 'eventos[0].ocorrencia_n')
+  t.ok(parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, o), 'the default allows 6')
 })
