@@ -105,6 +105,13 @@ export interface Limits {
   /** In-app events group commit (src/inapp/events-writer.ts): events per statement, statements in flight. */
   readonly inappEventWriters: number
   readonly inappEventBatchMax: number
+  /** In-app served group commit (src/inapp/served-writer.ts): pairs per statement, statements in flight. */
+  readonly inappServedWriters: number
+  readonly inappServedBatchMax: number
+  /** Jobs waiting for a batch before the writer answers 503: sends, receipts, in-app events. */
+  readonly sendQueueMax: number
+  readonly receiptQueueMax: number
+  readonly inappEventQueueMax: number
   /** the spec, Limits, send rows: ids per target list, segments per send, `ttl` default and maximum, `collapse_id`
    *  bytes, how far ahead `send_after` may be, the final payload (including the 96 injected bytes). */
   readonly sendTargetsMax: number
@@ -182,6 +189,14 @@ export interface Delivery {
   readonly pageSize: number
   /** Waits before the 2nd and 3rd attempts of a transient failure (spec: three attempts in all). */
   readonly retryDelaysMs: readonly number[]
+  /** Stream entries read per XREADGROUP of a partition. */
+  readonly readCount: number
+  /** Outcome group commit (src/delivery/outcomes.ts): outcomes per statement, statements in flight. */
+  readonly outcomeBatchMax: number
+  readonly outcomeWriters: number
+  /** Sends loaded (and closed) per statement across apps (src/delivery/send-batches.ts), statements in flight. */
+  readonly sendLoadBatchMax: number
+  readonly sendLoadWriters: number
 }
 
 /** The webhook dispatcher (the spec, Events redelivery policy, Limits Webhook row). */
@@ -226,6 +241,11 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   inflightPerApp: 256,
   pageSize: 500,
   retryDelaysMs: Object.freeze([1_000, 5_000]),
+  readCount: 500,
+  outcomeBatchMax: 1_000,
+  outcomeWriters: 4,
+  sendLoadBatchMax: 500,
+  sendLoadWriters: 2,
 })
 
 export const DEFAULT_JOBS: Jobs = Object.freeze({
@@ -277,6 +297,11 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   inappEventFutureMs: 5 * 60_000,
   inappEventWriters: 4,
   inappEventBatchMax: 1_000,
+  inappServedWriters: 2,
+  inappServedBatchMax: 1_000,
+  sendQueueMax: 20_000,
+  receiptQueueMax: 50_000,
+  inappEventQueueMax: 50_000,
   sendTargetsMax: 2_000,
   sendSegmentsMax: 10,
   ttlDefaultS: 259_200,
@@ -392,6 +417,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     inappEventFutureMs: int(env, 'PM_INAPP_EVENT_FUTURE_MS', DEFAULT_LIMITS.inappEventFutureMs, 0),
     inappEventWriters: int(env, 'PM_INAPP_EVENT_WRITERS', DEFAULT_LIMITS.inappEventWriters, 1),
     inappEventBatchMax: int(env, 'PM_INAPP_EVENT_BATCH_MAX', DEFAULT_LIMITS.inappEventBatchMax, 1),
+    inappServedWriters: int(env, 'PM_INAPP_SERVED_WRITERS', DEFAULT_LIMITS.inappServedWriters, 1),
+    inappServedBatchMax: int(env, 'PM_INAPP_SERVED_BATCH_MAX', DEFAULT_LIMITS.inappServedBatchMax, 1),
+    sendQueueMax: int(env, 'PM_SEND_QUEUE_MAX', DEFAULT_LIMITS.sendQueueMax, 1),
+    receiptQueueMax: int(env, 'PM_RECEIPT_QUEUE_MAX', DEFAULT_LIMITS.receiptQueueMax, 1),
+    inappEventQueueMax: int(env, 'PM_INAPP_EVENT_QUEUE_MAX', DEFAULT_LIMITS.inappEventQueueMax, 1),
     sendTargetsMax: int(env, 'PM_LIMIT_SEND_TARGETS', DEFAULT_LIMITS.sendTargetsMax, 1),
     sendSegmentsMax: int(env, 'PM_LIMIT_SEND_SEGMENTS', DEFAULT_LIMITS.sendSegmentsMax, 1),
     ttlDefaultS: int(env, 'PM_TTL_DEFAULT_S', DEFAULT_LIMITS.ttlDefaultS, 0),
@@ -472,6 +502,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
       pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
       retryDelaysMs: msList(env, 'PM_DELIVERY_RETRY_MS', DEFAULT_DELIVERY.retryDelaysMs),
+      readCount: int(env, 'PM_STREAM_READ_COUNT', DEFAULT_DELIVERY.readCount, 1),
+      outcomeBatchMax: int(env, 'PM_OUTCOME_BATCH_MAX', DEFAULT_DELIVERY.outcomeBatchMax, 1),
+      outcomeWriters: int(env, 'PM_OUTCOME_WRITERS', DEFAULT_DELIVERY.outcomeWriters, 1),
+      sendLoadBatchMax: int(env, 'PM_SEND_LOAD_BATCH_MAX', DEFAULT_DELIVERY.sendLoadBatchMax, 1),
+      sendLoadWriters: int(env, 'PM_SEND_LOAD_WRITERS', DEFAULT_DELIVERY.sendLoadWriters, 1),
     }),
     webhook: Object.freeze({
       ...DEFAULT_WEBHOOK,

@@ -123,7 +123,12 @@ export class Service {
     await dir.start()
     const receipts = new ReceiptsModule(
       { db, vault, clock, log },
-      { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters, windowMs: cfg.limits.receiptWindowDays * DAY_MS },
+      {
+        maxBatch: cfg.limits.receiptBatchMax,
+        concurrency: cfg.limits.receiptWriters,
+        maxQueue: cfg.limits.receiptQueueMax,
+        windowMs: cfg.limits.receiptWindowDays * DAY_MS,
+      },
     )
     const deps: Deps = {
       cfg,

@@ -46,14 +46,17 @@ export class DeliveryModule implements ProviderSource {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca })
     this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock, observe: d.observeProvider })
-    this.recorder = new OutcomeRecorder(db, clock, log)
-    this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs)
+    this.recorder = new OutcomeRecorder(db, clock, log, { maxBatch: cfg.delivery.outcomeBatchMax, concurrency: cfg.delivery.outcomeWriters })
+    this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs, {
+      maxBatch: cfg.delivery.sendLoadBatchMax,
+      concurrency: cfg.delivery.sendLoadWriters,
+    })
     this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
     this.worker = new DeliveryWorker(
       db,
       redis,
       keys,
-      { partitions: cfg.partitions, leaseMs: cfg.delivery.leaseMs, readCount: 500, heartbeatMs: cfg.delivery.heartbeatMs },
+      { partitions: cfg.partitions, leaseMs: cfg.delivery.leaseMs, readCount: cfg.delivery.readCount, heartbeatMs: cfg.delivery.heartbeatMs },
       {
         db,
         recorder: this.recorder,

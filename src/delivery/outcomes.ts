@@ -23,6 +23,7 @@
 // notification.completed is written by the statement that sets completed_at (recordFinal or closeIfDone), never
 // twice: both set it only over a null completed_at.
 import type { Logger } from 'pino'
+import { DEFAULT_DELIVERY } from '../config'
 import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit } from '../db/group-commit'
@@ -62,8 +63,9 @@ export class OutcomeRecorder {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly log: Logger,
+    o: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_DELIVERY.outcomeBatchMax, concurrency: DEFAULT_DELIVERY.outcomeWriters },
   ) {
-    this.#gc = new GroupCommit((rows) => this.#write(rows), { maxBatch: 1_000, concurrency: 4, maxQueue: 200_000 })
+    this.#gc = new GroupCommit((rows) => this.#write(rows), { ...o, maxQueue: 200_000 })
   }
 
   /** Resolves once the outcome is durable: true when it was new, false when the device was already final. */

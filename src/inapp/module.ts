@@ -28,11 +28,11 @@ export class InappModule {
     const log = d.log.child({ feature: 'inapp' })
     this.packages = new PackageCache(d.db, d.redis, d.keys, d.clock, log, d.cfg.limits.keyCacheTtlMs)
     this.profiles = new DeviceProfiles(d.db, d.clock)
-    this.served = new ServedWriter(d.db, d.clock, log)
+    this.served = new ServedWriter(d.db, d.clock, log, { maxBatch: d.cfg.limits.inappServedBatchMax, concurrency: d.cfg.limits.inappServedWriters })
     this.events = new EventWriter(d.db, d.clock, log, {
       maxBatch: d.cfg.limits.inappEventBatchMax,
       concurrency: d.cfg.limits.inappEventWriters,
-      maxQueue: 50_000,
+      maxQueue: d.cfg.limits.inappEventQueueMax,
     })
     this.campaigns = new CampaignService(
       d.db,

@@ -26,7 +26,7 @@ export interface ReceiptWriterOptions {
 export const RECEIPT_WRITER_DEFAULTS: ReceiptWriterOptions = {
   maxBatch: DEFAULT_LIMITS.receiptBatchMax,
   concurrency: DEFAULT_LIMITS.receiptWriters,
-  maxQueue: 50_000,
+  maxQueue: DEFAULT_LIMITS.receiptQueueMax,
   windowMs: DEFAULT_LIMITS.receiptWindowDays * DAY_MS,
 }
 

@@ -22,7 +22,7 @@ export class SendsModule {
     this.writer = new SendWriter(db, {
       maxBatch: cfg.limits.sendBatchMax,
       concurrency: cfg.limits.sendWriters,
-      maxQueue: 20_000,
+      maxQueue: cfg.limits.sendQueueMax,
       onSplit: (err, sends) => log.error({ err, sends }, 'send batch refused by Postgres; isolating the send'),
     })
     this.handoff = new Handoff(
