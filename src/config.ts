@@ -1,4 +1,5 @@
-// Configuration: one table of defaults (the spec's Limits table and docs/spec/contract.md's environment), read once, frozen.
+// Configuration: one table of defaults (the Limits table of docs/spec/push-delivery-spec.md, the environment of
+// docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
 
 export interface Config {

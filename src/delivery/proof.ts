@@ -3,8 +3,6 @@
 // receipt route verifies with `verifyProof` in constant time.
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
-export const PROOF_LENGTH = 32
-
 export function proof(receiptKey: Buffer, sendId: string, deviceId: string): string {
   return createHmac('sha256', receiptKey).update(`${sendId}:${deviceId}`).digest().subarray(0, 24).toString('base64url')
 }

@@ -9,7 +9,7 @@ export function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** spec rule of the brief: a lone surrogate is refused, never rewritten (String.prototype.isWellFormed, ES2024). */
+/** A lone surrogate is refused, never rewritten (docs/design/hostile-input.md; String.prototype.isWellFormed, ES2024). */
 export function wellFormed(s: string): boolean {
   return (s as unknown as { isWellFormed(): boolean }).isWellFormed()
 }

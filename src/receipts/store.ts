@@ -113,11 +113,3 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
   }
   return out
 }
-
-/** Tests and the bench: a send's two receipt counters. */
-export async function receiptCounters(db: Db, sendId: string): Promise<{ recebidos: number; converted: number } | null> {
-  const r = await query<{ recebidos: number; converted: number }>(db, 'SELECT recebidos, converted FROM sends WHERE id = $1', [
-    sendId,
-  ])
-  return r.rows[0] ?? null
-}
