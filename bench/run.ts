@@ -10,6 +10,7 @@ import { receipts } from './receipts'
 import { register } from './register'
 import { send } from './send'
 import { sendE2e } from './send-e2e'
+import { slices } from './slices'
 import { webhooks } from './webhooks'
 
 const SCENARIOS: Record<string, () => Promise<void>> = {
@@ -18,6 +19,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   send,
   'send-e2e': sendE2e,
   deliver,
+  slices,
   receipts,
   webhooks,
   inapp,

@@ -8,11 +8,15 @@ import { cpSync, existsSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { buildSdk } from './build-sdk.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+buildSdk() // the tests and the example import '@pombo/sdk' from packages/sdk/dist
 rmSync(join(root, 'dist'), { recursive: true, force: true })
 execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.json')], { cwd: root, stdio: 'inherit' })
 const main = join(root, 'dist', 'src', 'main.js')
 if (!existsSync(main)) throw new Error(`build: ${main} was not written`)
 cpSync(join(root, 'src', 'db', 'migrations'), join(root, 'dist', 'src', 'db', 'migrations'), { recursive: true })
+cpSync(join(root, 'src', 'dashboard', 'assets'), join(root, 'dist', 'src', 'dashboard', 'assets'), { recursive: true })
+

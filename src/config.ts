@@ -1,6 +1,7 @@
 // Configuration: one table of defaults (the Limits table of docs/spec/push-delivery-spec.md, the environment of
 // docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
+import { MIN_PG_BUDGET } from './db/budget'
 
 export interface Config {
   readonly port: number
@@ -17,7 +18,19 @@ export interface Config {
   readonly drainTimeoutMs: number
   readonly host: string
   readonly databaseUrl: string
+  /** PM_DATABASE_DIRECT_URL: a session of its own (Postgres itself, or PgBouncer in session mode) for what a
+   *  transaction pooler cannot carry: migrations (an advisory lock for the run, index builds outside transactions)
+   *  and the confirmation stream's LISTEN. Default: DATABASE_URL. */
+  readonly databaseDirectUrl: string
+  /** PM_PGBOUNCER=transaction: DATABASE_URL is PgBouncer in transaction mode (no startup options, no named
+   *  prepared statements; src/db/pool.ts). */
+  readonly pgBouncer: boolean
+  /** PM_MIGRATE_ON_START (default 1): `serve` applies pending migrations at start; 0: it refuses to start on a
+   *  schema behind its release (a deployment runs `pombo migrate` once instead). */
+  readonly migrateOnStart: boolean
   readonly redisUrl: string
+  /** Seeds of a Redis Cluster (REDIS_CLUSTER_NODES); when set, the cluster is used and redisUrl is ignored. */
+  readonly redisClusterNodes: ReadonlyArray<{ host: string; port: number }> | null
   /** Namespace for every Redis key and channel; tests give each service its own. */
   readonly redisPrefix: string
   /** Postgres schema holding Pombo's tables; tests give each service its own. */
@@ -41,8 +54,24 @@ export interface Config {
   readonly webhook: Webhook
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
   readonly proPrice: string
+  /** The dashboard's sign-in and session settings (src/dashboard). */
+  readonly dashboard: Dashboard
   readonly gitCommit: string
   readonly logLevel: string
+}
+
+export interface Dashboard {
+  /** {dashboard_url} (PM_DASHBOARD_URL): invitation links are built on it; https makes the session cookie Secure. */
+  readonly url: string
+  /** PM_DASHBOARD_SECRET (64 hex): signs session cookies. Unset: derived from PM_VAULT_KEY; neither: random per
+   *  process (sessions then end with the process and do not cross instances). */
+  readonly secret: Buffer | null
+  /** PM_DASHBOARD_SESSION_H: a session ends this long after sign-in. */
+  readonly sessionTtlMs: number
+  /** PM_DASHBOARD_SIGNIN_PER_ACCOUNT / PM_DASHBOARD_SIGNIN_PER_IP: sign-in attempts per 15 minutes. */
+  readonly signinPerAccount: number
+  readonly signinPerIp: number
+  readonly signinWindowMs: number
 }
 
 export interface Limits {
@@ -76,7 +105,7 @@ export interface Limits {
    *  flight (PM_RECEIPT_WRITERS). */
   readonly receiptBatchMax: number
   readonly receiptWriters: number
-  /** Postgres connections per process (PM_PG_POOL); must exceed the writers' concurrency. */
+  /** Postgres connection budget of the process (PM_PG_POOL), split between its pools (src/db/budget.ts). */
   readonly pgPool: number
   /** the spec, Limits: reads of sends per second per app. */
   readonly readsPerSec: number
@@ -198,6 +227,13 @@ export interface Delivery {
   /** Sends loaded (and closed) per statement across apps (src/delivery/send-batches.ts), statements in flight. */
   readonly sendLoadBatchMax: number
   readonly sendLoadWriters: number
+  /** A segment send estimated above this many devices is cut into slices of about this size, which any worker may
+   *  lease (PM_SLICE_DEVICES). */
+  readonly sliceDevices: number
+  /** Slices one worker holds at once (PM_SLICES_PER_WORKER). */
+  readonly slicesPerWorker: number
+  /** How often a worker with room looks for a slice to lease. */
+  readonly slicePollMs: number
 }
 
 /** The webhook dispatcher (the spec, Events redelivery policy, Limits Webhook row). */
@@ -228,6 +264,20 @@ export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
   batch: 100,
 })
 
+function pgBouncer(v: string | undefined): boolean {
+  if (v === undefined || v === '' || v === 'off') return false
+  if (v === 'transaction') return true
+  throw new ConfigError(`PM_PGBOUNCER: expected off or transaction, got "${v}" (session mode needs no setting)`)
+}
+
+function flag(env: Env, name: string, def: boolean): boolean {
+  const v = env[name]
+  if (v === undefined || v === '') return def
+  if (v === '1' || v === 'true') return true
+  if (v === '0' || v === 'false') return false
+  throw new ConfigError(`${name}: expected 1 or 0, got "${v}"`)
+}
+
 function msList(env: Env, name: string, def: readonly number[]): readonly number[] {
   const raw = env[name]
   if (raw === undefined || raw === '') return def
@@ -247,6 +297,9 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   outcomeWriters: 4,
   sendLoadBatchMax: 500,
   sendLoadWriters: 2,
+  sliceDevices: 20_000,
+  slicesPerWorker: 2,
+  slicePollMs: 250,
 })
 
 export const DEFAULT_JOBS: Jobs = Object.freeze({
@@ -359,6 +412,12 @@ function vaultKey(raw: string | undefined): Buffer | null {
   return Buffer.from(raw, 'hex')
 }
 
+function hexKey(name: string, raw: string | undefined): Buffer | null {
+  if (raw === undefined || raw === '') return null
+  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(`${name}: expected 64 hex characters`)
+  return Buffer.from(raw, 'hex')
+}
+
 function trustProxy(raw: string | undefined): string[] {
   if (!raw) return []
   const items = raw.split(',').map((s) => s.trim()).filter(Boolean)
@@ -369,6 +428,19 @@ function trustProxy(raw: string | undefined): string[] {
     }
   }
   return items
+}
+
+/** `host:port,host:port` (an IPv6 host in brackets: `[::1]:7000`); unset or empty: no cluster. */
+function clusterNodes(raw: string | undefined): Config['redisClusterNodes'] {
+  if (raw === undefined || raw.trim() === '') return null
+  const nodes = raw.split(',').map((item) => {
+    const s = item.trim()
+    const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]+)):(\d{1,5})$/.exec(s)
+    const port = Number(m?.[3])
+    if (!m || port < 1 || port > 65535) throw new ConfigError(`REDIS_CLUSTER_NODES: "${s}" is not host:port`)
+    return Object.freeze({ host: (m[1] ?? m[2]) as string, port })
+  })
+  return Object.freeze(nodes)
 }
 
 function accessLog(raw: string | undefined): Config['accessLog'] {
@@ -394,7 +466,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     sendWriters: int(env, 'PM_SEND_WRITERS', DEFAULT_LIMITS.sendWriters, 1),
     receiptBatchMax: int(env, 'PM_RECEIPT_BATCH_MAX', DEFAULT_LIMITS.receiptBatchMax, 1),
     receiptWriters: int(env, 'PM_RECEIPT_WRITERS', DEFAULT_LIMITS.receiptWriters, 1),
-    pgPool: int(env, 'PM_PG_POOL', DEFAULT_LIMITS.pgPool, 4),
+    pgPool: int(env, 'PM_PG_POOL', DEFAULT_LIMITS.pgPool, MIN_PG_BUDGET),
     registrationQueueMax: int(env, 'PM_REG_QUEUE_MAX', DEFAULT_LIMITS.registrationQueueMax, 1),
     jsonMaxDepth: int(env, 'PM_JSON_MAX_DEPTH', DEFAULT_LIMITS.jsonMaxDepth, 2),
     idempotencyKeyMaxBytes: int(env, 'PM_IDEMPOTENCY_KEY_MAX_BYTES', DEFAULT_LIMITS.idempotencyKeyMaxBytes, 1),
@@ -468,7 +540,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     drainTimeoutMs: int(env, 'PM_DRAIN_TIMEOUT_MS', 30_000, 1),
     host,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    pgBouncer: pgBouncer(env.PM_PGBOUNCER),
+    migrateOnStart: flag(env, 'PM_MIGRATE_ON_START', true),
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
+    redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES),
     redisPrefix: env.PM_REDIS_PREFIX || 'pm',
     dbSchema: env.PM_DB_SCHEMA || 'public',
     platformKey: env.PM_PLATFORM_KEY || null,
@@ -508,6 +584,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       outcomeWriters: int(env, 'PM_OUTCOME_WRITERS', DEFAULT_DELIVERY.outcomeWriters, 1),
       sendLoadBatchMax: int(env, 'PM_SEND_LOAD_BATCH_MAX', DEFAULT_DELIVERY.sendLoadBatchMax, 1),
       sendLoadWriters: int(env, 'PM_SEND_LOAD_WRITERS', DEFAULT_DELIVERY.sendLoadWriters, 1),
+      sliceDevices: int(env, 'PM_SLICE_DEVICES', DEFAULT_DELIVERY.sliceDevices, 1),
+      slicesPerWorker: int(env, 'PM_SLICES_PER_WORKER', DEFAULT_DELIVERY.slicesPerWorker, 1),
     }),
     webhook: Object.freeze({
       ...DEFAULT_WEBHOOK,
@@ -518,6 +596,14 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       maxAttempts: int(env, 'PM_WEBHOOK_MAX_ATTEMPTS', DEFAULT_WEBHOOK.maxAttempts, 1),
       disableAfter: int(env, 'PM_WEBHOOK_DISABLE_AFTER', DEFAULT_WEBHOOK.disableAfter, 1),
       batch: int(env, 'PM_WEBHOOK_BATCH', DEFAULT_WEBHOOK.batch, 1),
+    }),
+    dashboard: Object.freeze({
+      url: (env.PM_DASHBOARD_URL || `http://${host}:${int(env, 'PM_DASHBOARD_PORT', 8081)}`).replace(/\/+$/, ''),
+      secret: hexKey('PM_DASHBOARD_SECRET', env.PM_DASHBOARD_SECRET),
+      sessionTtlMs: int(env, 'PM_DASHBOARD_SESSION_H', 12, 1) * 3_600_000,
+      signinPerAccount: int(env, 'PM_DASHBOARD_SIGNIN_PER_ACCOUNT', 10),
+      signinPerIp: int(env, 'PM_DASHBOARD_SIGNIN_PER_IP', 60),
+      signinWindowMs: 15 * 60_000,
     }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
@@ -533,8 +619,10 @@ export function redacted(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
     databaseUrl: cfg.databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
+    databaseDirectUrl: cfg.databaseDirectUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
     redisUrl: cfg.redisUrl.replace(/\/\/([^@/]*)@/, '//***@'),
     platformKey: cfg.platformKey ? 'set' : 'unset',
     vaultKey: cfg.vaultKey ? 'set' : 'unset',
+    dashboard: { ...cfg.dashboard, secret: cfg.dashboard.secret ? 'set' : 'unset' },
   }
 }

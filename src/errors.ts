@@ -364,6 +364,17 @@ export const E = {
     como_corrigir: 'Descarte eventos com mais de 7 dias e confira o relógio do dispositivo.',
     extra: { campo: p.campo },
   })),
+  // ---- organisations and the dashboard ----
+  ORG_NOT_FOUND: def(404, () => ({
+    erro: 'Organização não encontrada.',
+    causa: 'Não existe organização com este id.',
+    como_corrigir: 'Confira o id (pombo org create imprime o id de uma organização nova).',
+  })),
+  EMAIL_TAKEN: def(409, () => ({
+    erro: 'E-mail já cadastrado.',
+    causa: 'Já existe uma pessoa com este e-mail no painel.',
+    como_corrigir: 'Use outro e-mail, ou entre com a conta existente.',
+  })),
 } as const
 
 export type ErrorKey = keyof typeof E

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { ConfigError, type Config, loadConfig, redacted } from './config'
-import { migrate } from './db/migrate'
+import { migrate, migrationStatus } from './db/migrate'
 import { ApiError } from './errors'
 import { createLogger } from './log'
 import { ROOT } from './root'
@@ -13,12 +13,14 @@ import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
 import { WebhookCliError, webhookCommand } from './cli/webhook'
 import { PartitionsCliError, partitionsCommand } from './cli/partitions'
+import { orgCommand, orgId, userCommand } from './cli/people'
+import { PeopleError } from './people/service'
 import { ResizeRefused } from './redis/partitions'
 
 const USAGE = `usage:
   pombo serve [--roles api,worker,dashboard]
-  pombo migrate
-  pombo app create --nome NAME [--sandbox] [--rate-por-min N]
+  pombo migrate [--status]         (--status: applied, pending and unknown migrations; changes nothing)
+  pombo app create --nome NAME [--sandbox] [--rate-por-min N] [--org ORG_ID]
   pombo app pause APP_ID | pombo app resume APP_ID
   pombo app plan APP_ID free|pro
   pombo app rotate-key APP_ID [--sandbox]
@@ -28,6 +30,9 @@ const USAGE = `usage:
   pombo credentials apns-env APP_ID sandbox|production
   pombo credentials delete APP_ID fcm|apns
   pombo webhook enable APP_ID
+  pombo org create --nome NAME [--plan free|pro]
+  pombo user create --email EMAIL (--org ORG_ID | --operador) --senha-stdin
+  pombo user invite --email EMAIL --org ORG_ID   (prints a one-time sign-up link, valid 72 h)
   pombo partitions                 (each partition: owner, stream length, pending, oldest pending age)
   pombo partitions resize N        (every process of the deployment stopped first)`
 
@@ -122,7 +127,19 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       return serve(cfg, rest)
     case 'migrate': {
-      const r = await migrate(cfg.databaseUrl, cfg.dbSchema)
+      const { values } = parseArgs({ args: rest, options: { status: { type: 'boolean' } } })
+      if (values.status) {
+        const st = await migrationStatus(cfg.databaseDirectUrl, cfg.dbSchema)
+        console.log(
+          JSON.stringify({
+            aplicadas: st.applied.map((a) => ({ versao: a.version, em: a.appliedAt.toISOString() })),
+            pendentes: st.pending,
+            desconhecidas: st.unknown,
+          }),
+        )
+        return
+      }
+      const r = await migrate(cfg.databaseDirectUrl, cfg.dbSchema)
       console.log(JSON.stringify({ aplicadas: r.applied, total: r.total }))
       return
     }
@@ -136,6 +153,10 @@ async function main(argv: string[]): Promise<void> {
       return webhookCommand(cfg, rest)
     case 'partitions':
       return partitionsCommand(cfg, rest)
+    case 'org':
+      return orgCommand(cfg, rest)
+    case 'user':
+      return userCommand(cfg, rest)
     default:
       throw new UsageError(cmd ? `unknown command "${cmd}"` : 'missing command')
   }
@@ -146,7 +167,7 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { nome: { type: 'string' }, sandbox: { type: 'boolean' }, 'rate-por-min': { type: 'string' } },
+    options: { nome: { type: 'string' }, sandbox: { type: 'boolean' }, 'rate-por-min': { type: 'string' }, org: { type: 'string' } },
   })
   switch (sub) {
     case 'create': {
@@ -157,8 +178,9 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
       }
       const rateRaw = values['rate-por-min']
       if (rateRaw !== undefined && !/^[1-9]\d{0,9}$/.test(rateRaw)) throw new UsageError('--rate-por-min: expected an integer > 0')
+      const org = values.org === undefined ? undefined : orgId(values.org)
       const created = await withOperatorTools(cfg, (t) =>
-        t.apps.create({ nome, sandbox: values.sandbox ?? false, ratePorMin: rateRaw ? Number(rateRaw) : undefined }),
+        t.apps.create({ nome, sandbox: values.sandbox ?? false, ratePorMin: rateRaw ? Number(rateRaw) : undefined, orgId: org }),
       )
       console.log(JSON.stringify(created, null, 2))
       return
@@ -201,7 +223,7 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
 /** docs/spec/contract.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
   if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
-  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused)
+  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused || err instanceof PeopleError)
     console.error(`pombo: ${err.message}`)
   else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
   else console.error(`pombo: ${((err as Error).message ?? String(err)).split('\n')[0]}`)

@@ -5,15 +5,16 @@ import { Auth } from './apps/auth'
 import { AppDirectory } from './apps/directory'
 import { appRoutes } from './apps/routes'
 import { AppService } from './apps/service'
-import type { Config } from './config'
+import { type Config, ConfigError } from './config'
 import { WebhookDispatcher } from './confirmations/dispatcher'
 import { confirmationRoutes } from './confirmations/routes'
 import { ConfirmationStreamServer } from './confirmations/stream'
 import { dashboardRoutes } from './dashboard/server'
 import { deviceRoutes } from './devices/routes'
 import { DeviceService } from './devices/service'
-import { migrate } from './db/migrate'
-import { createPool, type Db, query } from './db/pool'
+import { splitBudget } from './db/budget'
+import { checkSchema, migrate } from './db/migrate'
+import { checkSearchPath, createPool, type Db, query } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
 import { openApiReply } from './http/openapi'
@@ -23,14 +24,23 @@ import { HttpServer } from './http/server'
 import { inappDeviceRoutes } from './inapp/device-routes'
 import { InappModule } from './inapp/module'
 import { inappRoutes } from './inapp/routes'
-import { collectDelivery, collectGroupCommits, collectPools, collectStreams, collectWebhooks, deliveryCounter, providerObserver } from './ops/collect'
+import {
+  collectDelivery,
+  collectGroupCommits,
+  collectPools,
+  collectStreams,
+  collectWebhooks,
+  deliveryCounter,
+  paceObserver,
+  providerObserver,
+} from './ops/collect'
 import { Metrics } from './ops/metrics'
 import { OpsServer } from './ops/server'
 import { SendsModule } from './sends/module'
 import { sendRoutes } from './sends/routes'
 import { ReceiptsModule } from './receipts/module'
 import { receiptRoutes } from './receipts/routes'
-import { connectRedis, type RedisClient } from './redis/client'
+import { connectRedis, pingAll, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
 import { checkPartitions } from './redis/partitions'
 import { type Clock, DAY_MS, systemClock } from './time'
@@ -92,6 +102,8 @@ export class Service {
   /** The operations port (metrics, health, readiness); null when PM_OPS_PORT is 0. */
   ops: OpsServer | null = null
   #stopped = false
+  /** What the dashboard holds open besides its server (the connection test's provider connections). */
+  #dashboardParts: { close(): Promise<void> } | null = null
 
   private constructor(readonly deps: Deps) {}
 
@@ -99,16 +111,31 @@ export class Service {
     const roles = new Set(opts.roles ?? ALL_ROLES)
     const log = opts.log
     const clock = opts.clock ?? systemClock
-    if (opts.migrate !== false) await migrate(cfg.databaseUrl, cfg.dbSchema)
-    const db = createPool(cfg.databaseUrl, cfg.dbSchema, cfg.limits.pgPool)
-    // Every process of a deployment hashes apps over the same count: another one refuses to start.
-    await checkPartitions(db, cfg.partitions).catch(async (err) => {
+    const migrating = opts.migrate ?? cfg.migrateOnStart
+    if (migrating) await migrate(cfg.databaseDirectUrl, cfg.dbSchema)
+    const runsDispatcher = roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true
+    const budget = splitBudget(cfg.limits.pgPool, {
+      dispatcher: runsDispatcher,
+      webhookConcurrency: cfg.webhook.concurrency,
+      listener: roles.has('api') && cfg.grpcPort !== null,
+    })
+    const db = createPool(cfg, budget.main)
+    try {
+      if (cfg.pgBouncer) {
+        const wrong = await checkSearchPath(db, cfg.dbSchema)
+        if (wrong) throw new ConfigError(wrong)
+      }
+      // A schema newer than this release is refused; one behind it too when this process did not migrate.
+      await checkSchema(db, { pendingAllowed: opts.migrate === false })
+      // Every process of a deployment hashes apps over the same count: another one refuses to start.
+      await checkPartitions(db, cfg.partitions)
+    } catch (err) {
       await db.end()
       throw err
-    })
+    }
     let redis: RedisClient
     try {
-      redis = await connectRedis(cfg.redisUrl, 'pombo')
+      redis = await connectRedis(cfg, 'pombo')
     } catch (err) {
       await db.end()
       throw err
@@ -152,7 +179,7 @@ export class Service {
     try {
       // First, so a probe sees the process live (and not ready) while it starts; ready once every role listens.
       if (cfg.opsPort !== null) {
-        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => redis.ping() }, log)
+        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => pingAll(redis) }, log)
         await svc.ops.listen(cfg.host, cfg.opsPort)
       }
       svc.#metrics(roles)
@@ -173,21 +200,35 @@ export class Service {
         deps.receipts.startJobs(cfg.jobs)
       }
       if (roles.has('worker')) {
-        svc.delivery = new DeliveryModule({ ...deps, ca: opts.providerCa, observeProvider: providerObserver(metrics) })
+        svc.delivery = new DeliveryModule({
+          ...deps,
+          ca: opts.providerCa,
+          observeProvider: providerObserver(metrics),
+          observePace: paceObserver(metrics),
+        })
         svc.delivery.recorder.onRecorded = deliveryCounter(metrics)
+        collectGroupCommits(metrics, [['outcomes', svc.delivery.recorder.groupCommit]])
         await svc.delivery.start()
         if (opts.jobs !== false) svc.delivery.startJobs()
       }
-      if (roles.has('worker') ? opts.dispatcher !== false : opts.dispatcher === true) {
+      if (runsDispatcher) {
         const attempts = metrics.webhookEvents
-        svc.dispatcher = new WebhookDispatcher({ cfg, log, vault, clock, ca: opts.webhookCa, onAttempt: (r) => attempts.labels(r).inc() })
+        svc.dispatcher = new WebhookDispatcher({
+          cfg,
+          log,
+          vault,
+          clock,
+          ca: opts.webhookCa,
+          onAttempt: (r) => attempts.labels(r).inc(),
+          poolMax: budget.webhooks,
+        })
         svc.dispatcher.start()
         if (opts.jobs !== false) svc.dispatcher.startJobs()
       }
       if (roles.has('dashboard')) {
         svc.dashboard = new HttpServer('dashboard', log, proxies, http)
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
-        dashboardRoutes(svc.dashboard.router, { db, redis, version: VERSION, apiUrl })
+        svc.#dashboardParts = dashboardRoutes(svc.dashboard.router, { ...deps, version: VERSION, apiUrl, providerCa: opts.providerCa })
         svc.dashboard.router.fallback()
         await svc.dashboard.listen(cfg.host, cfg.dashboardPort)
       }
@@ -251,6 +292,7 @@ export class Service {
     this.#stopped = true
     this.drain()
     await Promise.all([this.api?.close(), this.dashboard?.close(), this.grpc?.close()])
+    await this.#dashboardParts?.close()
     await this.delivery?.stop()
     await this.dispatcher?.stop()
     await this.deps.devices.stop()

@@ -22,10 +22,11 @@ export interface FakeFcmProcess {
 
 type Msg = { kind: 'ready'; url: string; sa: ServiceAccount } | { kind: 'stats'; id: number; stats: FcmStats }
 
-export async function startFakeFcmProcess(o: { maxConcurrentStreams?: number; project?: string } = {}): Promise<FakeFcmProcess> {
+/** `delayMs`: every message is answered after this fixed delay (a provider's round trip), 0 at once. */
+export async function startFakeFcmProcess(o: { maxConcurrentStreams?: number; project?: string; delayMs?: number } = {}): Promise<FakeFcmProcess> {
   if (!process.env.PM_TEST_TLS_DIR) throw new Error('set PM_TEST_TLS_DIR first: the fake and its clients must share the CA')
   const entry = childEntry(__filename)
-  const proc: ChildProcess = fork(entry.file, ['--fake-fcm-child', String(o.maxConcurrentStreams ?? 1000), o.project ?? 'pombo-bench'], {
+  const proc: ChildProcess = fork(entry.file, ['--fake-fcm-child', String(o.maxConcurrentStreams ?? 1000), o.project ?? 'pombo-bench', String(o.delayMs ?? 0)], {
     execArgv: entry.execArgv,
     env: process.env,
   })
@@ -62,8 +63,8 @@ export async function startFakeFcmProcess(o: { maxConcurrentStreams?: number; pr
   }
 }
 
-async function child(maxConcurrentStreams: number, project: string): Promise<void> {
-  const fcm = await startFakeFcm({ record: false, maxConcurrentStreams })
+async function child(maxConcurrentStreams: number, project: string, delayMs: number): Promise<void> {
+  const fcm = await startFakeFcm({ record: false, maxConcurrentStreams, defaultBehaviour: delayMs > 0 ? `slow:${delayMs}` : 'ok' })
   process.on('message', (m: { kind: string; id: number }) => {
     if (m.kind === 'stats') process.send?.({ kind: 'stats', id: m.id, stats: fcm.stats() })
   })
@@ -72,4 +73,4 @@ async function child(maxConcurrentStreams: number, project: string): Promise<voi
 }
 
 const at = process.argv.indexOf('--fake-fcm-child')
-if (at >= 0) void child(Number(process.argv[at + 1]), process.argv[at + 2] as string)
+if (at >= 0) void child(Number(process.argv[at + 1]), process.argv[at + 2] as string, Number(process.argv[at + 3] ?? 0))

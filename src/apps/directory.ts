@@ -4,7 +4,7 @@
 // random well-formed ids evicts only other misses, never the apps and keys real traffic uses.
 import type { Logger } from 'pino'
 import type { Db } from '../db/pool'
-import type { RedisClient } from '../redis/client'
+import { type RedisClient, subscribe } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { type AppRecord, findApp, findKey, type KeyRecord } from './store'
 
@@ -116,7 +116,7 @@ export class TtlCache<T> {
 export class AppDirectory {
   readonly #apps: TtlCache<AppRecord>
   readonly #keys: TtlCache<KeyRecord>
-  #sub: RedisClient | null = null
+  #unsubscribe: (() => void) | null = null
   readonly #listeners = new Set<(appId: string | null) => void>()
 
   constructor(
@@ -139,26 +139,20 @@ export class AppDirectory {
 
   /** Subscribes to invalidations on a dedicated connection; on reconnect everything is dropped (messages may be lost). */
   async start(): Promise<void> {
-    const sub = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
-    sub.on('error', () => {})
-    let first = true
-    sub.on('ready', () => {
-      if (!first) {
+    this.#unsubscribe = await subscribe(
+      this.redis,
+      [this.keys.invalidations()],
+      (_ch, appId) => this.#drop(appId),
+      () => {
         this.log.info('invalidation channel reconnected; caches cleared')
         this.clear()
-      }
-      first = false
-    })
-    sub.on('message', (_ch: string, appId: string) => this.#drop(appId))
-    await sub.subscribe(this.keys.invalidations())
-    this.#sub = sub
+      },
+    )
   }
 
   async stop(): Promise<void> {
-    if (this.#sub) {
-      this.#sub.disconnect()
-      this.#sub = null
-    }
+    this.#unsubscribe?.()
+    this.#unsubscribe = null
   }
 
   app(id: string): Promise<AppRecord | null> {

@@ -36,7 +36,7 @@ export function appRoutes(r: Router, d: AppRouteDeps): void {
     return ok(await d.apps.rotate((req.params[0] as string).toLowerCase(), input.sandbox))
   })
 
-  r.get('/api/v1/apps/:id/firebase_params', { ipLimit: d.firebaseLimiter, uuidParams: true }, async (req) => {
+  r.get('/api/v1/apps/:id/firebase_params', { ipLimit: d.firebaseLimiter, uuidParams: true, cors: true }, async (req) => {
     const app = await d.dir.app((req.params[0] as string).toLowerCase())
     if (!app) throw new ApiError('APP_NOT_FOUND')
     if (app.paused) throw new ApiError('APP_PAUSED')

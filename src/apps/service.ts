@@ -1,9 +1,10 @@
-// Apps and keys: creation (org + app + key + sealed receipt key in one transaction), rotation with a 24 h overlap,
+// Apps and keys: creation ((new) org + app + key + sealed receipt key in one transaction), rotation with a 24 h overlap,
 // pause/resume, plans, revocation. Every change is published so every instance's cache follows within a second.
 import { randomUUID } from 'node:crypto'
 import type { Config } from '../config'
-import { type Db, tx } from '../db/pool'
+import { type Db, query, tx } from '../db/pool'
 import { ApiError } from '../errors'
+import { insertOrg } from '../orgs/store'
 import { type Clock, isoWithOffset } from '../time'
 import type { Vault } from '../vault'
 import type { AppDirectory } from './directory'
@@ -14,6 +15,8 @@ export interface CreateAppInput {
   nome: string
   ratePorMin?: number
   sandbox?: boolean
+  /** Join this organisation (its plan and allowance); absent: a new organisation of its own, named after the app. */
+  orgId?: string
 }
 
 export interface CreatedApp {
@@ -56,13 +59,20 @@ export class AppService {
     const criadoEm = new Date(this.now())
     const ratePorMin = input.ratePorMin ?? this.cfg.limits.defaultRatePorMin
     const sandbox = input.sandbox ?? false
+    const orgId = input.orgId ?? randomUUID()
     const key = await this.#retryOnKidCollision(async () => {
       const k = newApiKey(sandbox)
       await tx(this.db, async (c) => {
-        await store.insertAppWithOrg(c, {
+        if (input.orgId) {
+          // KEY SHARE on the organisation: it cannot be deleted under the new app.
+          const org = await query(c, 'SELECT 1 FROM orgs WHERE id = $1 FOR KEY SHARE', [input.orgId])
+          if (org.rows.length === 0) throw new ApiError('ORG_NOT_FOUND')
+        } else {
+          await insertOrg(c, { id: orgId, nome: input.nome, plan: this.cfg.defaultPlan, at: criadoEm })
+        }
+        await store.insertApp(c, {
           id,
-          orgId: randomUUID(),
-          plan: this.cfg.defaultPlan,
+          orgId,
           nome: input.nome,
           ratePorMin,
           sandbox,
@@ -113,6 +123,11 @@ export class AppService {
 
   async setPaused(appId: string, paused: boolean): Promise<void> {
     if (!(await store.setPaused(this.db, appId, paused))) throw new ApiError('APP_NOT_FOUND')
+    await this.dir.invalidate(appId)
+  }
+
+  async setRatePorMin(appId: string, rate: number): Promise<void> {
+    if (!(await store.setRatePorMin(this.db, appId, rate))) throw new ApiError('APP_NOT_FOUND')
     await this.dir.invalidate(appId)
   }
 

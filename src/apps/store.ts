@@ -95,7 +95,6 @@ export async function findKey(db: Db, kid: string): Promise<KeyRecord | null> {
 export interface NewAppRow {
   id: string
   orgId: string
-  plan: Plan
   nome: string
   ratePorMin: number
   sandbox: boolean
@@ -103,8 +102,8 @@ export interface NewAppRow {
   criadoEm: Date
 }
 
-export async function insertAppWithOrg(c: Tx, a: NewAppRow): Promise<void> {
-  await query(c, 'INSERT INTO orgs (id, plan, created_at) VALUES ($1, $2, $3)', [a.orgId, a.plan, a.criadoEm])
+/** The app joins an existing organisation (the caller created it, or checked it exists, in the same transaction). */
+export async function insertApp(c: Tx, a: NewAppRow): Promise<void> {
   await query(
     c,
     `INSERT INTO apps (id, org_id, nome, rate_por_min, sandbox, receipt_key_enc, criado_em)
@@ -140,6 +139,11 @@ export async function setAppSandbox(c: Tx, appId: string, sandbox: boolean): Pro
 
 export async function setPaused(db: Db, appId: string, paused: boolean): Promise<boolean> {
   const r = await query(db, 'UPDATE apps SET paused = $2 WHERE id = $1', [appId, paused])
+  return r.rowCount === 1
+}
+
+export async function setRatePorMin(db: Db, appId: string, rate: number): Promise<boolean> {
+  const r = await query(db, 'UPDATE apps SET rate_por_min = $2 WHERE id = $1', [appId, rate])
   return r.rowCount === 1
 }
 

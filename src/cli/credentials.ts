@@ -6,12 +6,10 @@ import type { Config } from '../config'
 import { CredentialService } from '../credentials/service'
 import {
   CredentialError,
-  type FirebaseParams,
   parseApns,
   parseApnsEnv,
-  parseGoogleServices,
+  parseFcmUpload,
   parsePlatform,
-  parseServiceAccount,
 } from '../credentials/validate'
 import { isoWithOffset, systemClock } from '../time'
 import { withOperatorTools } from './operator'
@@ -60,20 +58,13 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
       })
       const id = appId(positionals[0])
       extraPositionals(positionals, 2)
-      const { credential, meta } = parseServiceAccount(readInput(positionals[1], 'SERVICE_ACCOUNT.json'))
-      let params: FirebaseParams | undefined
-      if (values.config !== undefined) {
-        params = parseGoogleServices(readInput(values.config, '--config'), values.package)
-        // The service account sends through its own project; tokens minted under another project's sender id
-        // would all be refused, so a mismatch is a setup mistake caught here rather than at the first send.
-        if (params.project_id !== meta.project_id) {
-          throw new CredentialError(
-            `--config is for project ${params.project_id} but the service account is for ${meta.project_id}; use files of the same Firebase project`,
-          )
-        }
-      } else if (values.package !== undefined) {
+      if (values.config === undefined && values.package !== undefined) {
         throw new CredentialError('--package: only meaningful with --config google-services.json')
       }
+      const { credential, meta, params } = parseFcmUpload(
+        { text: readInput(positionals[1], 'SERVICE_ACCOUNT.json') },
+        values.config === undefined ? undefined : { text: readInput(values.config, '--config'), what: '--config', packageName: values.package },
+      )
       const saved = await withService(cfg, (s) => s.save(id, 'fcm', credential, meta, params))
       print({
         id,

@@ -21,9 +21,9 @@ export interface OperatorTools {
 }
 
 export async function withOperatorTools<T>(cfg: Config, fn: (t: OperatorTools) => Promise<T>): Promise<T> {
-  await migrate(cfg.databaseUrl, cfg.dbSchema)
-  const db = createPool(cfg.databaseUrl, cfg.dbSchema, 2)
-  const redis = await connectRedis(cfg.redisUrl, 'pombo-cli')
+  await migrate(cfg.databaseDirectUrl, cfg.dbSchema)
+  const db = createPool(cfg, 2)
+  const redis = await connectRedis(cfg, 'pombo-cli')
   try {
     const keys = new Keys(cfg.redisPrefix)
     const dir = new AppDirectory(db, redis, keys, createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock, {

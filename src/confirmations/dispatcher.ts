@@ -1,11 +1,14 @@
 // The webhook dispatcher (the spec, Events; docs/design/webhooks.md). Each destination drains the app's events after
 // its cursor, one at a time, in seq order; many destinations are worked on at once.
 //
-// Exclusion between dispatcher processes: a Postgres session advisory lock per app queue, taken with
-// pg_try_advisory_lock (a busy destination is skipped, never waited for) and held on one connection for a batch.
-// Unlike a Redis lease it cannot lapse while an attempt is still in flight (a 10-second timeout, a paused
-// process): it ends only when its holder unlocks or its connection dies, and a SIGKILLed process's connection
-// dies with it. Unlike a row lock (SELECT … FOR UPDATE) it takes no transaction id and holds no transaction open.
+// Exclusion between dispatcher processes: a transaction-level advisory lock per app queue, taken with
+// pg_try_advisory_xact_lock (a busy destination is skipped, never waited for) by the transaction that carries one
+// batch: its attempts, then its cursor write, then COMMIT, which releases the lock. Unlike a Redis lease it cannot
+// lapse while an attempt is still in flight (a 10-second timeout, a paused process): it ends only with the
+// transaction, or with the connection, and a SIGKILLed process's connection dies with it. It never outlives its
+// transaction, so it holds behind PgBouncer in transaction mode, where a session lock would stay on whichever
+// server connection took it. Until the batch writes, the transaction has no transaction id, and at READ COMMITTED
+// it holds no snapshot between statements: waiting on a destination holds back no vacuum.
 //
 // Order: an app's events are numbered in commit order (src/confirmations/events.ts), so the cursor can pass every
 // event it sees: nothing with a lower seq can commit later. Only `canal = 'webhook'` events are this queue's.
@@ -31,6 +34,9 @@ export interface DispatcherDeps {
   ca?: string
   /** Told of every attempt's result (metrics: ok, http, timeout, refused, network). */
   onAttempt?: (result: string) => void
+  /** Its pool's share of the process's connection budget (src/db/budget.ts): one per destination at work, plus
+   *  one for the look-up. Default: what PM_WEBHOOK_CONCURRENCY needs. */
+  poolMax?: number
 }
 
 /** A batch stops taking new events after this long, so the cursor is written regularly. */
@@ -70,12 +76,22 @@ export class WebhookDispatcher {
   #loop: Promise<void> | null = null
   #wake: (() => void) | null = null
   #jobs: NodeJS.Timeout | null = null
+  /** Destinations worked on at once: PM_WEBHOOK_CONCURRENCY, or fewer when the pool's share is smaller. */
+  readonly #concurrency: number
 
   constructor(private readonly d: DispatcherDeps) {
     const w = d.cfg.webhook
+    const poolMax = Math.max(2, d.poolMax ?? w.concurrency + 1)
+    this.#concurrency = Math.min(w.concurrency, poolMax - 1)
+    if (this.#concurrency < w.concurrency) {
+      d.log.info(
+        { PM_WEBHOOK_CONCURRENCY: w.concurrency, destinos_simultaneos: this.#concurrency, conexoes: poolMax },
+        'webhook dispatcher: fewer destinations at once than PM_WEBHOOK_CONCURRENCY (its share of PM_PG_POOL)',
+      )
+    }
     // Its own pool: connections held by destinations at work never starve the API's queries.
-    this.#db = createPool(d.cfg.databaseUrl, d.cfg.dbSchema, w.concurrency + 2)
-    this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca, maxSockets: w.concurrency })
+    this.#db = createPool(d.cfg, poolMax)
+    this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca, maxSockets: this.#concurrency })
   }
 
   start(): void {
@@ -139,7 +155,7 @@ export class WebhookDispatcher {
 
   /** Starts a task for each due destination with events after its cursor, up to the concurrency. */
   async #tick(): Promise<void> {
-    const free = this.d.cfg.webhook.concurrency - this.#running.size
+    const free = this.#concurrency - this.#running.size
     if (free <= 0) return
     const due = await query<{ id: string; app_id: string }>(
       this.#db,
@@ -150,7 +166,7 @@ export class WebhookDispatcher {
       [new Date(this.d.clock()), free + this.#running.size],
     )
     for (const { id, app_id } of due.rows) {
-      if (this.#running.size >= this.d.cfg.webhook.concurrency) break
+      if (this.#running.size >= this.#concurrency) break
       if (this.#running.has(id) || this.#stop.signal.aborted) continue
       const task = this.#work(id, app_id).catch((err) =>
         this.d.log.warn({ err: String(err), destino: id }, 'webhook dispatcher: batch failed; it will be retried'),
@@ -168,24 +184,31 @@ export class WebhookDispatcher {
 
   /** One batch under the destination's lock; answers whether it should go on at once (more events may wait). */
   async #holdAndDeliver(id: string, appId: string): Promise<boolean> {
-    const c = await this.#db.connect()
+    let c: Tx
+    try {
+      c = await this.#db.connect()
+    } catch (err) {
+      return tagPgError(err)
+    }
     let healthy = true
     try {
+      await c.query('BEGIN')
       // Per app, not per destination: a URL change hands the queue over without a second sender beside the first.
-      const got = await c.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock($1, ${QUEUE_LOCK_KEY}) AS ok`, [QUEUE_LOCK_CLASS, appId])
-      if (!got.rows[0]?.ok) return false // another dispatcher has it
-      try {
-        return await this.#batch(c, id)
-      } finally {
-        await c.query(`SELECT pg_advisory_unlock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId]).catch(() => {
-          healthy = false
-        })
+      const got = await c.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock($1, ${QUEUE_LOCK_KEY}) AS ok`, [QUEUE_LOCK_CLASS, appId])
+      if (!got.rows[0]?.ok) {
+        await c.query('ROLLBACK') // another dispatcher has it
+        return false
       }
+      const more = await this.#batch(c, id)
+      await c.query('COMMIT')
+      return more
     } catch (err) {
-      healthy = false
-      throw err
+      await c.query('ROLLBACK').catch(() => {
+        healthy = false
+      })
+      return tagPgError(err)
     } finally {
-      // A connection that may still hold the lock is destroyed, which releases it.
+      // A connection whose transaction may still be open (and hold the lock) is destroyed, which ends both.
       c.release(healthy ? undefined : true)
     }
   }
@@ -252,40 +275,38 @@ export class WebhookDispatcher {
       failed = true
       break
     }
-    // On the locked connection: a second connection per destination could exhaust the pool under full load.
-    await inTx(c, async (t) => {
-      if (attempts.length > 0) {
-        await t.query(
-          `INSERT INTO webhook_attempts (destination_id, event_seq, n, entrega_id, result, http_status, reason, at, next_at)
-           SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[])`,
-          [
-            dest.id,
-            attempts.map((a) => a.seq),
-            attempts.map((a) => a.n),
-            attempts.map((a) => a.r.entregaId),
-            attempts.map((a) => (a.r.ok ? 'ok' : a.r.result)),
-            attempts.map((a) => (a.r.ok ? a.r.status : (a.r.status ?? null))),
-            attempts.map((a) => (a.r.ok ? null : a.r.reason)),
-            attempts.map((a) => a.at),
-            attempts.map((a) => a.nextAt),
-          ],
-        )
-      }
-      for (const a of abandoned) {
-        await t.query(
-          `INSERT INTO webhook_abandoned (destination_id, event_seq, app_id, evento, body, attempts, last_reason, abandoned_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-          [dest.id, a.ev.seq, a.ev.app_id, a.ev.evento, a.ev.body, a.attempts, a.reason, new Date(this.d.clock())],
-        )
-        this.d.log.error({ evento: 'webhook_abandonado', destino: dest.id, app_id: dest.app_id, seq: a.ev.seq, tentativas: a.attempts }, 'webhook event abandoned')
-      }
-      await t.query(
-        `UPDATE webhook_destinations SET last_seq = $2, head_attempts = $3, consecutive_failures = $4, next_at = $5,
-                disabled_at = CASE WHEN $6 THEN $7 ELSE disabled_at END
-          WHERE id = $1`,
-        [dest.id, cursor, headAttempts, consecutive, nextAt, disable, new Date(this.d.clock())],
+    // In the lock's transaction (committed by the caller): the cursor and the lock end together.
+    if (attempts.length > 0) {
+      await c.query(
+        `INSERT INTO webhook_attempts (destination_id, event_seq, n, entrega_id, result, http_status, reason, at, next_at)
+         SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[])`,
+        [
+          dest.id,
+          attempts.map((a) => a.seq),
+          attempts.map((a) => a.n),
+          attempts.map((a) => a.r.entregaId),
+          attempts.map((a) => (a.r.ok ? 'ok' : a.r.result)),
+          attempts.map((a) => (a.r.ok ? a.r.status : (a.r.status ?? null))),
+          attempts.map((a) => (a.r.ok ? null : a.r.reason)),
+          attempts.map((a) => a.at),
+          attempts.map((a) => a.nextAt),
+        ],
       )
-    })
+    }
+    for (const a of abandoned) {
+      await c.query(
+        `INSERT INTO webhook_abandoned (destination_id, event_seq, app_id, evento, body, attempts, last_reason, abandoned_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+        [dest.id, a.ev.seq, a.ev.app_id, a.ev.evento, a.ev.body, a.attempts, a.reason, new Date(this.d.clock())],
+      )
+      this.d.log.error({ evento: 'webhook_abandonado', destino: dest.id, app_id: dest.app_id, seq: a.ev.seq, tentativas: a.attempts }, 'webhook event abandoned')
+    }
+    await c.query(
+      `UPDATE webhook_destinations SET last_seq = $2, head_attempts = $3, consecutive_failures = $4, next_at = $5,
+              disabled_at = CASE WHEN $6 THEN $7 ELSE disabled_at END
+        WHERE id = $1`,
+      [dest.id, cursor, headAttempts, consecutive, nextAt, disable, new Date(this.d.clock())],
+    )
     if (disable) this.d.log.error({ evento: 'webhook_desativado', destino: dest.id, app_id: dest.app_id, falhas: consecutive }, 'webhook destination disabled')
     return !failed && !this.#stop.signal.aborted
   }
@@ -297,16 +318,5 @@ export class WebhookDispatcher {
       this.#secrets.set(dest.id, s)
     }
     return s
-  }
-}
-
-async function inTx(c: Tx, fn: (c: Tx) => Promise<void>): Promise<void> {
-  try {
-    await c.query('BEGIN')
-    await fn(c)
-    await c.query('COMMIT')
-  } catch (err) {
-    await c.query('ROLLBACK').catch(() => {})
-    tagPgError(err)
   }
 }

@@ -9,6 +9,7 @@ import { hostname } from 'node:os'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
+import { firstError, pipelineBySlot } from '../redis/slots'
 
 export const HEARTBEAT_MS = 2_000
 /** A stream not re-scored within this is not counted (an instance that died): "within seconds". */
@@ -67,16 +68,22 @@ export class Presence {
   /** One heartbeat of this instance's open streams: Redis every time, positions every POSITION_EVERY_MS. */
   async beat(open: readonly Tracked[]): Promise<void> {
     if (open.length === 0) return
-    const p = this.redis.pipeline()
     const expiry = Date.now() + STREAM_TTL_MS
-    for (const s of open) {
-      const key = this.keys.grpcStreams(s.appId)
-      p.zadd(key, expiry, this.#member(s))
-      p.pexpire(key, STREAM_TTL_MS * 10)
-      // Members of dead instances are trimmed here too, so a set never grows with them.
-      p.zremrangebyscore(key, '-inf', `(${Date.now()}`)
-    }
-    await p.exec()
+    // Each app's set lives in its app's cluster slot: one pipeline per slot, sent together.
+    const res = await pipelineBySlot(
+      this.redis,
+      open,
+      (s) => this.keys.grpcStreams(s.appId),
+      (p, s) => {
+        const key = this.keys.grpcStreams(s.appId)
+        p.zadd(key, expiry, this.#member(s))
+        p.pexpire(key, STREAM_TTL_MS * 10)
+        // Members of dead instances are trimmed here too, so a set never grows with them.
+        p.zremrangebyscore(key, '-inf', `(${Date.now()}`)
+      },
+    )
+    const failed = firstError(res)
+    if (failed) throw failed
     if (Date.now() - this.#lastPositions < POSITION_EVERY_MS) return
     this.#lastPositions = Date.now()
     await query(

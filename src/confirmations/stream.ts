@@ -226,7 +226,8 @@ export class ConfirmationStreamServer implements SessionHost {
   /** LISTEN for commits of `grpc` events; lost connections are re-made (streams poll meanwhile). */
   async #listen(): Promise<void> {
     if (this.#closing) return
-    const c = new pg.Client({ connectionString: this.d.cfg.databaseUrl })
+    // LISTEN needs a session of its own: never through a transaction pooler.
+    const c = new pg.Client({ connectionString: this.d.cfg.databaseDirectUrl })
     const retry = (): void => {
       if (this.#listener !== c) return
       this.#listener = null

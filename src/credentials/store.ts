@@ -3,7 +3,7 @@
 // and drops what it cached when onCredentialChange fires (spec: deleting a credential stops deliveries at once).
 import type { AppDirectory } from '../apps/directory'
 import { type Db, query, type Tx } from '../db/pool'
-import type { RedisClient } from '../redis/client'
+import { type RedisClient, subscribe } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import type { Vault } from '../vault'
 import type { CredentialOf, FirebaseParams, MetaOf, Platform } from './validate'
@@ -106,17 +106,13 @@ export async function onCredentialChange(
   keys: Keys,
   cb: (change: CredentialChange | 'all') => void,
 ): Promise<() => void> {
-  const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
-  sub.on('error', () => {})
-  let first = true
-  sub.on('ready', () => {
-    if (!first) cb('all')
-    first = false
-  })
-  sub.on('message', (_ch: string, msg: string) => {
-    const [appId, platform] = msg.split(':')
-    if (appId && (platform === 'fcm' || platform === 'apns')) cb({ appId, platform })
-  })
-  await sub.subscribe(keys.credentials())
-  return () => sub.disconnect()
+  return subscribe(
+    redis,
+    [keys.credentials()],
+    (_ch, msg) => {
+      const [appId, platform] = msg.split(':')
+      if (appId && (platform === 'fcm' || platform === 'apns')) cb({ appId, platform })
+    },
+    () => cb('all'),
+  )
 }

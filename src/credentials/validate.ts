@@ -207,8 +207,19 @@ export interface ApnsInput {
   env: string | undefined
 }
 
+/** How each input is named in a refusal: the CLI's flags, or the dashboard's field labels. */
+export interface ApnsLabels {
+  p8: string
+  keyId: string
+  teamId: string
+  bundleId: string
+  env: string
+}
+export const CLI_APNS_LABELS: ApnsLabels = { p8: '--p8', keyId: '--key-id', teamId: '--team-id', bundleId: '--bundle-id', env: '--env' }
+
 /** The iOS rows of the spec table; the .p8 must also be a P-256 key, since APNs provider tokens are ES256. */
-export function parseApns(input: ApnsInput, what = '--p8'): { credential: ApnsCredential; meta: ApnsMeta } {
+export function parseApns(input: ApnsInput, labels: ApnsLabels = CLI_APNS_LABELS): { credential: ApnsCredential; meta: ApnsMeta } {
+  const what = labels.p8
   const p8 = input.p8.replace(/^\uFEFF/, '')
   if (!p8.includes(PEM_BEGIN) || !p8.includes(PEM_END)) {
     throw new CredentialError(`${what}: expected the .p8 file contents with the ${PEM_BEGIN} block`)
@@ -218,13 +229,33 @@ export function parseApns(input: ApnsInput, what = '--p8'): { credential: ApnsCr
     throw new CredentialError(`${what}: not a readable P-256 (ES256) private key; use the .p8 file Apple issued`)
   }
   const keyId = input.keyId ?? ''
-  if (!ALNUM10.test(keyId)) throw new CredentialError('--key-id: expected exactly 10 letters or digits')
+  if (!ALNUM10.test(keyId)) throw new CredentialError(`${labels.keyId}: expected exactly 10 letters or digits`)
   const teamId = input.teamId ?? ''
-  if (!ALNUM10.test(teamId)) throw new CredentialError('--team-id: expected exactly 10 letters or digits')
+  if (!ALNUM10.test(teamId)) throw new CredentialError(`${labels.teamId}: expected exactly 10 letters or digits`)
   const bundleId = input.bundleId ?? ''
-  if (!REVERSE_DNS.test(bundleId)) throw new CredentialError('--bundle-id: expected reverse-DNS form, e.g. com.example.app')
-  const env = parseApnsEnv(input.env, '--env')
+  if (!REVERSE_DNS.test(bundleId)) throw new CredentialError(`${labels.bundleId}: expected reverse-DNS form, e.g. com.example.app`)
+  const env = parseApnsEnv(input.env, labels.env)
   return { credential: { p8, keyId, teamId, bundleId, env }, meta: { key_id: keyId, team_id: teamId, bundle_id: bundleId, env } }
+}
+
+/**
+ * The Android upload: the service account and, optionally, the app's google-services.json. Both must be of one
+ * Firebase project: the service account sends through its own project, and tokens minted under another project's
+ * sender id would all be refused, so a mismatch is a setup mistake caught here rather than at the first send.
+ */
+export function parseFcmUpload(
+  account: { text: string; what?: string },
+  config?: { text: string; what?: string; packageName?: string },
+): { credential: FcmCredential; meta: FcmMeta; params?: FirebaseParams } {
+  const { credential, meta } = parseServiceAccount(account.text, account.what)
+  if (!config) return { credential, meta }
+  const params = parseGoogleServices(config.text, config.packageName, config.what)
+  if (params.project_id !== meta.project_id) {
+    throw new CredentialError(
+      `${config.what ?? 'google-services.json'} is for project ${params.project_id} but the service account is for ${meta.project_id}; use files of the same Firebase project`,
+    )
+  }
+  return { credential, meta, params }
 }
 
 export function parseApnsEnv(v: string | undefined, what = 'environment'): ApnsEnv {

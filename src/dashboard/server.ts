@@ -1,26 +1,96 @@
-// The dashboard's port ({dashboard_url}). Today it shows the service's state and how to manage apps with the CLI;
-// apps, keys and credentials are managed with `pombo app …` / `pombo credentials …` (docs/spec/contract.md).
+// The dashboard's port ({dashboard_url}): the status page and /healthz, the static assets, sign-in, and the pages
+// of apps (keys, credentials with their connection test, devices, sends, webhook, in-app). Server-rendered HTML with
+// one small script; every page and action goes through the services the API and the CLI use.
+import type { AppService } from '../apps/service'
+import type { Config } from '../config'
+import { ConnectionTester } from '../credentials/connection-test'
+import { CredentialService } from '../credentials/service'
+import type { AppDirectory } from '../apps/directory'
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
+import { H2Pool } from '../delivery/providers/h2-pool'
+import type { DeviceService } from '../devices/service'
 import type { Router } from '../http/router'
-import type { RedisClient } from '../redis/client'
+import type { InappModule } from '../inapp/module'
+import { PeopleService } from '../people/service'
+import { pingAll, type RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
+import type { Clock } from '../time'
+import type { Vault } from '../vault'
+import { assetRoutes } from './assets'
+import { html } from './html'
+import { page } from './layout'
+import { appPageRoutes } from './pages/app'
+import { appsRoutes } from './pages/apps'
+import { signinRoutes } from './pages/signin'
+import { cookieSecret, Sessions } from './session'
+import { SigninLimiter } from './signin-limit'
+import { htmlReply } from './web'
 
-export function dashboardRoutes(r: Router, d: { db: Db; redis: RedisClient; version: string; apiUrl: string }): void {
+export interface DashboardDeps {
+  cfg: Config
+  db: Db
+  redis: RedisClient
+  keys: Keys
+  vault: Vault
+  clock: Clock
+  dir: AppDirectory
+  apps: AppService
+  devices: DeviceService
+  inapp: InappModule
+  version: string
+  apiUrl: string
+  /** Extra CA the connection test trusts (tests against the fake providers). */
+  providerCa?: string
+}
+
+/** Adds the dashboard's routes; answers what must be closed with the server (the connection test's HTTP/2 pool). */
+export function dashboardRoutes(r: Router, d: DashboardDeps): { close(): Promise<void> } {
   r.get('/healthz', {}, async () => {
-    const [pg, rd] = await Promise.allSettled([query(d.db, 'SELECT 1'), d.redis.ping()])
+    const [pg, rd] = await Promise.allSettled([query(d.db, 'SELECT 1'), pingAll(d.redis)])
     const body = { postgres: pg.status === 'fulfilled', redis: rd.status === 'fulfilled' }
     return { status: body.postgres && body.redis ? 200 : 503, body }
   })
 
   r.get('/', {}, async () => {
     const apps = await query<{ n: string }>(d.db, 'SELECT count(*) AS n FROM apps')
-    const html = `<!doctype html><html lang="pt-BR"><meta charset="utf-8"><title>Pombo</title>
-<body style="font-family:system-ui;max-width:44rem;margin:2rem auto">
-<h1>Pombo ${d.version}</h1>
+    const body = html`<h1>Pombo ${d.version}</h1>
 <p>API pública: <code>${d.apiUrl}</code> · apps cadastrados: <b>${apps.rows[0]?.n ?? 0}</b></p>
-<p>Gerencie apps e credenciais pela linha de comando: <code>pombo app create --nome NOME</code>,
-<code>pombo app pause|resume ID</code>, <code>pombo credentials fcm|apns ID …</code>.</p>
-</body></html>`
-    return { status: 200, body: html, contentType: 'text/html; charset=utf-8' }
+<p><a class="botao" href="/entrar">Entrar no painel</a></p>
+<p class="dica">Primeiro acesso: o operador cria a conta com <code>pombo user create --email … --operador --senha-stdin</code>
+ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.</p>`
+    return htmlReply(200, page({ title: 'Pombo' }, body))
   })
+
+  assetRoutes(r)
+
+  const sessions = new Sessions(d.db, d.redis, d.keys, cookieSecret(d.cfg), d.cfg.dashboard.sessionTtlMs, d.clock, d.cfg.dashboard.url)
+  const web = { sessions, dashboardUrl: d.cfg.dashboard.url }
+  const people = new PeopleService(d.db, d.clock)
+  const limiter = new SigninLimiter(d.redis, d.keys, d.clock, {
+    perAccount: d.cfg.dashboard.signinPerAccount,
+    perIp: d.cfg.dashboard.signinPerIp,
+    windowMs: d.cfg.dashboard.signinWindowMs,
+  })
+  signinRoutes(r, { ...web, people, limiter })
+  appsRoutes(r, { ...web, db: d.db, apps: d.apps, cfg: d.cfg })
+
+  // One session per provider host is plenty: tests are one request at a time, by hand.
+  const pool = new H2Pool({ ca: d.providerCa, sessionsPerOrigin: 1, timeoutMs: 10_000 })
+  const credentials = new CredentialService({ db: d.db, vault: d.vault, dir: d.dir, redis: d.redis, keys: d.keys, now: d.clock })
+  const tester = new ConnectionTester({ db: d.db, vault: d.vault, pool, fcmBaseUrl: d.cfg.fcmBaseUrl, apnsBaseUrl: d.cfg.apnsBaseUrl, clock: d.clock })
+  appPageRoutes(r, {
+    ...web,
+    cfg: d.cfg,
+    db: d.db,
+    redis: d.redis,
+    keys: d.keys,
+    clock: d.clock,
+    apps: d.apps,
+    credentials,
+    tester,
+    devices: d.devices,
+    campaigns: d.inapp.campaigns,
+  })
+  return { close: () => pool.close() }
 }

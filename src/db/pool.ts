@@ -1,5 +1,12 @@
-// The Postgres pool: one per process, search_path fixed to Pombo's schema, connection failures tagged as a
-// dependency outage so routes answer a named 503.
+// The Postgres pools of a process (their sizes: src/db/budget.ts), search_path fixed to Pombo's schema, connection
+// failures tagged as a dependency outage so routes answer a named 503.
+//
+// Behind PgBouncer in transaction mode (PM_PGBOUNCER=transaction) a server connection is lent for one transaction
+// at a time, so nothing may live in a session: no startup `options` (PgBouncer refuses the parameter; the schema
+// and the statement timeout are then the role's settings, checked at start), and no protocol-level prepared
+// statements (PgBouncer before 1.21 hands a statement prepared on one server connection to a client now on
+// another: "prepared statement does not exist"). Migrations and LISTEN need a session: they use
+// PM_DATABASE_DIRECT_URL.
 import { createHash } from 'node:crypto'
 import pg from 'pg'
 
@@ -24,12 +31,26 @@ export function tagPgError(err: unknown): never {
   throw err
 }
 
-export function createPool(url: string, schema: string, max = 16): Db {
+/** What a pool needs of the configuration. */
+export interface PgSettings {
+  readonly databaseUrl: string
+  readonly dbSchema: string
+  /** PM_PGBOUNCER=transaction: no startup options, no named prepared statements. */
+  readonly pgBouncer: boolean
+}
+
+/** Marks pools (and their clients) whose statements must not be prepared by name (behind PgBouncer). */
+const UNNAMED = Symbol('pombo.unnamedStatements')
+
+/** The server-side statement timeout: a runaway statement never holds a connection (and its locks) for longer. */
+export const STATEMENT_TIMEOUT_MS = 30_000
+
+export function createPool(cfg: PgSettings, max: number): Db {
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString: cfg.databaseUrl,
     max,
     // Session settings go in the startup packet, so every pooled connection has them before its first query.
-    options: `-c search_path=${schema} -c statement_timeout=30000`,
+    options: cfg.pgBouncer ? undefined : `-c search_path=${cfg.dbSchema} -c statement_timeout=${STATEMENT_TIMEOUT_MS}`,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   })
@@ -37,8 +58,23 @@ export function createPool(url: string, schema: string, max = 16): Db {
   // client that loses it between two queries emits 'error' too, with no pool listener then: without one of its own
   // that is an uncaught exception. Its next query fails instead, and the caller answers for that.
   pool.on('error', () => {})
-  pool.on('connect', (client) => client.on('error', () => {}))
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+    if (cfg.pgBouncer) (client as unknown as Record<symbol, boolean>)[UNNAMED] = true
+  })
+  if (cfg.pgBouncer) (pool as unknown as Record<symbol, boolean>)[UNNAMED] = true
   return pool
+}
+
+/**
+ * Behind PgBouncer the schema comes from the role's search_path (no startup options): a pooled connection must
+ * resolve unqualified names to PM_DB_SCHEMA, or the process would read and write another schema's tables.
+ */
+export async function checkSearchPath(db: Db, schema: string): Promise<string | null> {
+  const r = await query<{ s: string | null }>(db, 'SELECT current_schema() AS s')
+  const got = r.rows[0]?.s ?? null
+  if (got === schema) return null
+  return `PM_PGBOUNCER=transaction sends no startup options, and the connections' schema is ${got === null ? 'none' : `"${got}"`}, not PM_DB_SCHEMA "${schema}": set it on the role (ALTER ROLE … SET search_path = ${schema})`
 }
 
 export async function query<R extends pg.QueryResultRow = pg.QueryResultRow>(
@@ -58,13 +94,15 @@ const statementNames = new Map<string, string>()
 /**
  * A statement on a hot path, prepared once per connection (named by a digest of its text, so one name is never
  * two texts): Postgres then skips parsing and, after a few runs, planning. The delivery engine's batch statements
- * spent as long being planned as being executed. Only for texts drawn from a small fixed set.
+ * spent as long being planned as being executed. Only for texts drawn from a small fixed set. Behind PgBouncer in
+ * transaction mode the statement goes unnamed (parsed and planned each time).
  */
 export async function queryPrepared<R extends pg.QueryResultRow = pg.QueryResultRow>(
   db: Db | Tx,
   text: string,
   params: unknown[],
 ): Promise<pg.QueryResult<R>> {
+  if ((db as unknown as Record<symbol, boolean>)[UNNAMED]) return query<R>(db, text, params)
   let name = statementNames.get(text)
   if (!name) {
     name = `pm_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`

@@ -4,7 +4,8 @@
 // (send-batches.ts); a small send arrives with its whole audience and never waits for a page here.
 //
 // The parts, each named below:
-//  - PageCursor: one send's walk through its audience, the next page read while the current one is dispatched;
+//  - PageCursor: one send's walk through its audience (or through one slice of it), the next page read while the
+//    current one is dispatched; SliceWatch stands in for it on a sliced send, whose devices are walked by slices;
 //  - RetryQueue: one send's devices waiting for another attempt, each with the time it falls due;
 //  - InflightWindow: the app's provider requests in flight, bounded;
 //  - the loop (#run): takes the next ready device, transactional first, and waits in one place only (#sleep) when
@@ -15,12 +16,13 @@ import type { Db } from '../db/pool'
 import { type Clock, systemClock } from '../time'
 import { type Candidate, expandSegment, listPage, type SendMeta, segmentPage, setProblem } from './audience'
 import { type OutcomeRecorder, type OutcomeRow, STATUS } from './outcomes'
-import { Pacer } from './pacer'
+import { abortableSleep, type PaceCause, Pacer, type PaceStore } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
 import { invalidateBadTokens } from './bad-tokens'
 import type { Platform } from './credentials-types'
 import type { LoadedSend } from './send-batches'
+import { expandSlice, planSlices, type SliceLease, sliceCount, sliceKey, sliceProgress } from './slices'
 
 export interface ProviderSource {
   /** The app's provider for a platform; null when the app has no credential for it (deliveries stop at once). */
@@ -50,6 +52,16 @@ export interface ActorDeps {
   pageSize: number
   /** Backoff before the 2nd and 3rd attempts (spec: three attempts in all). */
   retryDelaysMs: readonly number[]
+  /** The app's shared pace (absent: a bucket local to this actor). */
+  pace?: (appId: string) => PaceStore
+  /** A segment send estimated above this many devices is cut into slices (absent: never). */
+  sliceDevices?: number
+  /** A slice's walk is over: `complete` when every device of it has a durable outcome. */
+  sliceFinished?(lease: SliceLease, complete: boolean): Promise<void>
+  /** A send was just cut into slices: this process looks for slices to lease now. */
+  slicesPlanned?(): void
+  /** Told of every pacing wait (metrics). */
+  onPaceWait?: (cause: PaceCause, ms: number) => void
 }
 
 export const MAX_ATTEMPTS = 3
@@ -64,13 +76,25 @@ interface Item {
 const PAGE_RETRY_MS = 1_000
 /** The loop looks again at least this often even if nothing wakes it. */
 const IDLE_TICK_MS = 250
+/** How often the actor of a sliced send reads how far its slices are. */
+const SLICE_WATCH_MS = 500
+
+/** What the loop asks of a send's walk (PageCursor, SliceWatch). */
+interface Cursor {
+  readonly buffered: number
+  readonly done: boolean
+  shift(): Item | undefined
+  ask(): void
+  /** Walks nothing more (its slice was taken over). */
+  abandon(): void
+}
 
 /**
  * One send's walk through its audience in pages (bounded memory whatever the audience). List sends walk their
  * `audience` array by position; segments are expanded into placeholder rows page by page and walked by device id.
  * The next page is read while the current one is dispatched, so the window never drains waiting for Postgres.
  */
-export class PageCursor {
+export class PageCursor implements Cursor {
   #buffer: Item[] = []
   #head = 0
   #reading = false
@@ -88,12 +112,21 @@ export class PageCursor {
     /** A page arrived (or failed): the actor looks again. */
     private readonly changed: (err?: unknown) => void,
     firstPage: Candidate[] | null,
+    /** Walk only this slice of a segment send (its own expansion, its own range). */
+    private readonly slice?: SliceLease,
   ) {
     if (firstPage) {
       this.#buffer = firstPage.map((c) => ({ c, attempts: 0 }))
       this.#position = 1 + pageSize
       this.#walked = this.#position > meta.audienceLength
     }
+    if (slice) this.#after = slice.lo
+  }
+
+  abandon(): void {
+    this.#walked = true
+    this.#buffer = []
+    this.#head = 0
   }
 
   get buffered(): number {
@@ -148,6 +181,14 @@ export class PageCursor {
   async #page(): Promise<Candidate[]> {
     const m = this.meta
     const size = this.pageSize
+    const l = this.slice
+    if (l) {
+      if (!l.expansionDone) await expandSlice(this.db, m, l, size, new Date(this.clock()))
+      const page = await segmentPage(this.db, m, this.#after, size, l.hi)
+      if (page.length > 0) this.#after = (page[page.length - 1] as Candidate).deviceId
+      else if (l.expansionDone) this.#walked = true
+      return page
+    }
     if (m.targetKind === 'segments') {
       if (!m.expansionDone) await expandSegment(this.db, m, size, new Date(this.clock()))
       const page = await segmentPage(this.db, m, this.#after, size)
@@ -164,6 +205,53 @@ export class PageCursor {
     if (this.#position > m.audienceLength) this.#walked = true
     return page
   }
+}
+
+/**
+ * The walk of a sliced send as its own actor sees it: nothing to deliver here (workers lease its slices), done once
+ * every slice is done (or the send is closed), read every SLICE_WATCH_MS.
+ */
+export class SliceWatch implements Cursor {
+  readonly buffered = 0
+  #done = false
+  #reading = false
+  #next = 0
+
+  constructor(
+    private readonly meta: SendMeta,
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly changed: (err?: unknown) => void,
+  ) {}
+
+  get done(): boolean {
+    return this.#done
+  }
+
+  shift(): Item | undefined {
+    this.ask()
+    return undefined
+  }
+
+  ask(): void {
+    if (this.#done || this.#reading || this.clock() < this.#next) return
+    this.#reading = true
+    sliceProgress(this.db, this.meta.appId, this.meta.id).then(
+      (p) => {
+        this.#reading = false
+        this.#next = this.clock() + SLICE_WATCH_MS
+        if (p.open === 0 || p.completed) this.#done = true
+        this.changed()
+      },
+      (err) => {
+        this.#reading = false
+        this.#next = this.clock() + SLICE_WATCH_MS
+        this.changed(err)
+      },
+    )
+  }
+
+  abandon(): void {}
 }
 
 /** One send's devices waiting for another attempt, each with the time it falls due. */
@@ -184,6 +272,10 @@ export class RetryQueue {
     if (i < 0) return undefined
     const [r] = this.#items.splice(i, 1)
     return r
+  }
+
+  clear(): void {
+    this.#items = []
   }
 
   /** When the next retry falls due (Infinity when none waits). */
@@ -230,10 +322,16 @@ export class InflightWindow {
   }
 }
 
-/** A send being delivered: its cursor, its retries, its requests in flight. */
+/** A send (or one slice of it) being delivered: its cursor, its retries, its requests in flight. */
 interface Active {
+  /** The send id, or send#slice for a slice. */
+  key: string
   meta: SendMeta
-  cursor: PageCursor
+  cursor: Cursor
+  /** The leased slice this walks (absent: the whole send, owned through its stream entry). */
+  slice?: SliceLease
+  /** The slice was taken over by another worker: it walks nothing more and is not marked done here. */
+  lost?: boolean
   retries: RetryQueue
   inflight: number
   /** Its close is under way (or done): it takes no more work. */
@@ -277,7 +375,7 @@ export class AppActor {
 
   /** Ids of the sends this actor is working on (the worker refreshes their heartbeat). */
   activeSends(): string[] {
-    return [...this.#sends.keys()]
+    return [...new Set([...this.#sends.values()].map((s) => s.meta.id))]
   }
 
   /** A stream entry named this send; duplicates are harmless. */
@@ -291,36 +389,66 @@ export class AppActor {
         return
       }
       const { meta } = loaded
-      const s: Active = {
-        meta,
-        cursor: new PageCursor(
-          meta,
-          this.d.db,
-          this.d.pageSize,
-          this.#clock,
-          (err) => {
-            if (err) this.d.log.warn({ err: String(err), app: this.appId, send: sendId }, 'could not read the next page; retrying')
-            this.#settle(s)
-            this.#nudge()
-          },
-          loaded.firstPage,
-        ),
-        retries: new RetryQueue(),
-        inflight: 0,
-        finishing: false,
-        broken: new Set(),
-        badTokens: [],
-        apnsAccepted: 0,
-        unrecorded: false,
+      const k = this.d.sliceDevices ? sliceCount(meta, this.d.sliceDevices) : 1
+      if (k > 1) {
+        await planSlices(this.d.db, meta, k)
+        meta.sliced = true
+        this.d.slicesPlanned?.()
       }
-      this.#sends.set(sendId, s)
-      this.#lanes[meta.lane].set(sendId, s)
-      this.start()
-      this.#settle(s)
-      this.#nudge()
+      this.#begin(sendId, meta, (changed) =>
+        meta.sliced
+          ? new SliceWatch(meta, this.d.db, this.#clock, changed)
+          : new PageCursor(meta, this.d.db, this.d.pageSize, this.#clock, changed, loaded.firstPage),
+      )
     } finally {
       this.#loading.delete(sendId)
     }
+  }
+
+  /** A leased slice of one of the app's sends: walked here, marked done (or given back) at its end. */
+  addSlice(meta: SendMeta, lease: SliceLease): void {
+    const key = sliceKey(meta.id, lease.slice)
+    if (this.#sends.has(key)) return
+    const s = this.#begin(key, meta, (changed) => new PageCursor(meta, this.d.db, this.d.pageSize, this.#clock, changed, null, lease))
+    s.slice = lease
+  }
+
+  /** Slices taken over by another worker: their walks stop here (what is in flight finishes and is recorded). */
+  abandon(keys: readonly string[]): void {
+    for (const key of keys) {
+      const s = this.#sends.get(key)
+      if (!s) continue
+      s.lost = true
+      s.cursor.abandon()
+      s.retries.clear()
+      this.#settle(s)
+    }
+    this.#nudge()
+  }
+
+  #begin(key: string, meta: SendMeta, cursor: (changed: (err?: unknown) => void) => Cursor): Active {
+    const s: Active = {
+      key,
+      meta,
+      cursor: cursor((err) => {
+        if (err) this.d.log.warn({ err: String(err), app: this.appId, send: meta.id }, 'could not read the next page; retrying')
+        this.#settle(s)
+        this.#nudge()
+      }),
+      retries: new RetryQueue(),
+      inflight: 0,
+      finishing: false,
+      broken: new Set(),
+      badTokens: [],
+      apnsAccepted: 0,
+      unrecorded: false,
+    }
+    this.#sends.set(key, s)
+    this.#lanes[meta.lane].set(key, s)
+    this.start()
+    this.#settle(s)
+    this.#nudge()
+    return s
   }
 
   start(): void {
@@ -338,13 +466,13 @@ export class AppActor {
 
   async #run(): Promise<void> {
     const signal = this.#stop.signal
-    this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock)
+    this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock, abortableSleep, this.d.pace?.(this.appId), this.d.onPaceWait)
     while (!signal.aborted) {
       if (this.#window.full || !this.#anyReady()) {
         await this.#sleep()
         continue
       }
-      if (!(await this.#pacer.take(signal))) break
+      if (!(await this.#pacer.take(signal, this.#lanes[0].size > 0 ? 0 : 1))) break
       // Picked after the token: a transactional device that arrived meanwhile goes first (lanes, between devices).
       const pick = this.#nextReady()
       if (!pick) continue
@@ -428,10 +556,10 @@ export class AppActor {
     if (s.finishing) return
     const lane = this.#lanes[s.meta.lane]
     if (!s.cursor.done || s.retries.size > 0) {
-      if (!lane.has(s.meta.id)) lane.set(s.meta.id, s)
+      if (!lane.has(s.key)) lane.set(s.key, s)
       return
     }
-    lane.delete(s.meta.id)
+    lane.delete(s.key)
     if (s.inflight === 0) this.#finish(s)
   }
 
@@ -529,11 +657,13 @@ export class AppActor {
     s.finishing = true
     const p = this.#close(s)
       .catch((err) => {
-        // The send stays unfinished in Postgres and stops being heartbeated: the sweeper hands it out again.
+        // The send stays unfinished in Postgres and stops being heartbeated: the sweeper hands it out again. A slice
+        // is given back (its lease no longer renewed here, so it lapses even if this cannot be written).
         this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'could not close a send; the sweeper will retry')
+        if (s.slice) this.d.sliceFinished?.(s.slice, false).catch(() => {})
       })
       .finally(() => {
-        this.#sends.delete(s.meta.id)
+        this.#sends.delete(s.key)
         this.#closing.delete(p)
       })
     this.#closing.add(p)
@@ -541,6 +671,11 @@ export class AppActor {
 
   async #close(s: Active): Promise<void> {
     await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()))
+    if (s.slice) {
+      // The send is closed by its own actor once every slice is done; a slice taken over is the new owner's to finish.
+      if (!s.lost) await this.d.sliceFinished?.(s.slice, !s.unrecorded)
+      return
+    }
     await this.d.sends.close({ appId: this.appId, sendId: s.meta.id })
     // Acknowledged only when every outcome is durable; otherwise the entry stays pending and the send is handed
     // out again (takeover of pending entries, or the sweeper) and its unrecorded devices delivered again.

@@ -40,6 +40,10 @@ export interface SendMeta {
   expandedUntil: string | null
   expansionDone: boolean
   completed: boolean
+  /** The send-time count of the audience (a segment's estimate until its expansion ends). */
+  recipients: number
+  /** Cut into slices that any worker may lease (slices.ts): its devices are walked there, not by its own actor. */
+  sliced: boolean
 }
 
 interface MetaRow {
@@ -56,6 +60,8 @@ interface MetaRow {
   expanded_until: string | null
   expansion_done: boolean
   completed_at: Date | null
+  recipients: number
+  sliced: boolean
 }
 
 function metaOf(x: MetaRow): SendMeta {
@@ -73,6 +79,8 @@ function metaOf(x: MetaRow): SendMeta {
     expandedUntil: x.expanded_until,
     expansionDone: x.expansion_done,
     completed: x.completed_at !== null,
+    recipients: x.recipients,
+    sliced: x.sliced,
   }
 }
 
@@ -95,7 +103,8 @@ export async function loadSends(db: Db, refs: readonly SendRef[], now: Date, fre
     `WITH x AS (
        SELECT s.app_id, s.id, s.lane, s.target_kind, s.included_segments, s.platforms, s.message, s.ttl_s,
               COALESCE(s.send_after, s.queued_at) AS start, cardinality(s.audience) AS n, s.expanded_until,
-              s.expansion_done, s.completed_at, s.send_after IS NULL AND s.queued_at > $4 AS fresh
+              s.expansion_done, s.completed_at, s.send_after IS NULL AND s.queued_at > $4 AS fresh, s.recipients,
+              s.target_kind = 'segments' AND EXISTS (SELECT 1 FROM send_slices k WHERE k.send_id = s.id) AS sliced
          FROM unnest($1::uuid[], $2::uuid[]) AS u(a, i) JOIN sends s ON s.app_id = u.a AND s.id = u.i
      ), p AS (
        UPDATE sends s SET picked_at = $3 FROM x
@@ -164,14 +173,20 @@ function candidate(x: Row, deviceType: number): Candidate {
   return { deviceId: x.id, token: x.identifier, deviceType, transporte: x.transporte ?? 'fcm', valid: x.valid === true }
 }
 
-/** The statement that pages a segment's next devices into placeholder rows ($4: the cursor, BEFORE_ANY_ID first). */
-export function expandSql(segments: readonly string[]): string {
+/** The last device id there can be: the upper bound of the last slice. */
+export const AFTER_ANY_ID = 'ffffffff-ffff-ffff-ffff-ffffffffffff'
+
+/**
+ * The statement that pages a segment's next devices into placeholder rows ($4: the cursor, BEFORE_ANY_ID first).
+ * `bounded`: only devices up to $7 (a slice's upper bound).
+ */
+export function expandSql(segments: readonly string[], bounded = false): string {
   return `WITH page AS (
        SELECT d.id, d.device_type FROM devices d
         WHERE d.app_id = $1 AND ${REACHABLE_SQL}
           AND ($3::int & (CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)) <> 0
           AND ${segmentWhere(segments, '$5::timestamptz')}
-          AND d.id > $4::uuid
+          AND d.id > $4::uuid${bounded ? ' AND d.id <= $7::uuid' : ''}
         ORDER BY d.id LIMIT $6
      ), ins AS (
        INSERT INTO deliveries (send_id, device_id, app_id, device_type)
@@ -210,20 +225,27 @@ export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date
 }
 
 /** A segment send's pending placeholder rows after the cursor $3 (device id order), with tokens. */
-export const SEGMENT_PAGE_SQL = `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid
+export const SEGMENT_PAGE_SQL = segmentPageSql(false)
+
+/** `bounded`: only rows up to device id $5 (a slice's upper bound). */
+function segmentPageSql(bounded: boolean): string {
+  return `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid
        FROM deliveries x
        LEFT JOIN LATERAL (
          SELECT d.identifier, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
           WHERE d.app_id = $1 AND d.id = x.device_id OFFSET 0) d ON true
-      WHERE x.send_id = $2 AND x.status = 0 AND x.device_id > $3::uuid
+      WHERE x.send_id = $2 AND x.status = 0 AND x.device_id > $3::uuid${bounded ? ' AND x.device_id <= $5::uuid' : ''}
       ORDER BY x.device_id LIMIT $4`
+}
 
-/** A segment send's pending placeholder rows after `after` (device id order), with tokens. */
-export async function segmentPage(db: Db, s: SendMeta, after: string | null, size: number): Promise<Candidate[]> {
+const SLICE_PAGE_SQL = segmentPageSql(true)
+
+/** A segment send's pending placeholder rows after `after` (device id order), up to `upTo` when given, with tokens. */
+export async function segmentPage(db: Db, s: SendMeta, after: string | null, size: number, upTo?: string): Promise<Candidate[]> {
   const r = await queryPrepared<Row & { device_type: number }>(
     db,
-    SEGMENT_PAGE_SQL,
-    [s.appId, s.id, after ?? BEFORE_ANY_ID, size],
+    upTo === undefined ? SEGMENT_PAGE_SQL : SLICE_PAGE_SQL,
+    upTo === undefined ? [s.appId, s.id, after ?? BEFORE_ANY_ID, size] : [s.appId, s.id, after ?? BEFORE_ANY_ID, size, upTo],
   )
   return r.rows.map((x) => candidate(x, x.device_type))
 }

@@ -9,6 +9,7 @@ import type { Vault } from '../vault'
 import type { ProviderSource } from './actor'
 import type { Platform } from './credentials-types'
 import { OutcomeRecorder } from './outcomes'
+import { type PaceCause, SharedBucket } from './pacer'
 import { SendBatches } from './send-batches'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from './providers/h2-pool'
@@ -23,6 +24,8 @@ export interface DeliveryDeps extends Infra {
   ca?: string
   /** Provider answers, for the metrics. */
   observeProvider?: ProviderObserver
+  /** Pacing waits of the actors, for the metrics. */
+  observePace?: (cause: PaceCause, ms: number) => void
 }
 
 /** Credentials are re-read at most this often even without a change notice (a missed message heals itself). */
@@ -56,7 +59,13 @@ export class DeliveryModule implements ProviderSource {
       db,
       redis,
       keys,
-      { partitions: cfg.partitions, leaseMs: cfg.delivery.leaseMs, readCount: cfg.delivery.readCount, heartbeatMs: cfg.delivery.heartbeatMs },
+      {
+        partitions: cfg.partitions,
+        leaseMs: cfg.delivery.leaseMs,
+        readCount: cfg.delivery.readCount,
+        heartbeatMs: cfg.delivery.heartbeatMs,
+        slices: { sliceDevices: cfg.delivery.sliceDevices, perWorker: cfg.delivery.slicesPerWorker, pollMs: cfg.delivery.slicePollMs },
+      },
       {
         db,
         recorder: this.recorder,
@@ -69,6 +78,9 @@ export class DeliveryModule implements ProviderSource {
         maxInflight: cfg.delivery.inflightPerApp,
         pageSize: cfg.delivery.pageSize,
         retryDelaysMs: cfg.delivery.retryDelaysMs,
+        pace: (appId) => new SharedBucket(redis, keys, appId),
+        sliceDevices: cfg.delivery.sliceDevices,
+        onPaceWait: d.observePace,
       },
       log,
       clock,

@@ -26,7 +26,7 @@ import type { Logger } from 'pino'
 import { DEFAULT_DELIVERY } from '../config'
 import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
-import { GroupCommit } from '../db/group-commit'
+import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, queryPrepared } from '../db/pool'
 import type { Clock } from '../time'
 import { isoWithOffset } from '../time'
@@ -66,6 +66,11 @@ export class OutcomeRecorder {
     o: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_DELIVERY.outcomeBatchMax, concurrency: DEFAULT_DELIVERY.outcomeWriters },
   ) {
     this.#gc = new GroupCommit((rows) => this.#write(rows), { ...o, maxQueue: 200_000 })
+  }
+
+  /** The writer's queue and batches, for the metrics. */
+  get groupCommit(): GroupCommitStats {
+    return this.#gc
   }
 
   /** Resolves once the outcome is durable: true when it was new, false when the device was already final. */

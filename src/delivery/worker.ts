@@ -2,17 +2,25 @@
 // group, and runs one actor per app with work. A partition has one owner at a time (its lease), so an app's actor
 // runs in one process only; when a worker dies its leases lapse, another takes them and claims the pending entries.
 // A stream entry is acknowledged only when every device of its send has a durable outcome.
+// A big send's slices are not tied to partitions: every worker leases them while it has room (slices.ts) and walks
+// each in an actor of its app kept apart from the partition's actors (a partition lost does not stop a slice).
+// On a single Redis one blocking XREADGROUP reads every owned stream. On a Redis Cluster each partition's stream is
+// in its own slot (a multi-stream read would be CROSSSLOT) and a blocked read holds its connection, so each owned
+// partition gets its own reader on a connection of its own to the partition's master.
 import { hostname } from 'node:os'
 import { randomBytes } from 'node:crypto'
 import type { Logger } from 'pino'
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
-import type { RedisClient } from '../redis/client'
+import { duplicateClient, isCluster, type RedisClient, slotConnection } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { partitionOf, WORK_GROUP } from '../redis/partitions'
+import { keySlot, pipelineBySlot } from '../redis/slots'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
 import { abortableSleep } from './pacer'
+import type { SendSource } from './actor'
+import { type SliceLease, SliceRunner, type SliceSettings, sliceKey } from './slices'
 
 export interface WorkerSettings {
   partitions: number
@@ -21,6 +29,7 @@ export interface WorkerSettings {
   readCount: number
   /** While a worker works on a send it refreshes the send's `picked_at` this often (the sweeper's sign of life). */
   heartbeatMs: number
+  slices: Omit<SliceSettings, 'leaseMs'>
 }
 
 const GROUP = WORK_GROUP
@@ -33,6 +42,9 @@ export class DeliveryWorker {
   readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`
   readonly #owned = new Set<number>()
   readonly #actors = new Map<string, AppActor>()
+  /** Actors walking leased slices, per app. */
+  readonly #sliceActors = new Map<string, AppActor>()
+  readonly #slices: SliceRunner
   /** Stream entries per send, acknowledged together when the send is finished. */
   readonly #entries = new Map<string, Array<{ stream: string; id: string }>>()
   /** Acknowledgements waiting for the end of the event-loop turn, per stream. */
@@ -41,6 +53,8 @@ export class DeliveryWorker {
   readonly #stop = new AbortController()
   readonly #streamPartition = new Map<string, number>()
   #reader: RedisClient | null = null
+  /** Cluster only: the reader of each owned partition (it ends once the partition is no longer ours). */
+  readonly #partitionReaders = new Map<number, Promise<void>>()
   #loops: Promise<unknown>[] = []
   readonly #clock: Clock
 
@@ -49,11 +63,27 @@ export class DeliveryWorker {
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly s: WorkerSettings,
-    private readonly actorDeps: Omit<ActorDeps, 'finished'>,
+    private readonly actorDeps: Omit<ActorDeps, 'finished' | 'sliceFinished' | 'slicesPlanned'>,
     private readonly log: Logger,
     clock?: Clock,
   ) {
     this.#clock = clock ?? systemClock
+    this.#slices = new SliceRunner(
+      db,
+      this.id,
+      { ...s.slices, leaseMs: s.leaseMs },
+      this.#clock,
+      log,
+      (lease) => this.#startSlice(lease),
+      (keys) => {
+        for (const a of this.#sliceActors.values()) a.abandon(keys)
+      },
+    )
+  }
+
+  /** Slices this worker holds (metrics, tests). */
+  get heldSlices(): number {
+    return this.#slices.held
   }
 
   /** App actors alive in this process (metrics). */
@@ -66,17 +96,25 @@ export class DeliveryWorker {
   }
 
   async start(): Promise<void> {
-    this.#reader = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
-    this.#reader.on('error', () => {})
+    const cluster = isCluster(this.redis)
+    if (!cluster) this.#reader = duplicateClient(this.redis)
     await this.#balance()
-    this.#loops = [this.#every(this.s.leaseMs / 3, () => this.#balance()), this.#every(this.s.heartbeatMs, () => this.#heartbeat()), this.#read()]
+    this.#loops = [
+      this.#every(this.s.leaseMs / 3, () => this.#balance()),
+      this.#every(this.s.leaseMs / 3, () => this.#slices.renew()),
+      this.#every(this.s.slices.pollMs, () => this.#slices.poll()),
+      this.#every(this.s.heartbeatMs, () => this.#heartbeat()),
+    ]
+    if (!cluster) this.#loops.push(this.#read())
   }
 
   /** Stops reading, lets actors finish what is in flight, releases the leases. Pending entries stay for the next owner. */
   async stop(): Promise<void> {
     this.#stop.abort()
-    await Promise.all([...this.#actors.values()].map((a) => a.stop()))
+    await Promise.all([...this.#actors.values(), ...this.#sliceActors.values()].map((a) => a.stop()))
     await Promise.allSettled(this.#loops)
+    await this.#slices.stop()
+    await Promise.allSettled([...this.#partitionReaders.values()])
     for (const p of this.#owned) await this.redis.eval(RELEASE, 1, this.keys.lease(p), this.id).catch(() => {})
     this.#owned.clear()
     await this.redis.zrem(this.keys.workers(), this.id).catch(() => {})
@@ -160,6 +198,7 @@ export class DeliveryWorker {
     const stream = this.keys.workStream(p)
     await this.#ensureGroup(stream)
     this.#owned.add(p)
+    if (isCluster(this.redis)) this.#readPartition(p)
     let cursor = '0-0'
     do {
       const [next, entries] = (await this.redis.xautoclaim(stream, GROUP, this.id, 0, cursor, 'COUNT', 500)) as [
@@ -200,17 +239,62 @@ export class DeliveryWorker {
           ...streams,
           ...streams.map(() => '>'),
         )) as Array<[string, Array<[string, string[]]>]> | null
-        for (const [stream, entries] of res ?? []) {
-          // A partition handed back while this read was under way: its entries stay pending for the next owner, which
-          // claims them when it adopts the partition (or the sweeper re-enqueues the send).
-          if (!this.#owned.has(this.#partitionOfStream(stream))) continue
-          for (const [id, fields] of entries) this.#dispatch(stream, id, fields)
-        }
+        this.#took(res)
       } catch (err) {
         // Redis lost the group (flushed): recreate it; the sweeper re-enqueues what was lost.
         if (/NOGROUP/.test(String(err))) for (const s of streams) await this.#ensureGroup(s).catch(() => {})
         else await new Promise((r) => setTimeout(r, 200))
       }
+    }
+  }
+
+  /** Cluster: reads partition `p`'s stream while it is ours, on a connection of its own to the slot's master. */
+  #readPartition(p: number): void {
+    if (this.#partitionReaders.has(p)) return
+    const cluster = this.redis
+    if (!isCluster(cluster)) return
+    const stream = this.keys.workStream(p)
+    const slot = keySlot(stream)
+    const run = async (): Promise<void> => {
+      let conn: ReturnType<typeof slotConnection> = null
+      try {
+        while (!this.#stop.signal.aborted && this.#owned.has(p)) {
+          conn ??= slotConnection(cluster, slot, `pombo-reader-p${p}`)
+          if (!conn) {
+            await new Promise((r) => setTimeout(r, 200))
+            continue
+          }
+          try {
+            const res = (await conn.xreadgroup('GROUP', GROUP, this.id, 'COUNT', this.s.readCount, 'BLOCK', 500, 'STREAMS', stream, '>')) as Array<
+              [string, Array<[string, string[]]>]
+            > | null
+            this.#took(res)
+          } catch (err) {
+            // The node went away, the slot moved (MOVED) or Redis lost the group: a fresh connection to whoever
+            // serves the slot now, once the cluster client has looked again.
+            conn.disconnect()
+            conn = null
+            if (/NOGROUP/.test(String(err))) await this.#ensureGroup(stream).catch(() => {})
+            else {
+              cluster.refreshSlotsCache()
+              await new Promise((r) => setTimeout(r, 200))
+            }
+          }
+        }
+      } finally {
+        conn?.disconnect()
+        this.#partitionReaders.delete(p)
+      }
+    }
+    this.#partitionReaders.set(p, run())
+  }
+
+  #took(res: Array<[string, Array<[string, string[]]>]> | null): void {
+    for (const [stream, entries] of res ?? []) {
+      // A partition handed back while this read was under way: its entries stay pending for the next owner, which
+      // claims them when it adopts the partition (or the sweeper re-enqueues the send).
+      if (!this.#owned.has(this.#partitionOfStream(stream))) continue
+      for (const [id, fields] of entries) this.#dispatch(stream, id, fields)
     }
   }
 
@@ -239,10 +323,30 @@ export class DeliveryWorker {
     this.#entries.set(sendId, list)
     let actor = this.#actors.get(appId)
     if (!actor) {
-      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s) })
+      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s), slicesPlanned: () => this.#slices.wake() })
       this.#actors.set(appId, actor)
     }
     actor.add(sendId).catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
+  }
+
+  /** A slice was leased: its send's meta (batched with other loads), then an actor of its app walks it. */
+  async #startSlice(lease: SliceLease): Promise<void> {
+    const loaded = await (this.actorDeps.sends as SendSource).load({ appId: lease.appId, sendId: lease.sendId })
+    if (!loaded || loaded.meta.completed) {
+      await this.#slices.finish(lease, true) // nothing left to deliver in it
+      return
+    }
+    let actor = this.#sliceActors.get(lease.appId)
+    if (!actor) {
+      actor = new AppActor(lease.appId, {
+        ...this.actorDeps,
+        finished: () => {},
+        sliceFinished: (l, complete) => this.#slices.finish(l, complete),
+      })
+      this.#sliceActors.set(lease.appId, actor)
+    }
+    actor.addSlice(loaded.meta, lease)
+    this.log.debug({ app: lease.appId, send: lease.sendId, slice: sliceKey(lease.sendId, lease.slice) }, 'slice leased')
   }
 
   #finished(_appId: string, sendId: string): void {
@@ -259,19 +363,30 @@ export class DeliveryWorker {
     }
   }
 
-  /** The acknowledgements of one event-loop turn: one XACK per stream, in one pipeline. A lost ack only means a
-   *  redelivered entry, which finds its send closed. */
+  /** The acknowledgements of one event-loop turn: one XACK per stream, pipelined (per cluster slot). A lost ack only
+   *  means a redelivered entry, which finds its send closed. */
   #flushAcks(): void {
     this.#ackScheduled = false
-    const pipe = this.redis.pipeline()
-    for (const [stream, ids] of this.#acks) pipe.xack(stream, GROUP, ...ids)
+    const acks = [...this.#acks]
     this.#acks.clear()
-    pipe.exec().catch(() => {})
+    pipelineBySlot(
+      this.redis,
+      acks,
+      ([stream]) => stream,
+      (pipe, [stream, ids]) => {
+        pipe.xack(stream, GROUP, ...ids)
+      },
+    ).catch(() => {})
   }
 
   /** Refreshes picked_at of every send an actor is working on (the sweeper leaves them alone); retires idle actors. */
   async #heartbeat(): Promise<void> {
     const rows: Array<[string, string]> = []
+    for (const [appId, a] of this.#sliceActors) {
+      if (!a.idle) continue
+      this.#sliceActors.delete(appId)
+      void a.stop()
+    }
     for (const [appId, a] of this.#actors) {
       if (a.idle) {
         this.#actors.delete(appId) // memory stays bounded by the apps with work, not every app ever seen

@@ -27,7 +27,7 @@ async function activeApp(d: DeviceRouteDeps, appId: string): Promise<void> {
 }
 
 export function deviceRoutes(r: Router, d: DeviceRouteDeps): void {
-  const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter, hot: true }
+  const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter, hot: true, cors: true }
 
   r.post('/api/v1/players', pub, async (req) => {
     const row = parseRegistration(await req.json({ lenient: PROFILE_FIELDS }), d.cfg.limits)

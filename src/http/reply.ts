@@ -34,6 +34,8 @@ const STATUS_LINES: Record<number, string> = {
   200: '200 OK',
   201: '201 Created',
   204: '204 No Content',
+  302: '302 Found',
+  303: '303 See Other',
   304: '304 Not Modified',
   400: '400 Bad Request',
   401: '401 Unauthorized',

@@ -9,6 +9,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js'
 import { ApiError } from '../errors'
 import type { Metrics, RouteMeter } from '../ops/metrics'
 import type { ProxyTrust } from './client-ip'
+import { preflightReply, withCors } from './cors'
 import { dependencyOf } from './dependency-errors'
 import type { IpLimiter } from './ip-limit'
 import { errorReply, malformedIdReply, type Reply, write } from './reply'
@@ -28,6 +29,12 @@ export interface RouteOptions {
   headers?: readonly string[]
   /** A hot route (sends, receipts, registrations, in-app device routes): its access-log line is at `debug`. */
   hot?: boolean
+  /**
+   * A route the device SDK calls from web pages and service workers on the customer's own origin: answers carry
+   * `Access-Control-Allow-Origin: *` and the path answers CORS preflights. Safe for any origin because these routes
+   * take no cookie and no secret (see src/http/cors.ts).
+   */
+  cors?: boolean
 }
 
 /** PM_ACCESS_LOG: a line per answer (hot routes at debug), only answers ≥ 400, or none. */
@@ -38,6 +45,7 @@ interface RouteInfo {
   path: string
   meter: RouteMeter | null
   hot: boolean
+  cors: boolean
 }
 
 const METHOD_LABEL: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE' }
@@ -67,6 +75,8 @@ export class Router {
   readonly routes: Array<{ method: string; path: string }> = []
   #inflight = 0
   #idle: Array<() => void> = []
+  /** Path → the methods declared on it with `cors`, for its preflight answer. */
+  #corsMethods = new Map<string, string[]>()
 
   constructor(
     private readonly app: TemplatedApp,
@@ -99,7 +109,7 @@ export class Router {
   fallback(): void {
     const shape: RouteShape = { paramCount: 0, bodyLimit: null, headerNames: [], proxies: null, jsonMaxDepth: this.o.jsonMaxDepth }
     // The method of an unmatched request is the client's to choose: the label is '*', never what it sent.
-    const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null, hot: false }
+    const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null, hot: false, cors: false }
     this.app.any(
       '/*',
       this.#callback(shape, info, (req) => errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: req.method, caminho: req.path }), req.id)),
@@ -122,11 +132,27 @@ export class Router {
       proxies,
       jsonMaxDepth: this.o.jsonMaxDepth,
     }
-    const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', METHOD_LABEL[method], path) ?? null, hot: opts.hot === true }
+    const cors = opts.cors === true
+    const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', METHOD_LABEL[method], path) ?? null, hot: opts.hot === true, cors }
     this.app[method](
       path,
       this.#callback(shape, info, (req) => this.#precheck(req, opts) ?? handler(req)),
     )
+    if (cors) this.#preflight(path, METHOD_LABEL[method], shape)
+  }
+
+  /** Registers the path's OPTIONS answer once; later methods of the same path join its Allow-Methods. */
+  #preflight(path: string, method: string, shape: RouteShape): void {
+    const known = this.#corsMethods.get(path)
+    if (known) {
+      known.push(method)
+      return
+    }
+    const methods = [method]
+    this.#corsMethods.set(path, methods)
+    const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', 'OPTIONS', path) ?? null, hot: true, cors: true }
+    const preflightShape: RouteShape = { ...shape, bodyLimit: null }
+    this.app.options(path, this.#callback(preflightShape, info, () => preflightReply(methods)))
   }
 
   /** The uWS callback of a route: the request copied out, then `run` inside the error boundary. */
@@ -185,7 +211,7 @@ export class Router {
     const route = info.path
     let streaming: void | Promise<void>
     try {
-      streaming = write(res, req, reply)
+      streaming = write(res, req, info.cors ? withCors(reply) : reply)
       this.#measure(req, info, reply.status, t0)
     } catch (err) {
       // A reply that cannot be written (a bug: a body JSON.stringify refuses) still answers, once.

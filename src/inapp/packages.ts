@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto'
 import type { Logger } from 'pino'
 import { type Db, query } from '../db/pool'
-import type { RedisClient } from '../redis/client'
+import { type RedisClient, subscribe } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import type { Clock } from '../time'
 import type { Profile } from './device-profiles'
@@ -47,7 +47,7 @@ export class PackageCache {
   readonly #map = new Map<string, Entry>()
   readonly #loading = new Map<string, Promise<AppPack | null>>()
   #generation = 0
-  #sub: RedisClient | null = null
+  #unsubscribe: (() => void) | null = null
 
   constructor(
     private readonly db: Db,
@@ -60,21 +60,17 @@ export class PackageCache {
 
   /** Subscribes to the in-app channel and to the apps' invalidation channel on a dedicated connection. */
   async start(): Promise<void> {
-    const sub = this.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
-    sub.on('error', () => {})
-    let first = true
-    sub.on('ready', () => {
-      if (!first) this.clear()
-      first = false
-    })
-    sub.on('message', (_ch: string, appId: string) => this.#drop(appId))
-    await sub.subscribe(this.keys.inappChanges(), this.keys.invalidations())
-    this.#sub = sub
+    this.#unsubscribe = await subscribe(
+      this.redis,
+      [this.keys.inappChanges(), this.keys.invalidations()],
+      (_ch, appId) => this.#drop(appId),
+      () => this.clear(),
+    )
   }
 
   stop(): void {
-    this.#sub?.disconnect()
-    this.#sub = null
+    this.#unsubscribe?.()
+    this.#unsubscribe = null
   }
 
   /** Tells every instance (this one included) that an app's campaigns or in-app config changed. */

@@ -2,12 +2,12 @@
 // the body or query checked, then the campaign service acts. The service knows nothing of HTTP.
 import type { Auth } from '../apps/auth'
 import type { Config } from '../config'
-import { ApiError, fieldError } from '../errors'
+import { fieldError } from '../errors'
 import { created, ok } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
 import { statsWindow } from '../validation'
-import type { CampaignService, Operation } from './service'
+import { type CampaignService, type Operation, parseCapHoras } from './service'
 import type { Estado } from './store'
 
 export interface InappRouteDeps {
@@ -39,11 +39,7 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
       if (!['app_id', 'inapp_ativo', 'inapp_cap_horas'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
     const ativo = body.inapp_ativo
     if (ativo !== undefined && typeof ativo !== 'boolean') throw fieldError('inapp_ativo', 'deve ser booleano (true ou false)')
-    const cap = body.inapp_cap_horas
-    if (cap !== undefined && (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > d.cfg.limits.inappCapHorasMax)) {
-      throw new ApiError('INAPP_CAP_HORAS_INVALID')
-    }
-    return ok(await d.campaigns.setConfig(app.id, ativo, cap as number | undefined))
+    return ok(await d.campaigns.setConfig(app.id, ativo, parseCapHoras(body.inapp_cap_horas, d.cfg.limits.inappCapHorasMax)))
   })
 
   r.post(BASE, { bodyLimit }, async (req) => {

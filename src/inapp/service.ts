@@ -70,6 +70,13 @@ export interface ListPage {
   proximo: string | null
 }
 
+/** `inapp_cap_horas`: an integer from 0 to 168 (the API route and the dashboard read it alike). */
+export function parseCapHoras(cap: unknown, max: number = DEFAULT_LIMITS.inappCapHorasMax): number | undefined {
+  if (cap === undefined) return undefined
+  if (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > max) throw new ApiError('INAPP_CAP_HORAS_INVALID')
+  return cap
+}
+
 export class CampaignService {
   constructor(
     private readonly db: Db,

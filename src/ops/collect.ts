@@ -9,6 +9,7 @@ import type { Outcome } from '../delivery/providers/types'
 import type { OutcomeRow } from '../delivery/outcomes'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
+import { pipelineBySlot } from '../redis/slots'
 import type { Metrics } from './metrics'
 
 /** deliveries' device_type as the spec's counters name it (android_*, ios_*); web pushes go through FCM. */
@@ -21,14 +22,12 @@ export function devicePlatform(deviceType: number): string {
 
 const OUTCOME_NAMES = { 1: 'successful', 2: 'failed', 3: 'errored' } as const
 
-/** pombo_deliveries_total from the recorder's committed batches (one label lookup per batch and kind); the batch's
- *  size is the outcome writer's pombo_group_commit_batch_size (its queue is not visible from here). */
+/** pombo_deliveries_total from the recorder's committed batches (one label lookup per batch and kind); the outcome
+ *  writer's queue and batch sizes are reported with the other group-commit writers. */
 export function deliveryCounter(m: Metrics): (rows: readonly OutcomeRow[]) => void {
-  const batch = m.groupCommitBatch.labels('outcomes')
   return (rows) => {
     // Called inside the recorder's batch: a failure here must never fail the batch (it would redeliver).
     try {
-      batch.observe(rows.length)
       const n = new Map<string, number>()
       for (const r of rows) {
         const k = `${devicePlatform(r.deviceType)}|${OUTCOME_NAMES[r.status]}`
@@ -53,14 +52,28 @@ export function providerObserver(m: Metrics): (platform: string, o: Outcome, sec
   }
 }
 
+/** Pacing waits as the actors start them (cause: rate, retry_after): series bound once. */
+export function paceObserver(m: Metrics): (cause: 'rate' | 'retry_after', ms: number) => void {
+  const waits = { rate: m.pacingWaits.labels('rate'), retry_after: m.pacingWaits.labels('retry_after') }
+  const seconds = { rate: m.pacingWaitSeconds.labels('rate'), retry_after: m.pacingWaitSeconds.labels('retry_after') }
+  return (cause, ms) => {
+    waits[cause].inc()
+    seconds[cause].inc(ms / 1000)
+  }
+}
+
 export function collectPools(m: Metrics, pools: () => Array<[string, Db]>): void {
   const total = m.gauge('pombo_pg_pool_connections', 'Postgres connections open in a pool of this process.', ['pool'])
   const idle = m.gauge('pombo_pg_pool_idle', 'Postgres connections open and idle.', ['pool'])
+  const inUse = m.gauge('pombo_pg_pool_in_use', 'Postgres connections checked out of a pool (running a query or a transaction).', ['pool'])
+  const max = m.gauge('pombo_pg_pool_max', "A pool's share of the process's connection budget (PM_PG_POOL).", ['pool'])
   const waiting = m.gauge('pombo_pg_pool_waiting', 'Queries waiting for a connection (the pool is exhausted).', ['pool'])
   m.onScrape('pg_pools', () => {
     for (const [name, p] of pools()) {
       total.labels(name).set(p.totalCount)
       idle.labels(name).set(p.idleCount)
+      inUse.labels(name).set(p.totalCount - p.idleCount)
+      max.labels(name).set(p.options.max ?? 0)
       waiting.labels(name).set(p.waitingCount)
     }
   })
@@ -82,15 +95,19 @@ export function collectStreams(m: Metrics, redis: RedisClient, keys: Keys, parti
     ['partition'],
   )
   m.onScrape('streams', async () => {
-    const pipe = redis.pipeline()
+    // One pipeline per partition slot (a cluster keeps partitions apart), sent together.
+    const res = await pipelineBySlot(
+      redis,
+      Array.from({ length: partitions }, (_, p) => p),
+      (p) => keys.workStream(p),
+      (pipe, p) => {
+        pipe.xlen(keys.workStream(p))
+        pipe.xpending(keys.workStream(p), 'workers')
+      },
+    )
     for (let p = 0; p < partitions; p++) {
-      pipe.xlen(keys.workStream(p))
-      pipe.xpending(keys.workStream(p), 'workers')
-    }
-    const res = (await pipe.exec()) ?? []
-    for (let p = 0; p < partitions; p++) {
-      const [lenErr, len] = res[2 * p] ?? [null, 0]
-      const [pendErr, pend] = res[2 * p + 1] ?? [null, null]
+      const [lenErr, len] = res[p]?.[0] ?? [null, 0]
+      const [pendErr, pend] = res[p]?.[1] ?? [null, null]
       const label = String(p)
       length.labels(label).set(lenErr ? 0 : Number(len))
       // NOGROUP: no worker has created the group yet; nothing is pending.
@@ -155,6 +172,8 @@ export function collectWebhooks(m: Metrics, db: Db): void {
 /** Group-commit writers by name: batch sizes as they start (a histogram child per writer), queue and in-flight
  *  batches at scrape time. */
 export function collectGroupCommits(m: Metrics, writers: Array<[string, GroupCommitStats]>): void {
+  // One collector per call (the outcome writer is added when the worker role starts): named by its writers.
+  const key = `group_commits:${writers.map(([n]) => n).join(',')}`
   const queued = m.gauge('pombo_group_commit_queued', 'Jobs waiting for a group-commit batch, per writer.', ['writer'])
   const inflight = m.gauge('pombo_group_commit_inflight', 'Group-commit batches being written, per writer.', ['writer'])
   for (const [name, gc] of writers) {
@@ -165,7 +184,7 @@ export function collectGroupCommits(m: Metrics, writers: Array<[string, GroupCom
       } catch {}
     }
   }
-  m.onScrape('group_commits', () => {
+  m.onScrape(key, () => {
     for (const [name, gc] of writers) {
       queued.labels(name).set(gc.queued)
       inflight.labels(name).set(gc.inflight)

@@ -28,7 +28,7 @@ const LATE = constantJson({ ok: true, tardio: true })
 const ANSWERS = { counted: COUNTED, duplicate: DUPLICATE, late: LATE } as const
 
 export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
-  const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter, hot: true }
+  const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter, hot: true, cors: true }
   const m = d.metrics?.receipts
 
   r.post('/api/v1/receipts', pub, async (req) => {

@@ -1,5 +1,6 @@
-// Every Redis key and channel name, spelled once. Per-app keys carry the app id as a hash tag so one app's keys
-// share a Redis Cluster slot.
+// Every Redis key and channel name, spelled once. Per-app keys carry the app id as a hash tag (`{<app_id>}`) so one
+// app's keys share a Redis Cluster slot; a work partition's stream and lease carry `{p<N>}`, so partitions spread
+// over the cluster's masters. Untagged keys are only used by single-key commands; channels are cluster-wide.
 export class Keys {
   constructor(readonly prefix: string) {}
 
@@ -63,8 +64,33 @@ export class Keys {
     return `${this.prefix}:workers`
   }
 
+  /** An app's delivery pace (a token bucket shared by every process delivering for it). */
+  pace(appId: string): string {
+    return `${this.prefix}:{${appId}}:pace`
+  }
+
+  /** Set while a process asks for the app's transactional tokens: marketing asks wait (the lanes, across processes). */
+  paceLane(appId: string): string {
+    return `${this.prefix}:{${appId}}:pace:tx`
+  }
+
   /** An app's open confirmation streams on every instance (a sorted set: `<instance>:<stream>` → expiry ms). */
   grpcStreams(appId: string): string {
     return `${this.prefix}:{${appId}}:grpc:streams`
+  }
+
+  /** Dashboard sign-in attempts per account (digest of the e-mail) per window. */
+  signinAccount(account: string, window: number): string {
+    return `${this.prefix}:dash:signin:a:${account}:${window}`
+  }
+
+  /** Dashboard sign-in attempts per source IP per window. */
+  signinIp(ip: string, window: number): string {
+    return `${this.prefix}:dash:signin:ip:${ip}:${window}`
+  }
+
+  /** A dashboard session's one-shot message (shown by the next page it opens). */
+  dashboardFlash(session: string): string {
+    return `${this.prefix}:dash:flash:${session}`
   }
 }

@@ -6,6 +6,7 @@ import { ConfigError } from '../config'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from './client'
 import type { Keys } from './keys'
+import { firstError, pipelineBySlot } from './slots'
 
 /** The hash of each app seen (bounded): the API and the worker ask once per send, and a sha1 showed in profiles. */
 const hashes = new Map<string, number>()
@@ -54,16 +55,21 @@ export interface PartitionStatus {
 
 /** What `pombo partitions` prints: one pipeline for every partition. */
 export async function partitionStatus(redis: RedisClient, keys: Keys, partitions: number, nowMs: number): Promise<PartitionStatus[]> {
-  const pipe = redis.pipeline()
-  for (let p = 0; p < partitions; p++) {
-    pipe.get(keys.lease(p))
-    pipe.xlen(keys.workStream(p))
-    pipe.xpending(keys.workStream(p), WORK_GROUP)
-  }
-  const res = (await pipe.exec()) ?? []
+  // A partition's lease and stream share its hash tag: one pipeline per partition slot, sent together.
+  const all = Array.from({ length: partitions }, (_, p) => p)
+  const res = await pipelineBySlot(
+    redis,
+    all,
+    (p) => keys.workStream(p),
+    (pipe, p) => {
+      pipe.get(keys.lease(p))
+      pipe.xlen(keys.workStream(p))
+      pipe.xpending(keys.workStream(p), WORK_GROUP)
+    },
+  )
   const out: PartitionStatus[] = []
   for (let p = 0; p < partitions; p++) {
-    const [lease, len, pend] = res.slice(p * 3, p * 3 + 3).map(([err, v]) => (err ? null : v))
+    const [lease, len, pend] = (res[p] ?? []).map(([err, v]) => (err ? null : v))
     // XPENDING summary: [count, smallest id, greatest id, consumers]; NOGROUP (no worker yet) reads as none pending.
     const summary = Array.isArray(pend) ? (pend as [number, string | null]) : [0, null]
     const oldest = summary[1] ? Number(String(summary[1]).split('-')[0]) : null
@@ -128,13 +134,16 @@ export async function resizePartitions(
         [now, after.at, after.id],
       )
       if (r.rows.length === 0) break
-      const pipe = redis.pipeline()
-      for (const x of r.rows) {
-        pipe.xadd(keys.workStream(partitionOf(x.app_id, to)), 'MAXLEN', '~', o.streamMaxLen, '*', 'a', x.app_id, 's', x.id, 'l', String(x.lane))
-      }
-      const res = await pipe.exec()
-      const failed = res?.find(([err]) => err)
-      if (failed) throw failed[0]
+      const res = await pipelineBySlot(
+        redis,
+        r.rows,
+        (x) => keys.workStream(partitionOf(x.app_id, to)),
+        (pipe, x) => {
+          pipe.xadd(keys.workStream(partitionOf(x.app_id, to)), 'MAXLEN', '~', o.streamMaxLen, '*', 'a', x.app_id, 's', x.id, 'l', String(x.lane))
+        },
+      )
+      const failed = firstError(res)
+      if (failed) throw failed
       await query(db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
         now,
         r.rows.map((x) => x.app_id),

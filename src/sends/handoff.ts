@@ -9,6 +9,7 @@ import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { partitionOf } from '../redis/partitions'
+import { firstError, pipelineBySlot } from '../redis/slots'
 import type { Clock } from '../time'
 
 export interface HandoffSettings {
@@ -62,13 +63,17 @@ export class Handoff {
 
   async #xadd(entries: Entry[]): Promise<void> {
     if (entries.length === 0) return
-    const pipe = this.redis.pipeline()
-    for (const e of entries) {
-      pipe.xadd(this.streamOf(e.appId), 'MAXLEN', '~', this.s.streamMaxLen, '*', 'a', e.appId, 's', e.sendId, 'l', String(e.lane))
-    }
-    const res = await pipe.exec()
-    const failed = res?.find(([err]) => err)
-    if (failed) throw failed[0]
+    // Partitions hash to different cluster slots: one pipeline per slot, sent together.
+    const res = await pipelineBySlot(
+      this.redis,
+      entries,
+      (e) => this.streamOf(e.appId),
+      (pipe, e) => {
+        pipe.xadd(this.streamOf(e.appId), 'MAXLEN', '~', this.s.streamMaxLen, '*', 'a', e.appId, 's', e.sendId, 'l', String(e.lane))
+      },
+    )
+    const failed = firstError(res)
+    if (failed) throw failed
   }
 
   /** Enqueues due, unfinished sends no worker has touched lately; answers how many. One instance at a time (lock). */

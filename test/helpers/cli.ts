@@ -22,6 +22,8 @@ export function pombo(s: TestService, args: string[], env: Record<string, string
           ...process.env,
           DATABASE_URL,
           REDIS_URL,
+          // The CLI talks to the Redis the service uses: the cluster's seeds when it is on one, none otherwise.
+          REDIS_CLUSTER_NODES: s.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
           PM_DB_SCHEMA: s.cfg.dbSchema,
           PM_REDIS_PREFIX: s.cfg.redisPrefix,
           PM_VAULT_KEY: VAULT_KEY,

@@ -7,6 +7,7 @@ import pg from 'pg'
 import { type Config, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, type Limits, loadConfig, type Webhook } from '../../src/config'
 import { createLogger } from '../../src/log'
 import { type Role, Service } from '../../src/service'
+import { CLUSTER_BY_DEFAULT, sharedClusterNodes } from './redis-cluster'
 
 export const PLATFORM_KEY = 'pm_platform_test_0123456789abcdef'
 export const VAULT_KEY = 'ab'.repeat(32)
@@ -49,6 +50,13 @@ export interface StartOptions {
   ops?: boolean
   /** Log level of the captured logs (default info). */
   logLevel?: string
+  /** The schema to use (dropped at the end like a generated one); default: a fresh `t_…`. */
+  schema?: string
+  /**
+   * Connect to a Redis Cluster instead of REDIS_URL: `true` for the run's shared cluster, or the seeds of another
+   * (REDIS_CLUSTER_NODES form). Default: the shared cluster when PM_TEST_REDIS=cluster, else the single Redis.
+   */
+  cluster?: boolean | string
 }
 
 export interface Answer {
@@ -142,7 +150,14 @@ function captureLogs(into: Array<Record<string, unknown>>): Writable {
 
 export async function startService(t: Tap, o: StartOptions = {}): Promise<TestService> {
   const id = randomBytes(5).toString('hex')
-  const schema = o.shareWith?.cfg.dbSchema ?? `t_${id}`
+  const want = o.cluster ?? (o.shareWith ? o.shareWith.cfg.redisClusterNodes !== null : CLUSTER_BY_DEFAULT)
+  const clusterNodes =
+    typeof want === 'string'
+      ? want
+      : want
+        ? (o.shareWith?.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? (await sharedClusterNodes()))
+        : undefined
+  const schema = o.shareWith?.cfg.dbSchema ?? o.schema ?? `t_${id}`
   const prefix = o.shareWith?.cfg.redisPrefix ?? `pmt_${id}`
   const base = loadConfig(
     {
@@ -154,6 +169,7 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
       PM_DASHBOARD_PORT: '0',
       PM_GIT_COMMIT: 'test-commit',
       PM_EXPORT_DIR: `/tmp/pombo-test-exports/${id}`,
+      REDIS_CLUSTER_NODES: clusterNodes,
       ...o.env,
     },
     {
@@ -179,24 +195,52 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
   const ts = new TestService(svc, cfg, logs)
   t.teardown(async () => {
     await svc.stop()
-    if (!o.shareWith) await dropNamespace(schema, prefix)
+    if (!o.shareWith) await dropNamespace(schema, prefix, cfg.redisClusterNodes)
   })
   return ts
 }
 
-async function dropNamespace(schema: string, prefix: string): Promise<void> {
+async function dropNamespace(schema: string, prefix: string, cluster: Config['redisClusterNodes']): Promise<void> {
   const c = new pg.Client({ connectionString: DATABASE_URL })
   await c.connect()
   await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
   await c.end()
-  const r = new Redis(REDIS_URL)
+  if (!cluster) {
+    const r = new Redis(REDIS_URL)
+    await dropKeys(r, prefix)
+    r.disconnect()
+    return
+  }
+  // SCAN sees one node's keys: every seed (each a master in the test clusters) is scanned on a plain connection, and
+  // each key deleted on its own node. Best effort: the cluster is thrown away at the end of the run anyway, and a
+  // busy machine must not fail a test over its cleanup.
+  await Promise.all(
+    cluster.map(async (n) => {
+      const r = new Redis({ host: n.host, port: n.port, lazyConnect: true, maxRetriesPerRequest: 3 })
+      r.on('error', () => {})
+      try {
+        await r.connect()
+        await dropKeys(r, prefix)
+      } catch {
+        // a node that is down (a failover test) keeps its keys
+      } finally {
+        r.disconnect()
+      }
+    }),
+  )
+}
+
+async function dropKeys(r: Redis, prefix: string): Promise<void> {
   let cursor = '0'
   do {
     const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000)
-    if (keys.length) await r.del(...keys)
+    if (keys.length) {
+      const pipe = r.pipeline()
+      for (const k of keys) pipe.del(k)
+      await pipe.exec()
+    }
     cursor = next
   } while (cursor !== '0')
-  r.disconnect()
 }
 
 export function basic(key: string): Record<string, string> {

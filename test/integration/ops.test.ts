@@ -2,6 +2,7 @@
 // and receipts; /healthz on every role; /readyz 200, then 503 while draining and while Postgres is cut; request ids
 // carried from X-Request-Id / traceparent into the logs and the answer, hostile values ignored; PM_OPS_PORT=0 off.
 import t from 'tap'
+import { sample } from '../helpers/metrics'
 import { deliveredSend } from '../helpers/receipts'
 import { DATABASE_URL, startService } from '../helpers/service'
 import { postgresBehindCut } from '../helpers/tcp-cut'
@@ -9,19 +10,6 @@ import { postgresBehindCut } from '../helpers/tcp-cut'
 async function get(url: string): Promise<{ status: number; text: string; type: string | null }> {
   const r = await fetch(url)
   return { status: r.status, text: await r.text(), type: r.headers.get('content-type') }
-}
-
-/** The value of one sample line (`name{labels} value`), or undefined. */
-function sample(text: string, name: string, labels: Record<string, string>): number | undefined {
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`)) continue
-    const body = line.slice(name.length + 1, line.indexOf('}'))
-    const got = Object.fromEntries(
-      body.split(/,(?=\w+=)/).map((kv) => [kv.split('=')[0], JSON.parse(kv.slice(kv.indexOf('=') + 1))]),
-    )
-    if (Object.entries(labels).every(([k, v]) => got[k] === v)) return Number(line.slice(line.lastIndexOf(' ') + 1))
-  }
-  return undefined
 }
 
 t.test(

@@ -1,2 +1,13 @@
-// Placeholder entry point; the SDK itself is being built.
-export const SDK_VERSION = '0.1.0'
+// @pombo/sdk: the device side of Pombo. See docs/sdk.md in the repository for the reference.
+export { DEFAULT_RETRY, backoffMs, retryAfterMs, type RetryPolicy } from './backoff.js'
+export type { PomboError, PomboErrorKind } from './errors.js'
+export type { InappDisplay, ShowCallback, InappFeed } from './inapp/feed.js'
+export { choose, eligible, matches, pickContent, record } from './inapp/rules.js'
+export type { Comparator, Gatilho, History, InappMessage, Regras, TriggerValue, Verdict } from './inapp/rules.js'
+export type { InappEventJob, InappEventName, Job, JobResult, ReceiptEvent, ReceiptJob } from './outbox.js'
+export { Pombo, type FlushReport, type PomboOptions, type PushResult, type TapResult } from './pombo.js'
+export { parsePush, type ParsedPush, type PushDisplay } from './push.js'
+export type { DeviceProfile, DeviceType } from './registration.js'
+export { MemoryStorage, type StorageAdapter } from './storage.js'
+export type { FetchLike } from './transport.js'
+export { SDK_VERSION } from './version.js'

@@ -1,0 +1,24 @@
+// Replaying an abandoned webhook event (the audit the spec promises, with a replay from the dashboard): the event
+// goes back into the app's queue as a new event with the same body, after everything already queued; its
+// abandonment record goes in the same transaction, so a replay cannot be doubled by a second click.
+import { type Db, query, tx } from '../db/pool'
+
+export async function replayAbandoned(db: Db, appId: string, destinationId: string, seq: string, now: Date): Promise<boolean> {
+  return tx(db, async (c) => {
+    const gone = await query<{ evento: string; body: unknown }>(
+      c,
+      'DELETE FROM webhook_abandoned WHERE destination_id = $1 AND event_seq = $2 AND app_id = $3 RETURNING evento, body',
+      [destinationId, seq, appId],
+    )
+    const ev = gone.rows[0]
+    if (!ev) return false
+    // seq left out: the events_assign_seq trigger numbers it from the app's counter (commit order).
+    await query(c, `INSERT INTO events (app_id, evento, body, canal, created_at) VALUES ($1, $2, $3, 'webhook', $4)`, [
+      appId,
+      ev.evento,
+      JSON.stringify(ev.body),
+      now,
+    ])
+    return true
+  })
+}

@@ -1,0 +1,122 @@
+// Dashboard sessions. The cookie carries a random id and its HMAC under the dashboard secret (a forged or altered
+// cookie is refused before the database is asked); the database keeps only a digest of the id, the person, the
+// session's synchroniser token against cross-site requests, and its expiry. Sign-out deletes the row: the cookie
+// is then worthless even if it was copied.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import type { Config } from '../config'
+import { type Db, query } from '../db/pool'
+import type { Person } from '../people/service'
+import type { RedisClient } from '../redis/client'
+import type { Keys } from '../redis/keys'
+import type { Clock } from '../time'
+import type { Flash } from './layout'
+
+export const SESSION_COOKIE = 'pm_sessao'
+
+export interface Viewer {
+  userId: string
+  email: string
+  /** null for an operator. */
+  orgId: string | null
+  operador: boolean
+  /** The session's synchroniser token: every form carries it. */
+  csrf: string
+  /** Digest of the session id (hex): names the session's flash message. */
+  sid: string
+}
+
+/** Cookies of a request, by name (the first of a repeated name). */
+export function cookies(header: string | undefined): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const part of (header ?? '').split(';')) {
+    const i = part.indexOf('=')
+    if (i < 0) continue
+    const k = part.slice(0, i).trim()
+    if (k && !out.has(k)) out.set(k, part.slice(i + 1).trim())
+  }
+  return out
+}
+
+/** The key that signs cookies: PM_DASHBOARD_SECRET, else derived from the vault key, else random for this process. */
+export function cookieSecret(cfg: Pick<Config, 'dashboard' | 'vaultKey'>): Buffer {
+  if (cfg.dashboard.secret) return cfg.dashboard.secret
+  if (cfg.vaultKey) return createHmac('sha256', cfg.vaultKey).update('pombo dashboard session cookies').digest()
+  return randomBytes(32)
+}
+
+export function cookieHeader(name: string, value: string, maxAgeS: number, secure: boolean, sameSite: 'Lax' | 'Strict' = 'Lax'): string {
+  return `${name}=${value}; Path=/; HttpOnly; SameSite=${sameSite}; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`
+}
+
+const digest = (id: string): Buffer => createHash('sha256').update(id).digest()
+
+export class Sessions {
+  readonly secure: boolean
+
+  constructor(
+    private readonly db: Db,
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly secret: Buffer,
+    private readonly ttlMs: number,
+    private readonly clock: Clock,
+    dashboardUrl: string,
+  ) {
+    this.secure = dashboardUrl.startsWith('https:')
+  }
+
+  #sign(id: string): string {
+    return createHmac('sha256', this.secret).update(id).digest('base64url')
+  }
+
+  /** Starts a session for the person; answers the Set-Cookie value. */
+  async create(p: Person): Promise<string> {
+    const id = randomBytes(32).toString('base64url')
+    const now = this.clock()
+    await query(this.db, 'DELETE FROM dashboard_sessions WHERE expires_at < $1', [new Date(now)])
+    await query(this.db, 'INSERT INTO dashboard_sessions (id_hash, user_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
+      digest(id),
+      p.id,
+      randomBytes(32).toString('base64url'),
+      new Date(now),
+      new Date(now + this.ttlMs),
+    ])
+    return cookieHeader(SESSION_COOKIE, `${id}.${this.#sign(id)}`, Math.floor(this.ttlMs / 1000), this.secure)
+  }
+
+  /** The signed-in person of a request's cookies, or null (no cookie, forged, expired or signed out). */
+  async read(cookieHeaderValue: string | undefined): Promise<Viewer | null> {
+    const v = cookies(cookieHeaderValue).get(SESSION_COOKIE)
+    if (!v) return null
+    const dot = v.indexOf('.')
+    const id = v.slice(0, dot)
+    const sig = Buffer.from(v.slice(dot + 1))
+    const want = Buffer.from(this.#sign(id))
+    if (dot !== 43 || sig.length !== want.length || !timingSafeEqual(sig, want)) return null
+    const hash = digest(id)
+    const r = await query<{ id: string; email: string; org_id: string | null; operador: boolean; csrf: string; expires_at: Date }>(
+      this.db,
+      `SELECT u.id, u.email, u.org_id, u.operador, s.csrf, s.expires_at
+         FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = $1`,
+      [hash],
+    )
+    const row = r.rows[0]
+    if (!row || row.expires_at.getTime() <= this.clock()) return null
+    return { userId: row.id, email: row.email, orgId: row.org_id, operador: row.operador, csrf: row.csrf, sid: hash.toString('hex') }
+  }
+
+  /** Signs out: the session row goes; answers the Set-Cookie value that clears the cookie. */
+  async destroy(v: Viewer): Promise<string> {
+    await query(this.db, 'DELETE FROM dashboard_sessions WHERE id_hash = $1', [Buffer.from(v.sid, 'hex')])
+    return cookieHeader(SESSION_COOKIE, '', 0, this.secure)
+  }
+
+  async setFlash(v: Viewer, f: Flash): Promise<void> {
+    await this.redis.set(this.keys.dashboardFlash(v.sid), JSON.stringify(f), 'EX', 120)
+  }
+
+  async takeFlash(v: Viewer): Promise<Flash | null> {
+    const s = await this.redis.getdel(this.keys.dashboardFlash(v.sid))
+    return s ? (JSON.parse(s) as Flash) : null
+  }
+}

@@ -1,0 +1,149 @@
+// The people of the dashboard: accounts of one organisation or operators, sign-in checks, and one-time invitations
+// (`pombo user invite`). The CLI and the dashboard call the same methods; a refusal is a PeopleError whose message
+// is shown as it is (one line).
+import { createHash, randomBytes, randomUUID } from 'node:crypto'
+import { type Db, query, type Tx, tx } from '../db/pool'
+import { ApiError } from '../errors'
+import { findOrg } from '../orgs/store'
+import type { Clock } from '../time'
+import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './password'
+
+export class PeopleError extends Error {
+  override name = 'PeopleError'
+}
+
+export interface Person {
+  id: string
+  email: string
+  orgId: string | null
+  operador: boolean
+}
+
+export const INVITE_TTL_MS = 72 * 3_600_000
+const EMAIL_MAX_BYTES = 254
+const EMAIL_RE = /^[^\s@<>"',;]+@[^\s@<>"',;]+\.[^\s@<>"',;]+$/
+
+/** The canonical form of an e-mail (trimmed, lower case), or a PeopleError. */
+export function parseEmail(raw: unknown): string {
+  const e = typeof raw === 'string' ? raw.trim().toLowerCase() : ''
+  if (!EMAIL_RE.test(e) || Buffer.byteLength(e) > EMAIL_MAX_BYTES || !e.isWellFormed()) throw new PeopleError('E-mail inválido.')
+  return e
+}
+
+const digest = (token: string): Buffer => createHash('sha256').update(token).digest()
+
+interface UserRow {
+  id: string
+  email: string
+  org_id: string | null
+  operador: boolean
+  senha_hash: string
+}
+
+const toPerson = (r: UserRow): Person => ({ id: r.id, email: r.email, orgId: r.org_id, operador: r.operador })
+
+export class PeopleService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {}
+
+  /** A person of `orgId`, or an operator (orgId null). The e-mail is unique; the password at least 12 characters. */
+  async create(input: { email: string; orgId: string | null; operador: boolean; senha: string }): Promise<Person> {
+    const email = parseEmail(input.email)
+    const problem = passwordProblem(input.senha)
+    if (problem) throw new PeopleError(problem)
+    if (!input.operador && !input.orgId) throw new PeopleError('Uma pessoa pertence a uma organização, ou é operadora.')
+    const hash = await hashPassword(input.senha)
+    return tx(this.db, async (c) => {
+      if (input.orgId && !(await findOrg(c, input.orgId))) throw new ApiError('ORG_NOT_FOUND')
+      return this.#insert(c, email, input.operador ? null : input.orgId, input.operador, hash)
+    })
+  }
+
+  async #insert(c: Db | Tx, email: string, orgId: string | null, operador: boolean, hash: string): Promise<Person> {
+    const id = randomUUID()
+    const r = await query(
+      c,
+      `INSERT INTO dashboard_users (id, email, org_id, operador, senha_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (email) DO NOTHING`,
+      [id, email, orgId, operador, hash, new Date(this.clock())],
+    )
+    if (r.rowCount !== 1) throw new ApiError('EMAIL_TAKEN')
+    return { id, email, orgId, operador }
+  }
+
+  /** The person when e-mail and password match; null otherwise (same work either way: no account probing by time). */
+  async authenticate(emailRaw: string, senha: string): Promise<Person | null> {
+    let email: string
+    try {
+      email = parseEmail(emailRaw)
+    } catch {
+      await verifyPassword(senha, await decoyHash())
+      return null
+    }
+    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operador, senha_hash FROM dashboard_users WHERE email = $1', [email])
+    const row = r.rows[0]
+    const ok = await verifyPassword(senha, row?.senha_hash ?? (await decoyHash()))
+    return row && ok ? toPerson(row) : null
+  }
+
+  async find(id: string): Promise<Person | null> {
+    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operador, senha_hash FROM dashboard_users WHERE id = $1', [id])
+    return r.rows[0] ? toPerson(r.rows[0]) : null
+  }
+
+  /** A one-time sign-up token for `email` in `orgId`, valid 72 h. Only its digest is stored. */
+  async invite(emailRaw: string, orgId: string): Promise<{ token: string; expiresAt: Date }> {
+    const email = parseEmail(emailRaw)
+    const token = randomBytes(32).toString('base64url')
+    const at = new Date(this.clock())
+    const expiresAt = new Date(at.getTime() + INVITE_TTL_MS)
+    await tx(this.db, async (c) => {
+      if (!(await findOrg(c, orgId))) throw new ApiError('ORG_NOT_FOUND')
+      const taken = await query(c, 'SELECT 1 FROM dashboard_users WHERE email = $1', [email])
+      if (taken.rows.length > 0) throw new ApiError('EMAIL_TAKEN')
+      await query(c, 'INSERT INTO dashboard_invites (token_hash, email, org_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
+        digest(token),
+        email,
+        orgId,
+        at,
+        expiresAt,
+      ])
+    })
+    return { token, expiresAt }
+  }
+
+  /** The invitation behind a token while it is usable (unused, unexpired); null otherwise. */
+  async openInvite(token: string): Promise<{ email: string; orgNome: string } | null> {
+    if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null
+    const r = await query<{ email: string; nome: string }>(
+      this.db,
+      `SELECT i.email, o.nome FROM dashboard_invites i JOIN orgs o ON o.id = i.org_id
+        WHERE i.token_hash = $1 AND i.used_at IS NULL AND i.expires_at > $2`,
+      [digest(token), new Date(this.clock())],
+    )
+    const row = r.rows[0]
+    return row ? { email: row.email, orgNome: row.nome } : null
+  }
+
+  /** Uses the invitation (once: the first caller wins) and creates the account; null when the link is not usable. */
+  async acceptInvite(token: string, senha: string): Promise<Person | null> {
+    const problem = passwordProblem(senha)
+    if (problem) throw new PeopleError(problem)
+    if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null
+    const hash = await hashPassword(senha)
+    return tx(this.db, async (c) => {
+      const now = new Date(this.clock())
+      const r = await query<{ email: string; org_id: string }>(
+        c,
+        `UPDATE dashboard_invites SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2
+         RETURNING email, org_id`,
+        [digest(token), now],
+      )
+      const inv = r.rows[0]
+      if (!inv) return null
+      return this.#insert(c, inv.email, inv.org_id, false, hash)
+    })
+  }
+}

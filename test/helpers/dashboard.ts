@@ -1,0 +1,91 @@
+// A browser-less client of the dashboard: a cookie jar, forms posted with their hidden token, redirects not
+// followed (tests look at them). Plus people and organisations made through the real services.
+import { insertOrg } from '../../src/orgs/store'
+import { PeopleService } from '../../src/people/service'
+import type { TestService } from './service'
+
+export interface Page {
+  status: number
+  headers: Headers
+  text: string
+}
+
+export class DashClient {
+  readonly jar = new Map<string, string>()
+
+  constructor(
+    readonly base: string,
+    readonly origin = base,
+  ) {}
+
+  #cookieHeader(): string {
+    return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ')
+  }
+
+  #keep(res: Response): void {
+    for (const c of res.headers.getSetCookie()) {
+      const [pair] = c.split(';')
+      const i = (pair as string).indexOf('=')
+      const k = (pair as string).slice(0, i)
+      const v = (pair as string).slice(i + 1)
+      if (/Max-Age=0/i.test(c)) this.jar.delete(k)
+      else this.jar.set(k, v)
+    }
+  }
+
+  async get(path: string): Promise<Page> {
+    const res = await fetch(this.base + path, { headers: { cookie: this.#cookieHeader() }, redirect: 'manual' })
+    this.#keep(res)
+    return { status: res.status, headers: res.headers, text: await res.text() }
+  }
+
+  async post(path: string, fields: Record<string, string>, o: { origin?: string | null; multipart?: FormData } = {}): Promise<Page> {
+    const headers: Record<string, string> = { cookie: this.#cookieHeader() }
+    const origin = o.origin === undefined ? this.origin : o.origin
+    if (origin !== null) headers.origin = origin
+    let body: FormData | string
+    if (o.multipart) {
+      for (const [k, v] of Object.entries(fields)) o.multipart.set(k, v)
+      body = o.multipart
+    } else {
+      headers['content-type'] = 'application/x-www-form-urlencoded'
+      body = new URLSearchParams(fields).toString()
+    }
+    const res = await fetch(this.base + path, { method: 'POST', headers, body, redirect: 'manual' })
+    this.#keep(res)
+    return { status: res.status, headers: res.headers, text: await res.text() }
+  }
+
+  /** The hidden `_csrf` value of a page's first form. */
+  static token(p: Page): string {
+    const m = /name="_csrf" value="([^"]+)"/.exec(p.text)
+    if (!m) throw new Error(`no _csrf on the page (${p.status}): ${p.text.slice(0, 300)}`)
+    return m[1] as string
+  }
+
+  /** Signs in through /entrar; answers the POST's page (303 to /apps on success). */
+  async signIn(email: string, senha: string): Promise<Page> {
+    const form = await this.get('/entrar')
+    return this.post('/entrar', { _csrf: DashClient.token(form), email, senha })
+  }
+
+  /** Posts a form found on `page` at `path`, with the page's token. */
+  async submit(pagePath: string, action: string, fields: Record<string, string> = {}, o: { multipart?: FormData } = {}): Promise<Page> {
+    const p = await this.get(pagePath)
+    return this.post(action, { _csrf: DashClient.token(p), ...fields }, o)
+  }
+}
+
+export async function makeOrg(s: TestService, nome: string, plan: 'free' | 'pro' = 'free'): Promise<string> {
+  return (await insertOrg(s.svc.deps.db, { nome, plan, at: new Date() })).id
+}
+
+export async function makePerson(s: TestService, email: string, senha: string, orgId: string | null): Promise<string> {
+  const p = await new PeopleService(s.svc.deps.db, Date.now).create({ email, orgId, operador: orgId === null, senha })
+  return p.id
+}
+
+/** An app of an organisation, through the real service; answers its id and API key. */
+export async function makeApp(s: TestService, nome: string, orgId: string): Promise<{ id: string; api_key: string; receipt_key: string }> {
+  return s.svc.deps.apps.create({ nome, orgId })
+}
