@@ -33,8 +33,9 @@ RUN npm ci --omit=dev --omit=optional --no-audit --no-fund \
  && npm cache clean --force
 
 # .dockerignore lets only src (migrations live in src/db/migrations), bin, proto (the confirmation stream's
-# contract, loaded at start), config, migrations and the SDK's sources through; the sources stay for the `pombo` CLI (bin/pombo runs
-# them through tsx), the service runs the compiled dist/src.
+# contract, loaded at start), docs/openapi.yaml (served at GET /api/v1/openapi.json), config, migrations and the
+# SDK's sources through; the sources stay for the `pombo` CLI (bin/pombo runs them through tsx), the service runs
+# the compiled dist/src.
 COPY . .
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/packages/sdk/dist ./packages/sdk/dist

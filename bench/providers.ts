@@ -1,7 +1,7 @@
 // `npx tsx bench/providers.ts [seconds] [concurrency] [rounds]`: FcmProvider against a raw node:http2 client, both posting to
 // the fake FCM (in its own process, so the client's core is the one measured) in the same run, alternated twice.
-// The raw client posts a prebuilt-per-request body with one access token over one session: the floor STACK.md
-// quotes (~8,300 requests/s per process). The provider pays for the message build, the pool and classification.
+// The raw client posts a prebuilt-per-request body with one access token over one session: the floor measured on this kind of
+// machine (~8,300 requests/s per process). The provider pays for the message build, the pool and classification.
 import { type ChildProcess, fork } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
 import http2 from 'node:http2'

@@ -4,7 +4,7 @@
 // so every request is a valid receipt. Mixes: `unique` (every receipt new: the durable path), `duplicate` (every
 // receipt already counted), `mixed` (half and half). Durable receipts per second = new receipt rows / seconds,
 // counted in Postgres after each round (every 200 of the unique mix must be a row; checked).
-// Settings changed (CONTRACT.md): PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would refuse the load generator).
+// Settings changed (docs/spec/contract.md): PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would refuse the load generator).
 import { randomUUID } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -5,7 +5,7 @@
 // 2. Fixed offered load of 5,000/s: autocannon with overallRate (latencies corrected for coordinated omission).
 // 3. Export: 1,000,000 devices seeded with COPY, then csv_export timed until the file is served, the server's RSS
 //    sampled every 100 ms from /proc.
-// Settings changed (CONTRACT.md): PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would refuse the load generator) and
+// Settings changed (docs/spec/contract.md): PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would refuse the load generator) and
 // PM_LIMIT_REGISTRATIONS_PER_HOUR=100000000 (the per-app hour would refuse after 50,000). Both are still counted
 // (the hourly count goes to Redis on every registration).
 import { randomBytes } from 'node:crypto'

@@ -1,4 +1,5 @@
-// Configuration: one table of defaults (the spec's Limits table and CONTRACT.md's environment), read once, frozen.
+// Configuration: one table of defaults (the Limits table of docs/spec/push-delivery-spec.md, the environment of
+// docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
 import { MIN_PG_BUDGET } from './db/budget'
 
@@ -74,22 +75,22 @@ export interface Dashboard {
 }
 
 export interface Limits {
-  /** spec §Limits: requests per minute per source IP on public routes (0 disables). */
+  /** the spec, Limits: requests per minute per source IP on public routes (0 disables). */
   readonly ipPerMin: number
   readonly registrationsPerHour: number
   readonly sendsPerSec: number
   readonly freeMau: number
-  /** spec §Limits: body caps. */
+  /** the spec, Limits: body caps. */
   readonly deviceBodyBytes: number
   readonly sendBodyBytes: number
   readonly appBodyBytes: number
-  /** spec §Auth 6: key resolution cache. */
+  /** the spec, Authentication 6: key resolution cache. */
   readonly keyCacheTtlMs: number
-  /** spec §Auth 7: the previous key stays valid this long after a rotation. */
+  /** the spec, Authentication 7: the previous key stays valid this long after a rotation. */
   readonly rotationOverlapMs: number
   readonly exportsPerSec: number
   readonly exportValidityH: number
-  /** spec §Limits: devices per external_user_id. */
+  /** the spec, Limits: devices per external_user_id. */
   readonly devicesPerExternalUser: number
   /** Registration group commit (src/devices/writer.ts): rows per statement (PM_REG_BATCH_MAX), statements in
    *  flight (PM_REG_WRITERS), registrations waiting before 503 (PM_REG_QUEUE_MAX). */
@@ -106,7 +107,7 @@ export interface Limits {
   readonly receiptWriters: number
   /** Postgres connection budget of the process (PM_PG_POOL), split between its pools (src/db/budget.ts). */
   readonly pgPool: number
-  /** spec §Limits: reads of sends per second per app. */
+  /** the spec, Limits: reads of sends per second per app. */
   readonly readsPerSec: number
   /** A free-plan MAU measurement older than this is ignored: the send is allowed (PM_MAU_MAX_AGE_S). */
   readonly mauMaxAgeMs: number
@@ -120,12 +121,12 @@ export interface Limits {
   /** PUT /confirmacoes waits at most this long for a lock (the webhook queue's, then the app's row) before a 503
    *  (PM_CONFIG_LOCK_TIMEOUT_MS): longer than one webhook attempt, so a slow destination alone never trips it. */
   readonly configLockTimeoutMs: number
-  /** Key-resolution cache (spec §Auth 6): apps and keys kept (least recently used leave first), and a separate,
+  /** Key-resolution cache (the spec, Authentication 6): apps and keys kept (least recently used leave first), and a separate,
    *  smaller room for ids that resolved to nothing, so a flood of random ids never evicts the real ones
    *  (PM_KEY_CACHE_MAX, PM_KEY_CACHE_MISS_MAX). */
   readonly keyCacheMax: number
   readonly keyCacheMissMax: number
-  /** spec §Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
+  /** the spec, Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
   readonly inappPackageMax: number
   readonly inappValidityS: number
   readonly inappEventsBatchMax: number
@@ -134,6 +135,57 @@ export interface Limits {
   /** In-app events group commit (src/inapp/events-writer.ts): events per statement, statements in flight. */
   readonly inappEventWriters: number
   readonly inappEventBatchMax: number
+  /** In-app served group commit (src/inapp/served-writer.ts): pairs per statement, statements in flight. */
+  readonly inappServedWriters: number
+  readonly inappServedBatchMax: number
+  /** Jobs waiting for a batch before the writer answers 503: sends, receipts, in-app events. */
+  readonly sendQueueMax: number
+  readonly receiptQueueMax: number
+  readonly inappEventQueueMax: number
+  /** the spec, Limits, send rows: ids per target list, segments per send, `ttl` default and maximum, `collapse_id`
+   *  bytes, how far ahead `send_after` may be, the final payload (including the 96 injected bytes). */
+  readonly sendTargetsMax: number
+  readonly sendSegmentsMax: number
+  readonly ttlDefaultS: number
+  readonly ttlMaxS: number
+  readonly collapseIdMaxBytes: number
+  readonly sendAfterMaxDays: number
+  readonly payloadMaxBytes: number
+  /** the spec, Limits: an idempotency key lives this long; a concurrent call with the same key waits this long. */
+  readonly idempotencyTtlDays: number
+  readonly idempotencyWaitMs: number
+  /** the spec, Limits: `limit` of the send listing, default and maximum. */
+  readonly sendsListMax: number
+  /** the spec, Limits: repeat reads of one send within this window are answered from a cache and not counted. */
+  readonly readCacheMs: number
+  /** the spec, Limits, registration rows: `identifier`, `external_user_id`, `tags` (serialized), `language` bytes,
+   *  the `timezone` range, and where the best-effort profile texts are truncated. */
+  readonly identifierMaxBytes: number
+  readonly externalUserIdMaxBytes: number
+  readonly tagsMaxBytes: number
+  readonly languageMaxBytes: number
+  readonly timezoneMaxS: number
+  readonly profileTruncateBytes: number
+  /** the spec, Limits: `rcpt` characters; the receipt acceptance window, from when the send was due. */
+  readonly rcptMaxChars: number
+  readonly receiptWindowDays: number
+  /** the spec, App: `rate_por_min` of an app created without one. */
+  readonly defaultRatePorMin: number
+  /** the spec, Limits, in-app frequency and content: the `regras` defaults, the `atraso_ms` default and maximum, the
+   *  `fechar_apos_ms` maximum, `titulo`/`corpo`/button text characters, blocks per language, `ocorrencia_n`, and the
+   *  largest `inapp_cap_horas`. */
+  readonly inappCapTotalDefault: number
+  readonly inappCooldownHDefault: number
+  readonly inappPrioridadeDefault: number
+  readonly inappAtrasoMsDefault: number
+  readonly inappAtrasoMsMax: number
+  readonly inappFecharAposMsMax: number
+  readonly inappTitleMaxChars: number
+  readonly inappBodyMaxChars: number
+  readonly inappButtonMaxChars: number
+  readonly inappBlocksMax: number
+  readonly inappOccurrenceMax: number
+  readonly inappCapHorasMax: number
 }
 
 export interface Jobs {
@@ -141,7 +193,7 @@ export interface Jobs {
   /** An enqueued send that no worker took within this is enqueued again. */
   readonly handoffGraceMs: number
   readonly mauEveryMs: number
-  /** Receipts of sends due more than this many days ago are archived (PM_RECEIPT_ARCHIVE_DAYS; spec §Receipts
+  /** Receipts of sends due more than this many days ago are archived (PM_RECEIPT_ARCHIVE_DAYS; the spec, Receipts
    *  `tardio`); the archival job runs every `receiptArchiveEveryMs`. */
   readonly receiptArchiveDays: number
   readonly receiptArchiveEveryMs: number
@@ -167,6 +219,14 @@ export interface Delivery {
   readonly pageSize: number
   /** Waits before the 2nd and 3rd attempts of a transient failure (spec: three attempts in all). */
   readonly retryDelaysMs: readonly number[]
+  /** Stream entries read per XREADGROUP of a partition. */
+  readonly readCount: number
+  /** Outcome group commit (src/delivery/outcomes.ts): outcomes per statement, statements in flight. */
+  readonly outcomeBatchMax: number
+  readonly outcomeWriters: number
+  /** Sends loaded (and closed) per statement across apps (src/delivery/send-batches.ts), statements in flight. */
+  readonly sendLoadBatchMax: number
+  readonly sendLoadWriters: number
   /** A segment send estimated above this many devices is cut into slices of about this size, which any worker may
    *  lease (PM_SLICE_DEVICES). */
   readonly sliceDevices: number
@@ -176,7 +236,7 @@ export interface Delivery {
   readonly slicePollMs: number
 }
 
-/** The webhook dispatcher (spec §Events redelivery policy, §Limits Webhook row). */
+/** The webhook dispatcher (the spec, Events redelivery policy, Limits Webhook row). */
 export interface Webhook {
   /** spec: timeout per attempt. */
   readonly timeoutMs: number
@@ -232,6 +292,11 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   inflightPerApp: 256,
   pageSize: 500,
   retryDelaysMs: Object.freeze([1_000, 5_000]),
+  readCount: 500,
+  outcomeBatchMax: 1_000,
+  outcomeWriters: 4,
+  sendLoadBatchMax: 500,
+  sendLoadWriters: 2,
   sliceDevices: 20_000,
   slicesPerWorker: 2,
   slicePollMs: 250,
@@ -286,6 +351,43 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   inappEventFutureMs: 5 * 60_000,
   inappEventWriters: 4,
   inappEventBatchMax: 1_000,
+  inappServedWriters: 2,
+  inappServedBatchMax: 1_000,
+  sendQueueMax: 20_000,
+  receiptQueueMax: 50_000,
+  inappEventQueueMax: 50_000,
+  sendTargetsMax: 2_000,
+  sendSegmentsMax: 10,
+  ttlDefaultS: 259_200,
+  ttlMaxS: 2_419_200,
+  collapseIdMaxBytes: 64,
+  sendAfterMaxDays: 28,
+  payloadMaxBytes: 3_891,
+  idempotencyTtlDays: 30,
+  idempotencyWaitMs: 3_000,
+  sendsListMax: 50,
+  readCacheMs: 1_000,
+  identifierMaxBytes: 194,
+  externalUserIdMaxBytes: 128,
+  tagsMaxBytes: 2_048,
+  languageMaxBytes: 32,
+  timezoneMaxS: 86_400,
+  profileTruncateBytes: 64,
+  rcptMaxChars: 64,
+  receiptWindowDays: 90,
+  defaultRatePorMin: 60_000,
+  inappCapTotalDefault: 1,
+  inappCooldownHDefault: 24,
+  inappPrioridadeDefault: 100,
+  inappAtrasoMsDefault: 2_000,
+  inappAtrasoMsMax: 60_000,
+  inappFecharAposMsMax: 600_000,
+  inappTitleMaxChars: 80,
+  inappBodyMaxChars: 240,
+  inappButtonMaxChars: 24,
+  inappBlocksMax: 12,
+  inappOccurrenceMax: 500,
+  inappCapHorasMax: 168,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -372,6 +474,59 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     configLockTimeoutMs: int(env, 'PM_CONFIG_LOCK_TIMEOUT_MS', DEFAULT_LIMITS.configLockTimeoutMs, 1),
     keyCacheMax: int(env, 'PM_KEY_CACHE_MAX', DEFAULT_LIMITS.keyCacheMax, 1),
     keyCacheMissMax: int(env, 'PM_KEY_CACHE_MISS_MAX', DEFAULT_LIMITS.keyCacheMissMax, 1),
+    deviceBodyBytes: int(env, 'PM_LIMIT_DEVICE_BODY_BYTES', DEFAULT_LIMITS.deviceBodyBytes, 1024),
+    sendBodyBytes: int(env, 'PM_LIMIT_SEND_BODY_BYTES', DEFAULT_LIMITS.sendBodyBytes, 1024),
+    appBodyBytes: int(env, 'PM_LIMIT_APP_BODY_BYTES', DEFAULT_LIMITS.appBodyBytes, 1024),
+    keyCacheTtlMs: int(env, 'PM_KEY_CACHE_TTL_MS', DEFAULT_LIMITS.keyCacheTtlMs, 0),
+    rotationOverlapMs: int(env, 'PM_ROTATION_OVERLAP_MS', DEFAULT_LIMITS.rotationOverlapMs, 0),
+    exportsPerSec: int(env, 'PM_LIMIT_EXPORTS_PER_SEC', DEFAULT_LIMITS.exportsPerSec, 1),
+    exportValidityH: int(env, 'PM_EXPORT_VALIDITY_H', DEFAULT_LIMITS.exportValidityH, 1),
+    devicesPerExternalUser: int(env, 'PM_LIMIT_DEVICES_PER_USER', DEFAULT_LIMITS.devicesPerExternalUser, 1),
+    readsPerSec: int(env, 'PM_LIMIT_READS_PER_SEC', DEFAULT_LIMITS.readsPerSec, 1),
+    inappPackageMax: int(env, 'PM_INAPP_PACKAGE_MAX', DEFAULT_LIMITS.inappPackageMax, 1),
+    inappValidityS: int(env, 'PM_INAPP_VALIDITY_S', DEFAULT_LIMITS.inappValidityS, 1),
+    inappEventsBatchMax: int(env, 'PM_INAPP_EVENTS_PER_REQUEST', DEFAULT_LIMITS.inappEventsBatchMax, 1),
+    inappEventPastMs: int(env, 'PM_INAPP_EVENT_PAST_MS', DEFAULT_LIMITS.inappEventPastMs, 0),
+    inappEventFutureMs: int(env, 'PM_INAPP_EVENT_FUTURE_MS', DEFAULT_LIMITS.inappEventFutureMs, 0),
+    inappEventWriters: int(env, 'PM_INAPP_EVENT_WRITERS', DEFAULT_LIMITS.inappEventWriters, 1),
+    inappEventBatchMax: int(env, 'PM_INAPP_EVENT_BATCH_MAX', DEFAULT_LIMITS.inappEventBatchMax, 1),
+    inappServedWriters: int(env, 'PM_INAPP_SERVED_WRITERS', DEFAULT_LIMITS.inappServedWriters, 1),
+    inappServedBatchMax: int(env, 'PM_INAPP_SERVED_BATCH_MAX', DEFAULT_LIMITS.inappServedBatchMax, 1),
+    sendQueueMax: int(env, 'PM_SEND_QUEUE_MAX', DEFAULT_LIMITS.sendQueueMax, 1),
+    receiptQueueMax: int(env, 'PM_RECEIPT_QUEUE_MAX', DEFAULT_LIMITS.receiptQueueMax, 1),
+    inappEventQueueMax: int(env, 'PM_INAPP_EVENT_QUEUE_MAX', DEFAULT_LIMITS.inappEventQueueMax, 1),
+    sendTargetsMax: int(env, 'PM_LIMIT_SEND_TARGETS', DEFAULT_LIMITS.sendTargetsMax, 1),
+    sendSegmentsMax: int(env, 'PM_LIMIT_SEND_SEGMENTS', DEFAULT_LIMITS.sendSegmentsMax, 1),
+    ttlDefaultS: int(env, 'PM_TTL_DEFAULT_S', DEFAULT_LIMITS.ttlDefaultS, 0),
+    ttlMaxS: int(env, 'PM_TTL_MAX_S', DEFAULT_LIMITS.ttlMaxS, 0),
+    collapseIdMaxBytes: int(env, 'PM_LIMIT_COLLAPSE_ID_BYTES', DEFAULT_LIMITS.collapseIdMaxBytes, 1),
+    sendAfterMaxDays: int(env, 'PM_SEND_AFTER_MAX_DAYS', DEFAULT_LIMITS.sendAfterMaxDays, 0),
+    payloadMaxBytes: int(env, 'PM_LIMIT_PAYLOAD_BYTES', DEFAULT_LIMITS.payloadMaxBytes, 97),
+    idempotencyTtlDays: int(env, 'PM_IDEMPOTENCY_TTL_DAYS', DEFAULT_LIMITS.idempotencyTtlDays, 1),
+    idempotencyWaitMs: int(env, 'PM_IDEMPOTENCY_WAIT_MS', DEFAULT_LIMITS.idempotencyWaitMs, 0),
+    sendsListMax: int(env, 'PM_LIMIT_SENDS_LIST', DEFAULT_LIMITS.sendsListMax, 1),
+    readCacheMs: int(env, 'PM_READ_CACHE_MS', DEFAULT_LIMITS.readCacheMs, 0),
+    identifierMaxBytes: int(env, 'PM_LIMIT_IDENTIFIER_BYTES', DEFAULT_LIMITS.identifierMaxBytes, 1),
+    externalUserIdMaxBytes: int(env, 'PM_LIMIT_EXTERNAL_USER_ID_BYTES', DEFAULT_LIMITS.externalUserIdMaxBytes, 1),
+    tagsMaxBytes: int(env, 'PM_LIMIT_TAGS_BYTES', DEFAULT_LIMITS.tagsMaxBytes, 2),
+    languageMaxBytes: int(env, 'PM_LIMIT_LANGUAGE_BYTES', DEFAULT_LIMITS.languageMaxBytes, 1),
+    timezoneMaxS: int(env, 'PM_LIMIT_TIMEZONE_S', DEFAULT_LIMITS.timezoneMaxS, 0),
+    profileTruncateBytes: int(env, 'PM_PROFILE_TRUNCATE_BYTES', DEFAULT_LIMITS.profileTruncateBytes, 1),
+    rcptMaxChars: int(env, 'PM_LIMIT_RCPT_CHARS', DEFAULT_LIMITS.rcptMaxChars, 1),
+    receiptWindowDays: int(env, 'PM_RECEIPT_WINDOW_DAYS', DEFAULT_LIMITS.receiptWindowDays, 1),
+    defaultRatePorMin: int(env, 'PM_DEFAULT_RATE_POR_MIN', DEFAULT_LIMITS.defaultRatePorMin, 1),
+    inappCapTotalDefault: int(env, 'PM_INAPP_CAP_TOTAL_DEFAULT', DEFAULT_LIMITS.inappCapTotalDefault, 0),
+    inappCooldownHDefault: int(env, 'PM_INAPP_COOLDOWN_H_DEFAULT', DEFAULT_LIMITS.inappCooldownHDefault, 0),
+    inappPrioridadeDefault: int(env, 'PM_INAPP_PRIORIDADE_DEFAULT', DEFAULT_LIMITS.inappPrioridadeDefault, 0),
+    inappAtrasoMsDefault: int(env, 'PM_INAPP_ATRASO_MS_DEFAULT', DEFAULT_LIMITS.inappAtrasoMsDefault, 0),
+    inappAtrasoMsMax: int(env, 'PM_INAPP_ATRASO_MS_MAX', DEFAULT_LIMITS.inappAtrasoMsMax, 0),
+    inappFecharAposMsMax: int(env, 'PM_INAPP_FECHAR_APOS_MS_MAX', DEFAULT_LIMITS.inappFecharAposMsMax, 1),
+    inappTitleMaxChars: int(env, 'PM_INAPP_TITULO_CHARS', DEFAULT_LIMITS.inappTitleMaxChars, 1),
+    inappBodyMaxChars: int(env, 'PM_INAPP_CORPO_CHARS', DEFAULT_LIMITS.inappBodyMaxChars, 1),
+    inappButtonMaxChars: int(env, 'PM_INAPP_BOTAO_CHARS', DEFAULT_LIMITS.inappButtonMaxChars, 1),
+    inappBlocksMax: int(env, 'PM_INAPP_BLOCKS_MAX', DEFAULT_LIMITS.inappBlocksMax, 1),
+    inappOccurrenceMax: int(env, 'PM_INAPP_OCORRENCIA_MAX', DEFAULT_LIMITS.inappOccurrenceMax, 1),
+    inappCapHorasMax: int(env, 'PM_INAPP_CAP_HORAS_MAX', DEFAULT_LIMITS.inappCapHorasMax, 0),
     ...overrides.limits,
   })
   const plan = env.PM_DEFAULT_PLAN || 'free'
@@ -411,6 +566,10 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       deliveriesRetentionDays: int(env, 'PM_DELIVERIES_RETENTION_DAYS', DEFAULT_JOBS.deliveriesRetentionDays, 0),
       webhookAttemptsRetentionDays: int(env, 'PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS', DEFAULT_JOBS.webhookAttemptsRetentionDays, 0),
       eventsRetentionDays: int(env, 'PM_EVENTS_RETENTION_DAYS', DEFAULT_JOBS.eventsRetentionDays, 0),
+      sweepEveryMs: int(env, 'PM_SWEEP_EVERY_MS', DEFAULT_JOBS.sweepEveryMs, 1),
+      receiptArchiveEveryMs: int(env, 'PM_RECEIPT_ARCHIVE_EVERY_MS', DEFAULT_JOBS.receiptArchiveEveryMs, 1),
+      retentionEveryMs: int(env, 'PM_RETENTION_EVERY_MS', DEFAULT_JOBS.retentionEveryMs, 1),
+      streamMaxLen: int(env, 'PM_STREAM_MAX_LEN', DEFAULT_JOBS.streamMaxLen, 1),
     }),
     proPrice: env.PM_PRO_PRICE || 'R$ 99,00 por mês',
     delivery: Object.freeze({
@@ -419,6 +578,12 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       heartbeatMs: int(env, 'PM_HEARTBEAT_MS', DEFAULT_DELIVERY.heartbeatMs, 100),
       inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
       pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
+      retryDelaysMs: msList(env, 'PM_DELIVERY_RETRY_MS', DEFAULT_DELIVERY.retryDelaysMs),
+      readCount: int(env, 'PM_STREAM_READ_COUNT', DEFAULT_DELIVERY.readCount, 1),
+      outcomeBatchMax: int(env, 'PM_OUTCOME_BATCH_MAX', DEFAULT_DELIVERY.outcomeBatchMax, 1),
+      outcomeWriters: int(env, 'PM_OUTCOME_WRITERS', DEFAULT_DELIVERY.outcomeWriters, 1),
+      sendLoadBatchMax: int(env, 'PM_SEND_LOAD_BATCH_MAX', DEFAULT_DELIVERY.sendLoadBatchMax, 1),
+      sendLoadWriters: int(env, 'PM_SEND_LOAD_WRITERS', DEFAULT_DELIVERY.sendLoadWriters, 1),
       sliceDevices: int(env, 'PM_SLICE_DEVICES', DEFAULT_DELIVERY.sliceDevices, 1),
       slicesPerWorker: int(env, 'PM_SLICES_PER_WORKER', DEFAULT_DELIVERY.slicesPerWorker, 1),
     }),
@@ -428,6 +593,9 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       retryDelaysMs: msList(env, 'PM_WEBHOOK_RETRY_MS', DEFAULT_WEBHOOK.retryDelaysMs),
       pollMs: int(env, 'PM_WEBHOOK_POLL_MS', DEFAULT_WEBHOOK.pollMs, 1),
       concurrency: int(env, 'PM_WEBHOOK_CONCURRENCY', DEFAULT_WEBHOOK.concurrency, 1),
+      maxAttempts: int(env, 'PM_WEBHOOK_MAX_ATTEMPTS', DEFAULT_WEBHOOK.maxAttempts, 1),
+      disableAfter: int(env, 'PM_WEBHOOK_DISABLE_AFTER', DEFAULT_WEBHOOK.disableAfter, 1),
+      batch: int(env, 'PM_WEBHOOK_BATCH', DEFAULT_WEBHOOK.batch, 1),
     }),
     dashboard: Object.freeze({
       url: (env.PM_DASHBOARD_URL || `http://${host}:${int(env, 'PM_DASHBOARD_PORT', 8081)}`).replace(/\/+$/, ''),

@@ -1,11 +1,11 @@
 // Every error the API can answer, defined once: status, the Portuguese texts of the spec's envelope, extra explain fields.
-// Keys are stable codes for logs and tests; callers branch on status and explain fields, never on text (spec §Errors).
+// Keys are stable codes for logs and tests; callers branch on status and explain fields, never on text (the spec, Errors).
 
 export interface ErrorTexts {
   erro: string
   causa: string
   como_corrigir: string
-  /** Extra fields merged into `explain` (spec §Errors "Special explain fields"). */
+  /** Extra fields merged into `explain` (the spec, Errors "Special explain fields"). */
   extra?: Record<string, unknown>
 }
 
@@ -303,7 +303,7 @@ export const E = {
   })),
 
   // ---- receipts ----
-  // spec §Auth 4: one wording for a wrong proof, an unknown send and a send past the 90-day window.
+  // the spec, Authentication 4: one wording for a wrong proof, an unknown send and a send past the 90-day window.
   RECEIPT_PROOF_INVALID: def(403, () => ({
     erro: 'Prova de recebimento inválida.',
     causa: 'O rcpt não comprova a entrega desta notificação a este dispositivo.',

@@ -1,4 +1,4 @@
-// Entry: the `pombo` CLI (CONTRACT.md). The only module that reads process.env. Bad input exits non-zero with a
+// Entry: the `pombo` CLI (docs/spec/contract.md). The only module that reads process.env. Bad input exits non-zero with a
 // one-line reason and writes nothing.
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -238,7 +238,7 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
   console.log(JSON.stringify({ id, revogadas: n }))
 }
 
-/** CONTRACT.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
+/** docs/spec/contract.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
   if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
   else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused || err instanceof PeopleError || err instanceof SimulateError)

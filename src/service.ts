@@ -17,6 +17,7 @@ import { checkSchema, migrate } from './db/migrate'
 import { checkSearchPath, createPool, type Db, query } from './db/pool'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
+import { openApiReply } from './http/openapi'
 import { constantJson } from './http/reply'
 import { DeliveryModule } from './delivery/module'
 import { HttpServer } from './http/server'
@@ -42,7 +43,7 @@ import { receiptRoutes } from './receipts/routes'
 import { connectRedis, pingAll, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
 import { checkPartitions } from './redis/partitions'
-import { type Clock, systemClock } from './time'
+import { type Clock, DAY_MS, systemClock } from './time'
 import { Vault } from './vault'
 import { gitCommit, VERSION } from './version'
 
@@ -147,7 +148,15 @@ export class Service {
       missMax: cfg.limits.keyCacheMissMax,
     })
     await dir.start()
-    const receipts = new ReceiptsModule({ db, vault, clock, log }, { maxBatch: cfg.limits.receiptBatchMax, concurrency: cfg.limits.receiptWriters })
+    const receipts = new ReceiptsModule(
+      { db, vault, clock, log },
+      {
+        maxBatch: cfg.limits.receiptBatchMax,
+        concurrency: cfg.limits.receiptWriters,
+        maxQueue: cfg.limits.receiptQueueMax,
+        windowMs: cfg.limits.receiptWindowDays * DAY_MS,
+      },
+    )
     const deps: Deps = {
       cfg,
       log,
@@ -265,6 +274,8 @@ export class Service {
     const r = server.router
     const root = constantJson({ servico: 'pombo', versao: VERSION, git: gitCommit(d.cfg.gitCommit) })
     r.get('/', {}, () => root)
+    const openapi = openApiReply()
+    r.get('/api/v1/openapi.json', {}, () => openapi)
     appRoutes(r, { ...d, firebaseLimiter: new IpLimiter(d.cfg.limits.ipPerMin, 'fixed', d.clock) })
     deviceRoutes(r, d)
     receiptRoutes(r, d)

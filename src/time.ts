@@ -5,7 +5,7 @@ export const systemClock: Clock = Date.now
 
 export const DAY_MS = 86_400_000
 
-/** ISO 8601 with an explicit offset (spec §App criado_em). */
+/** ISO 8601 with an explicit offset (the spec, App criado_em). */
 export function isoWithOffset(d: Date | number): string {
   return new Date(d).toISOString().replace('Z', '+00:00')
 }

@@ -12,14 +12,6 @@ export function byteLength(s: string): number {
   return Buffer.byteLength(s, 'utf8')
 }
 
-export function optString(body: Body, name: string, maxBytes?: number): string | undefined {
-  const v = body[name]
-  if (v === undefined || v === null) return undefined
-  if (typeof v !== 'string') throw fieldError(name, 'deve ser um texto')
-  if (maxBytes !== undefined && byteLength(v) > maxBytes) throw fieldError(name, `excede ${maxBytes} bytes`)
-  return v
-}
-
 export function optBool(body: Body, name: string): boolean | undefined {
   const v = body[name]
   if (v === undefined || v === null) return undefined

@@ -1,4 +1,4 @@
-// What GET / reports: the package version and the deployed commit (spec §Versioning).
+// What GET / reports: the package version and the deployed commit (the spec, Versioning).
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'

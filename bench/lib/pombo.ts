@@ -81,7 +81,7 @@ async function workerJoined(prefix: string, pid: number, child: ChildProcess, ti
   }
 }
 
-/** `env` is added to the child's environment: benchmarks name the settings they change (CONTRACT.md). */
+/** `env` is added to the child's environment: benchmarks name the settings they change (docs/spec/contract.md). */
 export async function startPombo(
   port: number,
   env: Record<string, string> = {},

@@ -1,4 +1,4 @@
-// The two credentials (spec §Authentication): the app key on server routes, the platform key on operator routes.
+// The two credentials (the spec, Authentication): the app key on server routes, the platform key on operator routes.
 // Rejections are audited with the route, the source address and at most the key's kid, never the key itself.
 import { timingSafeEqual } from 'node:crypto'
 import type { Logger } from 'pino'

@@ -1,4 +1,4 @@
-// Cached resolution of apps and keys (spec §Auth 6): entries live 60 s; a change anywhere is published on Redis and
+// Cached resolution of apps and keys (the spec, Authentication 6): entries live 60 s; a change anywhere is published on Redis and
 // every instance drops the app's entries within milliseconds. Concurrent misses for one id share one query.
 // Both caches are bounded LRUs, and ids that resolved to nothing live in a separate, smaller LRU: a flood of
 // random well-formed ids evicts only other misses, never the apps and keys real traffic uses.

@@ -1,4 +1,4 @@
-// API key format (spec §API key formats) and the three Authorization forms (spec §Authentication 1).
+// API key format (the spec, API key formats) and the three Authorization forms (the spec, Authentication 1).
 import { createHash, randomBytes, randomInt } from 'node:crypto'
 
 const KEY_RE = /^pm_(live|test)_([a-z0-9]{8})_([A-Za-z0-9]{43})$/
@@ -34,7 +34,7 @@ export function newApiKey(sandbox: boolean): NewKey {
   return { apiKey, kid, hash: sha256(apiKey), sandbox }
 }
 
-/** 64 hex characters: the secret that signs delivery proofs (spec §App receipt_key). */
+/** 64 hex characters: the secret that signs delivery proofs (the spec, App receipt_key). */
 export function newReceiptKey(): string {
   return randomBytes(32).toString('hex')
 }

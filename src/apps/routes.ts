@@ -1,4 +1,4 @@
-// Operator routes (platform key) and the public firebase_params (spec §Apps).
+// Operator routes (platform key) and the public firebase_params (the spec, Apps).
 import type { Config } from '../config'
 import { ApiError } from '../errors'
 import type { IpLimiter } from '../http/ip-limit'

@@ -36,8 +36,6 @@ export interface RotatedKey {
   anterior_expira_em: string | null
 }
 
-export const DEFAULT_RATE_POR_MIN = 60_000
-
 /** The AAD that binds a sealed receipt key to its app. */
 export const receiptKeyAad = (appId: string): string => `receipt_key:${appId}`
 
@@ -59,7 +57,7 @@ export class AppService {
     const id = randomUUID()
     const receiptKey = newReceiptKey()
     const criadoEm = new Date(this.now())
-    const ratePorMin = input.ratePorMin ?? DEFAULT_RATE_POR_MIN
+    const ratePorMin = input.ratePorMin ?? this.cfg.limits.defaultRatePorMin
     const sandbox = input.sandbox ?? false
     const orgId = input.orgId ?? randomUUID()
     const key = await this.#retryOnKidCollision(async () => {
@@ -96,7 +94,7 @@ export class AppService {
     }
   }
 
-  /** spec §Auth 7: the previous key stays valid for the overlap, then answers 401; rotation itself never 401s. */
+  /** the spec, Authentication 7: the previous key stays valid for the overlap, then answers 401; rotation itself never 401s. */
   async rotate(appId: string, sandbox?: boolean): Promise<RotatedKey> {
     const at = new Date(this.now())
     const deadline = new Date(at.getTime() + this.cfg.limits.rotationOverlapMs)
@@ -138,7 +136,7 @@ export class AppService {
     await this.dir.invalidate(appId)
   }
 
-  /** Revoked keys stop working at once on every instance (spec §API key). */
+  /** Revoked keys stop working at once on every instance (the spec, API key). */
   async revokeKeys(appId: string, kid?: string): Promise<number> {
     const n = await store.revokeKeys(this.db, appId, new Date(this.now()), kid)
     await this.dir.invalidate(appId)

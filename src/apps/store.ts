@@ -14,7 +14,7 @@ export interface AppRecord {
   inappAtivo: boolean
   inappCapHoras: number
   firebaseParams: Record<string, unknown> | null
-  /** How results are read (spec §Confirmation channel): outside `consulta` the send-read routes answer 403. */
+  /** How results are read (the spec, Confirmation channel): outside `consulta` the send-read routes answer 403. */
   confirmModo: 'consulta' | 'webhook' | 'grpc'
   criadoEm: Date
 }

@@ -1,4 +1,4 @@
-// Request bodies of the operator's app routes (spec §Apps).
+// Request bodies of the operator's app routes (the spec, Apps).
 import { fieldError } from '../errors'
 import { type Body, byteLength, optBool, optInt } from '../validation'
 import type { CreateAppInput } from './service'

@@ -1,4 +1,4 @@
-// `pombo credentials …` (CONTRACT.md): validate every input first, then store in one transaction and publish the
+// `pombo credentials …` (docs/spec/contract.md): validate every input first, then store in one transaction and publish the
 // change; prints only the non-secret meta as JSON. Bad input: one line (CredentialError), exit 2, nothing written.
 import { readFileSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'

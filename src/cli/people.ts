@@ -1,4 +1,4 @@
-// `pombo org create`, `pombo user create`, `pombo user invite` (CONTRACT.md): organisations and the people of the
+// `pombo org create`, `pombo user create`, `pombo user invite` (docs/spec/contract.md): organisations and the people of the
 // dashboard. Bad input: one line (PeopleError), exit 2, nothing written.
 import { parseArgs } from 'node:util'
 import type { Config } from '../config'

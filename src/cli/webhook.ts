@@ -1,4 +1,4 @@
-// `pombo webhook enable APP_ID` (CONTRACT.md; spec §Webhook destination "re-enabled from the dashboard"): clears
+// `pombo webhook enable APP_ID` (docs/spec/contract.md; the spec, Webhook destination "re-enabled from the dashboard"): clears
 // the disable of the app's active destination and its failure streak; a running dispatcher drains the queue at its
 // next look (PM_WEBHOOK_POLL_MS). Prints JSON; no active destination exits 2 with one line.
 import { parseArgs } from 'node:util'

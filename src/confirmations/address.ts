@@ -1,4 +1,4 @@
-// Which addresses a webhook may reach (CONTRACT.md PM_WEBHOOK_ALLOW_PRIVATE): loopback, private, link-local,
+// Which addresses a webhook may reach (docs/spec/contract.md PM_WEBHOOK_ALLOW_PRIVATE): loopback, private, link-local,
 // unique-local, CGNAT, multicast and reserved ranges are refused unless allowed. The check runs on the resolved
 // address at connection time (a custom `lookup`), so a name that resolves to 10.0.0.1 is refused, not just the
 // literal; IP literals skip DNS and are checked before the request.

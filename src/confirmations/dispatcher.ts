@@ -1,4 +1,4 @@
-// The webhook dispatcher (spec §Events; DESIGN.md Flows: Webhook). Each destination drains the app's events after
+// The webhook dispatcher (the spec, Events; docs/design/webhooks.md). Each destination drains the app's events after
 // its cursor, one at a time, in seq order; many destinations are worked on at once.
 //
 // Exclusion between dispatcher processes: a transaction-level advisory lock per app queue, taken with

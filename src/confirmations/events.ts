@@ -1,4 +1,4 @@
-// The one way events are written (spec §Events): as CTEs inside the statement that writes the fact they report,
+// The one way events are written (the spec, Events): as CTEs inside the statement that writes the fact they report,
 // so fact and event commit together or not at all. Used by receipts (delivery.received / delivery.clicked) and by
 // the outcome recorder (notification.completed); the benchmarks seed events through it too.
 //

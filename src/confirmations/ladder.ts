@@ -1,4 +1,4 @@
-// The redelivery ladder (spec §Events): pure, so the policy is table-tested apart from the dispatcher.
+// The redelivery ladder (the spec, Events): pure, so the policy is table-tested apart from the dispatcher.
 import type { Webhook } from '../config'
 
 export type Policy = Pick<Webhook, 'retryDelaysMs' | 'maxAttempts' | 'disableAfter'>

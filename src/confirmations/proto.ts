@@ -1,4 +1,4 @@
-// The confirmation stream's contract, loaded from the repository's copy of the proto (CONTRACT.md "Confirmation
+// The confirmation stream's contract, loaded from the repository's copy of the proto (docs/spec/contract.md "Confirmation
 // stream"): the service definition the server implements, and the client constructor tests and benchmarks use.
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'

@@ -1,4 +1,4 @@
-// The confirmation channel (spec §Service and channel configuration): GET reads the mode and the queue, PUT
+// The confirmation channel (the spec, Service and channel configuration): GET reads the mode and the queue, PUT
 // changes the destination and the mode. After a change every instance drops the app from its cache, so the
 // send-read routes answer 403 (or answer again) at once.
 import type { Auth } from '../apps/auth'

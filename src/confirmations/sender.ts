@@ -1,4 +1,4 @@
-// One webhook attempt (spec §Events): POST of the exact signed bytes over node:https with a keep-alive agent, a
+// One webhook attempt (the spec, Events): POST of the exact signed bytes over node:https with a keep-alive agent, a
 // deadline for the whole attempt, and the address guard. The outcome is a value, never a throw.
 import { createHmac, randomUUID } from 'node:crypto'
 import { Agent, request } from 'node:https'

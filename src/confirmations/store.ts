@@ -18,7 +18,7 @@ export function secretAad(appId: string, destinationId: string): string {
   return `webhook:${appId}:${destinationId}`
 }
 
-/** spec §Confirmation channel: `pm_whsec_` + 64 hex characters. */
+/** the spec, Confirmation channel: `pm_whsec_` + 64 hex characters. */
 export function mintSecret(): string {
   return `pm_whsec_${randomBytes(32).toString('hex')}`
 }
@@ -115,7 +115,7 @@ async function activeDestination(c: Db | Tx, appId: string): Promise<boolean> {
   return r.rows.length > 0
 }
 
-/** `fila_pendente` (spec §Events): the app's events after the active destination's cursor. */
+/** `fila_pendente` (the spec, Events): the app's events after the active destination's cursor. */
 export async function pendingCount(db: Db, appId: string): Promise<number> {
   const r = await query<{ n: number }>(
     db,

@@ -1,4 +1,4 @@
-// The confirmation stream (`modo: grpc`; CONTRACT.md "Confirmation stream", proto/pombo/confirmacoes/v1): a gRPC
+// The confirmation stream (`modo: grpc`; docs/spec/contract.md "Confirmation stream", proto/pombo/confirmacoes/v1): a gRPC
 // server on PM_GRPC_PORT in the API role. `Assinar` authenticates the app key from the metadata entry
 // `authorization` (the HTTP forms, through the same cached directory), then streams the app's `grpc` events with
 // seq > desde_seq, then live ones, in seq order, which is the app's commit order (src/confirmations/events.ts).

@@ -1,4 +1,4 @@
-// PUT /api/v1/confirmacoes at the door (spec §Service and channel configuration): `url` is checked before `modo`,
+// PUT /api/v1/confirmacoes at the door (the spec, Service and channel configuration): `url` is checked before `modo`,
 // so an invalid URL is the answer even when the mode is unknown too. Nothing is written before this passes.
 import { ApiError } from '../errors'
 

@@ -1,14 +1,14 @@
-// Validation of delivery credentials (spec §Delivery credentials table) and of the optional google-services.json
-// (spec §App, firebase_params). Pure: text in, opened credential + non-secret meta out, or one CredentialError whose
+// Validation of delivery credentials (the spec, Delivery credentials table) and of the optional google-services.json
+// (the spec, App, firebase_params). Pure: text in, opened credential + non-secret meta out, or one CredentialError whose
 // message is one line and never quotes a secret.
 import { createPrivateKey, type KeyObject } from 'node:crypto'
-import type { ApnsCredential, FcmCredential } from '../delivery/credentials-types'
+import type { ApnsCredential, FcmCredential, Platform } from '../delivery/credentials-types'
 import { findUnstorable, pathText } from '../json-guard'
 
 /** Bad credential input; the message is one line, safe to print (it never contains key material). */
 export class CredentialError extends Error {}
 
-export type Platform = 'fcm' | 'apns'
+export type { Platform }
 export const PLATFORMS: readonly Platform[] = ['fcm', 'apns']
 export type ApnsEnv = ApnsCredential['env']
 export const APNS_ENVS: readonly ApnsEnv[] = ['sandbox', 'production']
@@ -33,7 +33,7 @@ export interface ApnsMeta {
 export type CredentialOf<P extends Platform> = P extends 'fcm' ? FcmCredential : ApnsCredential
 export type MetaOf<P extends Platform> = P extends 'fcm' ? FcmMeta : ApnsMeta
 
-/** The five public parameters served by GET /api/v1/apps/{id}/firebase_params as `android` (spec §App). */
+/** The five public parameters served by GET /api/v1/apps/{id}/firebase_params as `android` (the spec, App). */
 export interface FirebaseParams {
   project_id: string
   sender_id: string

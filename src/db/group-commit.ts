@@ -1,5 +1,5 @@
-// Group commit: jobs that arrive while the database is busy are gathered and written together (one transaction,
-// multi-row statements), and each caller is answered only after its batch commits. At low load a batch is whatever
+// Group commit: jobs that arrive while the database is busy are gathered and written together (each writer decides
+// how: one multi-row statement, or a transaction of a few), and each caller is answered only after its batch commits. At low load a batch is whatever
 // arrived in one event-loop turn; under load batches grow to `maxBatch` while `concurrency` writes are in flight.
 //
 // A batch is its callers' shared fate only for outages. When a write throws for its data (a value the validators

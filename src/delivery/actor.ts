@@ -20,10 +20,9 @@ import { abortableSleep, type PaceCause, Pacer, type PaceStore } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
 import { invalidateBadTokens } from './bad-tokens'
+import type { Platform } from './credentials-types'
 import type { LoadedSend } from './send-batches'
 import { expandSlice, planSlices, type SliceLease, sliceCount, sliceKey, sliceProgress } from './slices'
-
-export type Platform = 'fcm' | 'apns'
 
 export interface ProviderSource {
   /** The app's provider for a platform; null when the app has no credential for it (deliveries stop at once). */

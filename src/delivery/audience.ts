@@ -19,7 +19,7 @@ export interface Candidate {
   /** Null when the device no longer exists (deleted since the send was accepted). */
   token: string | null
   deviceType: number
-  /** Which provider carries it (spec §Device transporte): apns → APNs, fcm → FCM. */
+  /** Which provider carries it (the spec, Device transporte): apns → APNs, fcm → FCM. */
   transporte: 'fcm' | 'apns'
   /** Still a valid, subscribed device (it may have died since the send was accepted). */
   valid: boolean

@@ -1,5 +1,5 @@
-// APNs BadDeviceToken is often a sandbox/production mismatch, not a dead token (issue: do not invalidate an app's
-// whole iOS base over an environment problem). At the end of a send: when most of its APNs answers were
+// APNs BadDeviceToken is often a sandbox/production mismatch, not a dead token, and an app's whole iOS
+// base must not be invalidated over an environment problem. At the end of a send: when most of its APNs answers were
 // BadDeviceToken, nothing is invalidated and the send names the suspected environment problem; otherwise the
 // devices that got it are invalidated like dead tokens.
 import { type Db, query } from '../db/pool'

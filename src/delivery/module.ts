@@ -6,7 +6,8 @@ import { loadCredential, onCredentialChange } from '../credentials/store'
 import { query } from '../db/pool'
 import type { Infra } from '../infra'
 import type { Vault } from '../vault'
-import type { Platform, ProviderSource } from './actor'
+import type { ProviderSource } from './actor'
+import type { Platform } from './credentials-types'
 import { OutcomeRecorder } from './outcomes'
 import { type PaceCause, SharedBucket } from './pacer'
 import { SendBatches } from './send-batches'
@@ -48,8 +49,11 @@ export class DeliveryModule implements ProviderSource {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca })
     this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock, observe: d.observeProvider })
-    this.recorder = new OutcomeRecorder(db, clock, log)
-    this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs)
+    this.recorder = new OutcomeRecorder(db, clock, log, { maxBatch: cfg.delivery.outcomeBatchMax, concurrency: cfg.delivery.outcomeWriters })
+    this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs, {
+      maxBatch: cfg.delivery.sendLoadBatchMax,
+      concurrency: cfg.delivery.sendLoadWriters,
+    })
     this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
     this.worker = new DeliveryWorker(
       db,
@@ -58,7 +62,7 @@ export class DeliveryModule implements ProviderSource {
       {
         partitions: cfg.partitions,
         leaseMs: cfg.delivery.leaseMs,
-        readCount: 500,
+        readCount: cfg.delivery.readCount,
         heartbeatMs: cfg.delivery.heartbeatMs,
         slices: { sliceDevices: cfg.delivery.sliceDevices, perWorker: cfg.delivery.slicesPerWorker, pollMs: cfg.delivery.slicePollMs },
       },

@@ -23,6 +23,7 @@
 // notification.completed is written by the statement that sets completed_at (recordFinal or closeIfDone), never
 // twice: both set it only over a null completed_at.
 import type { Logger } from 'pino'
+import { DEFAULT_DELIVERY } from '../config'
 import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
@@ -52,7 +53,8 @@ export interface Closed {
 
 export class OutcomeRecorder {
   readonly #gc: GroupCommit<OutcomeRow, boolean>
-  /** Sends closed by this recorder (the actor acks their stream entries). */
+  /** Sends this recorder's statement closed (their last outcome was in the batch): the send batches skip their own
+   *  close of them (send-batches.ts `closedByOutcomes`). Set by the delivery module. */
   onClosed: (c: Closed) => void = () => {}
   /** Outcomes just made durable (metrics: pombo_deliveries_total), told once per batch after its commit. */
   onRecorded: (rows: readonly OutcomeRow[]) => void = () => {}
@@ -61,8 +63,9 @@ export class OutcomeRecorder {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly log: Logger,
+    o: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_DELIVERY.outcomeBatchMax, concurrency: DEFAULT_DELIVERY.outcomeWriters },
   ) {
-    this.#gc = new GroupCommit((rows) => this.#write(rows), { maxBatch: 1_000, concurrency: 4, maxQueue: 200_000 })
+    this.#gc = new GroupCommit((rows) => this.#write(rows), { ...o, maxQueue: 200_000 })
   }
 
   /** The writer's queue and batches, for the metrics. */
@@ -94,7 +97,7 @@ export class OutcomeRecorder {
 }
 
 /**
- * spec §Events: notification.completed, written in the statement that closes the send (CTE `u` = the closed rows,
+ * the spec, Events: notification.completed, written in the statement that closes the send (CTE `u` = the closed rows,
  * with `problem`) for apps that read by webhook or stream (src/confirmations/events.ts). The body is the spec's plus
  * `pm_problema` when deliveries stopped short (the read shape's field: the webhook and stream readers cannot read it).
  */

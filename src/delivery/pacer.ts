@@ -1,4 +1,4 @@
-// An app's pace toward the providers (spec §App rate_por_min): a token bucket refilled continuously, with a burst
+// An app's pace toward the providers (the spec, App rate_por_min): a token bucket refilled continuously, with a burst
 // of one second's worth. A provider 429 pauses the whole bucket (back-pressure, honouring Retry-After).
 //
 // An app's devices may be delivered by several processes at once (a big send's slices, slices.ts), so its bucket

@@ -1,9 +1,7 @@
-// The proof of arrival (spec §Receipt): HMAC-SHA256 keyed with the app's receipt key over `<send-id>:<device-id>`,
+// The proof of arrival (the spec, Receipt): HMAC-SHA256 keyed with the app's receipt key over `<send-id>:<device-id>`,
 // rendered as 32 characters (base64url of the first 24 bytes: 192 bits). Computed only on the server, here; the
 // receipt route verifies with `verifyProof` in constant time.
 import { createHmac, timingSafeEqual } from 'node:crypto'
-
-export const PROOF_LENGTH = 32
 
 export function proof(receiptKey: Buffer, sendId: string, deviceId: string): string {
   return createHmac('sha256', receiptKey).update(`${sendId}:${deviceId}`).digest().subarray(0, 24).toString('base64url')

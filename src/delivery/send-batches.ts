@@ -5,6 +5,7 @@
 //  - close: completed_at and the notification.completed event of every send done (one statement), skipped for the
 //    sends the outcome batch already closed (most of them: it closes a send whose last device it records).
 // Each caller is answered after its batch, as if it had run the statement alone.
+import { DEFAULT_DELIVERY } from '../config'
 import { GroupCommit } from '../db/group-commit'
 import type { Db } from '../db/pool'
 import type { Clock } from '../time'
@@ -31,8 +32,9 @@ export class SendBatches {
     readonly pageSize: number,
     /** The worker's heartbeat: a send queued more recently than this is not stamped picked at load (loadSends). */
     private readonly freshMs = 0,
+    batch: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_DELIVERY.sendLoadBatchMax, concurrency: DEFAULT_DELIVERY.sendLoadWriters },
   ) {
-    const o = { maxBatch: 500, concurrency: 2, maxQueue: 200_000 }
+    const o = { ...batch, maxQueue: 200_000 }
     this.#load = new GroupCommit((refs) => this.#loadBatch(refs), o)
     this.#close = new GroupCommit((refs) => this.#closeBatch(refs), o)
   }

@@ -1,4 +1,4 @@
-// The device CSV export (spec §Export): answered at once, built in the background. Postgres streams the rows
+// The device CSV export (the spec, Export): answered at once, built in the background. Postgres streams the rows
 // (COPY … TO STDOUT, CSV) through gzip into a temporary file that is renamed when complete, so memory stays flat
 // whatever the device count and a half-written file is never served. The URL carries 32 random bytes; only their
 // sha256 is stored and names the file. Files live 72 hours on the service clock, then a sweep removes them.

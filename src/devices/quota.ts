@@ -1,4 +1,4 @@
-// Per-app limits of the device routes, counted in Redis so every instance shares them (spec §Limits): registrations
+// Per-app limits of the device routes, counted in Redis so every instance shares them (the spec, Limits): registrations
 // per hour and exports per second. Both are window counters (src/redis/window-counter.ts): the takes of one
 // event-loop turn cost one pipeline, whatever the load.
 import { ApiError } from '../errors'
@@ -25,7 +25,7 @@ export class DeviceQuotas {
     }
   }
 
-  /** Exports per second per app (spec §Limits: 1); the second is the service clock's. */
+  /** Exports per second per app (the spec, Limits: 1); the second is the service clock's. */
   async takeExport(appId: string): Promise<void> {
     if (!(await this.#exports.take(appId))) throw new ApiError('EXPORT_RATE_LIMITED', { limite: this.#exports.limit })
   }

@@ -1,4 +1,4 @@
-// Device routes (spec §Devices). POST and PUT are public (no credential): the body is capped, the source IP is
+// Device routes (the spec, Devices). POST and PUT are public (no credential): the body is capped, the source IP is
 // rate-limited, every field is validated and the app_id checked (unknown 400, paused 403) before any write.
 // GET and the export need the app key; the export file URL is its own credential.
 import type { Config } from '../config'
@@ -19,7 +19,7 @@ export interface DeviceRouteDeps {
   devices: DeviceService
 }
 
-/** The app a public device route writes to: unknown 400, paused 403 (spec §Devices). */
+/** The app a public device route writes to: unknown 400, paused 403 (the spec, Devices). */
 async function activeApp(d: DeviceRouteDeps, appId: string): Promise<void> {
   const app = await d.dir.app(appId)
   if (!app) throw new ApiError('APP_ID_UNKNOWN')
@@ -30,14 +30,14 @@ export function deviceRoutes(r: Router, d: DeviceRouteDeps): void {
   const pub = { bodyLimit: d.cfg.limits.deviceBodyBytes, ipLimit: d.publicLimiter, hot: true, cors: true }
 
   r.post('/api/v1/players', pub, async (req) => {
-    const row = parseRegistration(await req.json({ lenient: PROFILE_FIELDS }))
+    const row = parseRegistration(await req.json({ lenient: PROFILE_FIELDS }), d.cfg.limits)
     await activeApp(d, row.app_id)
     const id = await d.devices.register(row)
     return ok({ success: true, id })
   })
 
   r.put('/api/v1/players/:player_id', pub, async (req) => {
-    const u = parseUpdate(await req.json())
+    const u = parseUpdate(await req.json(), d.cfg.limits)
     await activeApp(d, u.app_id)
     const playerId = req.params[0]
     // A malformed id names no device of this app: 404 like any other unknown id.

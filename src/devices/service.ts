@@ -12,7 +12,7 @@ import { RegistrationWriter } from './writer'
 
 export type DeviceServiceDeps = Infra
 
-/** spec §Device read shape; playtime, session_count and device_os are shape constants. */
+/** the spec, Device read shape; playtime, session_count and device_os are shape constants. */
 export function readShape(d: DeviceRow): Record<string, unknown> {
   return {
     id: d.id,
@@ -65,7 +65,7 @@ export class DeviceService {
   }
 
   /**
-   * PUT (spec §Devices): 404 when the device is not in the app; the per-user cap is checked only when the binding
+   * PUT (the spec, Devices): 404 when the device is not in the app; the per-user cap is checked only when the binding
    * changes to a new user. The user's advisory lock is taken before the row lock, in the writer's order.
    */
   async update(appId: string, playerId: string, u: DeviceUpdate): Promise<void> {

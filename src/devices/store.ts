@@ -1,4 +1,4 @@
-// SQL of devices, behind intent names. The registration upsert is one multi-row statement (spec §Devices: the
+// SQL of devices, behind intent names. The registration upsert is one multi-row statement (the spec, Devices: the
 // writer group-commits); reads and PUT are single-device statements.
 import { createHash } from 'node:crypto'
 import type { Db, Tx } from '../db/pool'
@@ -18,7 +18,7 @@ const COLUMNS = `app_id uuid, id uuid, identifier text, device_type smallint, tr
 // Rows travel as one JSON array (json_to_recordset): V8's JSON.stringify is far cheaper than pg's per-element array
 // escaping for ~25 columns x 500 rows, and nested `tags` arrive as jsonb untouched. Rows arrive de-duplicated per
 // (app_id, identifier) and sorted by it, so concurrent batches take row locks in one order.
-// POST rule (spec §Devices): identity fields are replaced (absent = erased); transporte and profile fields keep the
+// POST rule (the spec, Devices): identity fields are replaced (absent = erased); transporte and profile fields keep the
 // stored value when absent; sessoes never decreases; re-registering a dead token makes it valid again.
 // $3 lists the rows that omitted transporte (key app_id||identifier): EXCLUDED cannot tell "absent" from the
 // 'fcm' a new device is born with, so the list says which existing rows keep theirs.
@@ -106,7 +106,7 @@ export async function boundDevices(c: Tx, pairs: ReadonlyArray<[string, string]>
   return res.rows
 }
 
-/** spec §Device validity: a newer token of an install retires the install's other tokens. */
+/** the spec, Device validity: a newer token of an install retires the install's other tokens. */
 export async function retireInstallTokens(c: Tx, keepers: ReadonlyArray<{ app_id: string; instalacao_id: string; identifier: string }>, now: Date): Promise<void> {
   if (keepers.length === 0) return
   await query(
@@ -166,7 +166,7 @@ export async function countUserDevices(c: Tx, appId: string, externalUserId: str
   return res.rows[0]?.n ?? 0
 }
 
-/** spec §Devices PUT: omitted fields keep their value; external_user_id undefined = keep, null = logout. */
+/** the spec, Devices PUT: omitted fields keep their value; external_user_id undefined = keep, null = logout. */
 export async function applyUpdate(c: Tx, appId: string, id: string, u: DeviceUpdate, now: Date): Promise<void> {
   await query(
     c,

@@ -1,10 +1,11 @@
-// Request bodies of the public device routes (spec §Device (player), §Devices). Everything is checked here, with no
+// Request bodies of the public device routes (the spec, Device (player), Devices). Everything is checked here, with no
 // I/O: a body that fails writes nothing. Limits are bytes of UTF-8, not characters.
+import { DEFAULT_LIMITS, type Limits } from '../config'
 import { fieldError } from '../errors'
 import { isUuid } from '../http/router'
 import { type Body, byteLength, has } from '../validation'
 
-/** spec §Device: device_type values (0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox). */
+/** the spec, Device: device_type values (0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox). */
 export const DEVICE_TYPES: ReadonlyMap<number, string> = new Map([
   [0, 'iOS'],
   [1, 'Android'],
@@ -12,12 +13,11 @@ export const DEVICE_TYPES: ReadonlyMap<number, string> = new Map([
   [7, 'Safari'],
   [8, 'Firefox'],
 ])
-export const IDENTIFIER_MAX_BYTES = 194
-export const EXTERNAL_USER_ID_MAX_BYTES = 128
-export const TAGS_MAX_BYTES = 2048
-export const LANGUAGE_MAX_BYTES = 32
-export const TIMEZONE_MAX_S = 86_400
-export const PROFILE_TRUNCATE_BYTES = 64
+/** The settings a device body is checked against (the spec's Limits table; defaults in src/config.ts). */
+export type DeviceLimits = Pick<
+  Limits,
+  'identifierMaxBytes' | 'externalUserIdMaxBytes' | 'tagsMaxBytes' | 'languageMaxBytes' | 'timezoneMaxS' | 'profileTruncateBytes'
+>
 const INT4_MAX = 2_147_483_647
 
 export type Transporte = 'fcm' | 'apns'
@@ -52,7 +52,7 @@ export interface RegistrationRow {
   notif_permissoes: number | null
 }
 
-/** spec §Devices PUT: `undefined` = keep the stored value; `external_user_id: null` = logout. */
+/** the spec, Devices PUT: `undefined` = keep the stored value; `external_user_id: null` = logout. */
 export interface DeviceUpdate {
   app_id: string
   external_user_id: string | null | undefined
@@ -89,17 +89,17 @@ function deviceType(body: Body): number {
   return v
 }
 
-function identifier(body: Body): string {
+function identifier(body: Body, lim: DeviceLimits): string {
   const v = body.identifier
   if (typeof v !== 'string' || v === '') throw fieldError('identifier', 'é obrigatório e não pode ser vazio')
   if (v.includes(NUL)) throw fieldError('identifier', 'não pode conter o caractere U+0000')
-  if (byteLength(v) > IDENTIFIER_MAX_BYTES) throw fieldError('identifier', `excede ${IDENTIFIER_MAX_BYTES} bytes`)
+  if (byteLength(v) > lim.identifierMaxBytes) throw fieldError('identifier', `excede ${lim.identifierMaxBytes} bytes`)
   return v
 }
 
 /** An empty external_user_id binds nobody: it is read as "no user" (logout), never as a shared "" user. */
-function externalUserId(body: Body): string | null {
-  const v = text(body, 'external_user_id', EXTERNAL_USER_ID_MAX_BYTES)
+function externalUserId(body: Body, lim: DeviceLimits): string | null {
+  const v = text(body, 'external_user_id', lim.externalUserIdMaxBytes)
   return v === '' ? null : v
 }
 
@@ -108,23 +108,24 @@ function appVersion(body: Body): string | null {
   return text(body, 'app_version') ?? text(body, 'game_version')
 }
 
-function tags(body: Body): Record<string, unknown> | null {
+function tags(body: Body, lim: DeviceLimits): Record<string, unknown> | null {
   const v = body.tags
   if (v === undefined || v === null) return null
   if (typeof v !== 'object' || Array.isArray(v)) throw fieldError('tags', 'deve ser um objeto JSON (lista ou texto não são aceitos)')
   const json = JSON.stringify(v)
-  if (byteLength(json) > TAGS_MAX_BYTES) throw fieldError('tags', `excede ${TAGS_MAX_BYTES} bytes serializado`)
+  if (byteLength(json) > lim.tagsMaxBytes) throw fieldError('tags', `excede ${lim.tagsMaxBytes} bytes serializado`)
   if (json.includes('\\u0000')) throw fieldError('tags', 'não pode conter o caractere U+0000')
   return v as Record<string, unknown>
 }
 
-function timezone(body: Body): number | null {
+function timezone(body: Body, lim: DeviceLimits): number | null {
   const v = body.timezone
   if (v === undefined || v === null) return null
   if (typeof v !== 'number' || !Number.isInteger(v)) {
     throw fieldError('timezone', 'deve ser um inteiro em segundos (o nome do fuso vai em timezone_id)')
   }
-  if (v < -TIMEZONE_MAX_S || v > TIMEZONE_MAX_S) throw fieldError('timezone', `deve estar entre -${TIMEZONE_MAX_S} e ${TIMEZONE_MAX_S}`)
+  const max = lim.timezoneMaxS
+  if (v < -max || v > max) throw fieldError('timezone', `deve estar entre -${max} e ${max}`)
   return v
 }
 
@@ -145,7 +146,7 @@ export function truncateUtf8(s: string, maxBytes: number): string {
   return buf.subarray(0, end).toString('utf8')
 }
 
-// Best-effort profile readers: a strange value is treated as absent, never refused (spec §Device).
+// Best-effort profile readers: a strange value is treated as absent, never refused (the spec, Device).
 function softText(body: Body, name: string, truncateBytes?: number): string | null {
   const v = body[name]
   // A text that cannot be stored exactly is absent, never changed (the route's body guard drops it the same way).
@@ -185,21 +186,21 @@ export const PROFILE_KEYS = [
 export const PROFILE_FIELDS: ReadonlySet<string> = new Set([...PROFILE_KEYS, 'sessoes'])
 
 /** POST /api/v1/players. */
-export function parseRegistration(body: Body): RegistrationRow {
+export function parseRegistration(body: Body, lim: DeviceLimits = DEFAULT_LIMITS): RegistrationRow {
   return {
     app_id: appIdOf(body),
     device_type: deviceType(body),
-    identifier: identifier(body),
-    external_user_id: externalUserId(body),
+    identifier: identifier(body, lim),
+    external_user_id: externalUserId(body, lim),
     app_version: appVersion(body),
     device_model: text(body, 'device_model'),
-    tags: tags(body),
-    language: text(body, 'language', LANGUAGE_MAX_BYTES),
-    timezone: timezone(body),
+    tags: tags(body, lim),
+    language: text(body, 'language', lim.languageMaxBytes),
+    timezone: timezone(body, lim),
     transporte: transporte(body),
-    device_os: softText(body, 'device_os', PROFILE_TRUNCATE_BYTES),
-    fabricante: softText(body, 'fabricante', PROFILE_TRUNCATE_BYTES),
-    pais: softText(body, 'pais', PROFILE_TRUNCATE_BYTES),
+    device_os: softText(body, 'device_os', lim.profileTruncateBytes),
+    fabricante: softText(body, 'fabricante', lim.profileTruncateBytes),
+    pais: softText(body, 'pais', lim.profileTruncateBytes),
     sdk_versao: softText(body, 'sdk_versao'),
     timezone_id: softText(body, 'timezone_id'),
     net_type: softText(body, 'net_type'),
@@ -214,14 +215,14 @@ export function parseRegistration(body: Body): RegistrationRow {
 }
 
 /** PUT /api/v1/players/{id}: omitted fields keep their stored value; external_user_id is tri-state. */
-export function parseUpdate(body: Body): DeviceUpdate {
+export function parseUpdate(body: Body, lim: DeviceLimits = DEFAULT_LIMITS): DeviceUpdate {
   const hasVersion = has(body, 'app_version') && body.app_version !== null
   const hasAlias = has(body, 'game_version') && body.game_version !== null
   return {
     app_id: appIdOf(body),
     // absent = keep the binding; string = login; explicit null (or "") = logout.
-    external_user_id: Object.hasOwn(body, 'external_user_id') ? externalUserId(body) : undefined,
-    tags: tags(body) ?? undefined,
+    external_user_id: Object.hasOwn(body, 'external_user_id') ? externalUserId(body, lim) : undefined,
+    tags: tags(body, lim) ?? undefined,
     app_version: hasVersion || hasAlias ? (appVersion(body) ?? undefined) : undefined,
     transporte: transporte(body) ?? undefined,
   }

@@ -1,24 +1,24 @@
-// Group commit of registrations (spec §Devices "Throughput by design"): requests that arrive while the database is
+// Group commit of registrations (docs/design/devices.md): requests that arrive while the database is
 // busy are gathered and written in one multi-row upsert; each request is answered only after its batch commits.
 // At low load a batch is whatever arrived in one event-loop turn (latency ~ one round trip); under load batches
 // grow to `maxBatch` while `concurrency` statements are in flight, so throughput follows the database's batch rate.
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
-import { type Db, isRetryable, query, type Tx, tx } from '../db/pool'
+import { type Db, isRetryable, type Tx, tx } from '../db/pool'
 import { ApiError } from '../errors'
 import type { Clock } from '../time'
 import { boundDevices, lockAll, lockKey, retireInstallTokens, rowKey, type UpsertRow, upsertBatch } from './store'
 import { PROFILE_KEYS, type RegistrationRow } from './validate'
 
 export interface WriterOptions {
-  /** Rows per statement (STACK.md: ~500 rows a statement is the measured sweet spot). */
+  /** Rows per statement (~500 rows a statement is the measured sweet spot on the 2-core machine). */
   maxBatch: number
   /** Statements in flight at once (pool connections the writer may hold). */
   concurrency: number
   /** Registrations waiting beyond this answer 503 at once: memory stays bounded whatever the load. */
   maxQueue: number
-  /** spec §Limits: devices per external_user_id. */
+  /** the spec, Limits: devices per external_user_id. */
   devicesPerUser: number
 }
 
@@ -197,10 +197,4 @@ export class RegistrationWriter {
     }
     return over
   }
-}
-
-/** For tests and the bench: how many devices an app has. */
-export async function countDevices(db: Db, appId: string): Promise<number> {
-  const r = await query<{ n: number }>(db, 'SELECT count(*)::int AS n FROM devices WHERE app_id = $1', [appId])
-  return r.rows[0]?.n ?? 0
 }

@@ -1,4 +1,4 @@
-// Per-source-IP request limits, counted per instance (spec §Limits). A source is an IPv4 address or an IPv6 /64
+// Per-source-IP request limits, counted per instance (the spec, Limits). A source is an IPv4 address or an IPv6 /64
 // (src/ip.ts clientKey): a host owns its whole /64, so counting IPv6 addresses apart would let one host be unlimited.
 //
 // Memory is fixed however many sources there are: counts live in a count-min sketch (4 rows of 65,536 counters,

@@ -1,4 +1,4 @@
-// The only place that writes answers: JSON bodies, the error envelope (spec §Errors), X-Pm-Request-Id on every answer
+// The only place that writes answers: JSON bodies, the error envelope (the spec, Errors), X-Pm-Request-Id on every answer
 // (Pombo's own id of the call), and X-Request-Id echoing the caller's id when one came in (src/http/request-id.ts).
 import type { HttpResponse } from 'uWebSockets.js'
 import type { ApiError } from '../errors'
@@ -59,7 +59,7 @@ export function errorReply(err: ApiError, requestId: string): Reply {
   }
 }
 
-/** spec §Apps: a malformed `{id}` is refused before the handler, outside the envelope. */
+/** the spec, Apps: a malformed `{id}` is refused before the handler, outside the envelope. */
 export function malformedIdReply(): Reply {
   return { status: 400, body: { erro: 'id inválido: esperado um UUID.' } }
 }

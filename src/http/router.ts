@@ -19,11 +19,11 @@ export type Handler = (req: Request) => Promise<Reply> | Reply
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del'
 
 export interface RouteOptions {
-  /** Body cap in bytes (spec §Limits); a route without one reads no body. */
+  /** Body cap in bytes (the spec, Limits); a route without one reads no body. */
   bodyLimit?: number
   /** The per-IP limiter that counts this route (public routes). */
   ipLimit?: IpLimiter
-  /** Path parameters that must be UUIDs; a malformed one is a 400 outside the envelope (spec §Apps). */
+  /** Path parameters that must be UUIDs; a malformed one is a 400 outside the envelope (the spec, Apps). */
   uuidParams?: boolean
   /** Request headers the handler reads besides Authorization (lower case). */
   headers?: readonly string[]
@@ -71,6 +71,8 @@ export interface RouterOptions {
 }
 
 export class Router {
+  /** Every route registered (method, uWS pattern): the OpenAPI conformance test compares them with docs/openapi.yaml. */
+  readonly routes: Array<{ method: string; path: string }> = []
   #inflight = 0
   #idle: Array<() => void> = []
   /** Path → the methods declared on it with `cors`, for its preflight answer. */
@@ -121,6 +123,7 @@ export class Router {
   }
 
   #add(method: Method, path: string, opts: RouteOptions, handler: Handler): void {
+    this.routes.push({ method: METHOD_LABEL[method], path })
     const proxies = this.proxies.active ? this.proxies : null
     const shape: RouteShape = {
       paramCount: (path.match(/\/:/g) ?? []).length,

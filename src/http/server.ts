@@ -4,7 +4,7 @@ import uWS from 'uWebSockets.js'
 import type { ProxyTrust } from './client-ip'
 import { Router, type RouterOptions } from './router'
 
-/** STACK.md: on an unsupported Node major the package silently falls back to a slow pure-JS server. */
+/** On an unsupported Node major the package silently falls back to a slow pure-JS server (this build ships native bindings for Node 16, 18 and 20 only). */
 export function assertNativeUws(): void {
   if (!String(uWS.App).includes('[native code]')) {
     throw new Error(`uWebSockets.js native binding did not load on Node ${process.version}; refusing to start on the fallback`)

@@ -1,5 +1,6 @@
 // Field checks of the in-app validators: each one records a problem (wire path + reason in Portuguese) instead of
-// throwing, so a refused campaign lists every offending field at once (spec §In-app management: `causa`).
+// throwing, so a refused campaign lists every offending field at once (the spec, In-app management: `causa`).
+import { DEFAULT_LIMITS, type Limits } from '../config'
 import type { FieldProblem } from '../errors'
 
 export type Obj = Record<string, unknown>
@@ -8,7 +9,7 @@ export function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** spec rule of the brief: a lone surrogate is refused, never rewritten (String.prototype.isWellFormed, ES2024). */
+/** A lone surrogate is refused, never rewritten (docs/design/hostile-input.md; String.prototype.isWellFormed, ES2024). */
 export function wellFormed(s: string): boolean {
   return (s as unknown as { isWellFormed(): boolean }).isWellFormed()
 }
@@ -29,6 +30,9 @@ const PATH_MAX = 200
 
 export class Problems {
   readonly list: FieldProblem[] = []
+
+  /** The settings the campaign is checked against (the spec's in-app limits; defaults in src/config.ts). */
+  constructor(readonly lim: Limits = DEFAULT_LIMITS) {}
 
   add(campo: string, motivo: string): void {
     // The caller's keys end up in the path: quoted at most PATH_MAX characters (the answer stays small).
@@ -147,5 +151,5 @@ export function join(path: string, key: string | number): string {
   return path === '' ? key : `${path}.${key}`
 }
 
-/** RFC 3339 with an explicit offset (spec §In-app campaign `inicia_em`/`termina_em`; §eventos `em`). */
+/** RFC 3339 with an explicit offset (the spec, In-app campaign `inicia_em`/`termina_em`; eventos `em`). */
 export { parseRfc3339 } from '../time'

@@ -1,4 +1,4 @@
-// The public in-app device routes (spec §In-app device routes): GET /api/v1/inapp/pending and POST
+// The public in-app device routes (the spec, In-app device routes): GET /api/v1/inapp/pending and POST
 // /api/v1/inapp/eventos. No credential: app_id checked before anything else, 16 KB bodies, the shared per-IP limit.
 // A warm poll is answered synchronously from memory (package cache + device profile cache): no database round trip,
 // no promise; a 304 costs a selection and one hash.
@@ -190,6 +190,7 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
       batchMax: lim.inappEventsBatchMax,
       pastMs: lim.inappEventPastMs,
       futureMs: lim.inappEventFutureMs,
+      occurrenceMax: lim.inappOccurrenceMax,
     })
     const app = await d.dir.app(input.appId)
     if (!app) throw new ApiError('APP_ID_UNKNOWN')

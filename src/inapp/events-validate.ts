@@ -1,6 +1,7 @@
-// The body of POST /api/v1/inapp/eventos (spec §In-app device routes): `{app_id, player_id, eventos: [1-50 items]}`.
+// The body of POST /api/v1/inapp/eventos (the spec, In-app device routes): `{app_id, player_id, eventos: [1-50 items]}`.
 // A malformed item fails the whole request (400 naming `eventos[i].campo`; 422 for an `em` outside the window);
 // nothing is looked up before every item is well-formed.
+import { DEFAULT_LIMITS } from '../config'
 import { ApiError, fieldError } from '../errors'
 import { isUuid } from '../http/router'
 import { chars, isObj, parseRfc3339, wellFormed } from './checks'
@@ -25,7 +26,7 @@ const ITEM_FIELDS = ['campanha_id', 'prova', 'evento', 'ocorrencia_n', 'em']
 export function parseEvents(
   body: Record<string, unknown>,
   nowMs: number,
-  o: { batchMax: number; pastMs: number; futureMs: number },
+  o: { batchMax: number; pastMs: number; futureMs: number; occurrenceMax?: number },
 ): EventsInput {
   for (const k of Object.keys(body))
     if (!['app_id', 'player_id', 'eventos'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
@@ -48,8 +49,9 @@ export function parseEvents(
       throw fieldError(at('evento'), 'deve ser impressao, clique ou fechou')
     }
     const n = v.ocorrencia_n
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > 500)
-      throw fieldError(at('ocorrencia_n'), 'deve ser um inteiro de 1 a 500')
+    const nMax = o.occurrenceMax ?? DEFAULT_LIMITS.inappOccurrenceMax
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > nMax)
+      throw fieldError(at('ocorrencia_n'), `deve ser um inteiro de 1 a ${nMax}`)
     const em = parseRfc3339(v.em)
     if (em === null) throw fieldError(at('em'), 'é obrigatório, em RFC 3339 com fuso')
     return { campaignId: v.campanha_id.toLowerCase(), prova, evento: v.evento as EventName, n, emMs: em }

@@ -1,4 +1,4 @@
-// Group commit of proven in-app events (spec §In-app device routes, eventos): events whose proof verified in memory
+// Group commit of proven in-app events (the spec, In-app device routes, eventos): events whose proof verified in memory
 // are gathered from many requests and written in ONE statement per batch (one transaction: a throw means nothing of
 // the batch was written). Each occurrence (campaign, device, event, ocorrencia_n) is a row keyed in Postgres:
 // `INSERT ... ON CONFLICT DO NOTHING RETURNING` says which rows were new, the counters move by exactly those, so

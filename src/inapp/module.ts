@@ -28,17 +28,18 @@ export class InappModule {
     const log = d.log.child({ feature: 'inapp' })
     this.packages = new PackageCache(d.db, d.redis, d.keys, d.clock, log, d.cfg.limits.keyCacheTtlMs)
     this.profiles = new DeviceProfiles(d.db, d.clock)
-    this.served = new ServedWriter(d.db, d.clock, log)
+    this.served = new ServedWriter(d.db, d.clock, log, { maxBatch: d.cfg.limits.inappServedBatchMax, concurrency: d.cfg.limits.inappServedWriters })
     this.events = new EventWriter(d.db, d.clock, log, {
       maxBatch: d.cfg.limits.inappEventBatchMax,
       concurrency: d.cfg.limits.inappEventWriters,
-      maxQueue: 50_000,
+      maxQueue: d.cfg.limits.inappEventQueueMax,
     })
     this.campaigns = new CampaignService(
       d.db,
       d.clock,
       (appId) => this.packages.invalidate(appId),
       (appId) => d.dir.invalidate(appId), // the package caches listen on the apps' channel too
+      d.cfg.limits,
     )
     const resolved = new Map<string, Buffer>()
     this.proofKeys = {

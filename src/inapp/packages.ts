@@ -1,4 +1,4 @@
-// The per-app package cache (spec §In-app device routes; DESIGN: no per-item round trip on a hot path). Every device
+// The per-app package cache (the spec, In-app device routes; no per-item round trip on a hot path). Every device
 // of an app polls `pending`; what they are served comes from the app's active campaigns and the app's switches,
 // loaded once and kept in memory. A campaign change, a config change or any app change (pause, keys) is published on
 // Redis and every instance drops the app's entry (as the key cache does); entries also expire after a minute in

@@ -1,4 +1,4 @@
-// The in-app proof (spec §In-app device routes: each item of a package carries a signed proof; events echo it).
+// The in-app proof (the spec, In-app device routes: each item of a package carries a signed proof; events echo it).
 // `<epoch base36>.<mac>`: mac = base64url of the first 18 bytes of HMAC-SHA256(app receipt key,
 // `inapp:<campaign>:<device>:<epoch>`), so it binds the campaign, the device and when the package was made. The
 // epoch is the start of a 6-hour bucket: one package body per bucket, so a device polling with If-None-Match gets

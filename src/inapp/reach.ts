@@ -1,4 +1,4 @@
-// Reach of a campaign (spec §In-app campaign "Reach answer", §Versioning): the audience counted in Postgres with the
+// Reach of a campaign (the spec, In-app campaign "Reach answer", Versioning): the audience counted in Postgres with the
 // SDK capability arithmetic. A device whose `sdk_versao` is absent or unreadable is incapable.
 // Permission bitmask (`notif_permissoes`, our reading): bit 1 = notifications allowed, bit 2 = the prompt was shown.
 import { type Db, query } from '../db/pool'

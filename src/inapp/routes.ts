@@ -1,4 +1,4 @@
-// In-app management routes (spec §In-app management; app key). Each reads top to bottom: key and app (401/403),
+// In-app management routes (the spec, In-app management; app key). Each reads top to bottom: key and app (401/403),
 // the body or query checked, then the campaign service acts. The service knows nothing of HTTP.
 import type { Auth } from '../apps/auth'
 import type { Config } from '../config'
@@ -39,7 +39,7 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
       if (!['app_id', 'inapp_ativo', 'inapp_cap_horas'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
     const ativo = body.inapp_ativo
     if (ativo !== undefined && typeof ativo !== 'boolean') throw fieldError('inapp_ativo', 'deve ser booleano (true ou false)')
-    return ok(await d.campaigns.setConfig(app.id, ativo, parseCapHoras(body.inapp_cap_horas)))
+    return ok(await d.campaigns.setConfig(app.id, ativo, parseCapHoras(body.inapp_cap_horas, d.cfg.limits.inappCapHorasMax)))
   })
 
   r.post(BASE, { bodyLimit }, async (req) => {

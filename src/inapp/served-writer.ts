@@ -1,9 +1,10 @@
-// `servidos` (spec §In-app campaign, Funnel: "entered a device's session package; the only counter incremented by
+// `servidos` (the spec, In-app campaign, Funnel: "entered a device's session package; the only counter incremented by
 // the server"): counted once per (campaign, device), the first time the campaign enters that device's package. A
 // poll answers without waiting: the pairs are group-committed in the background, and a per-process memory of pairs
 // already recorded keeps repeated polls from writing at all. The table's key makes races and other instances count
 // nothing twice; a failed write undercounts (the funnel may undercount, never inflate).
 import type { Logger } from 'pino'
+import { DEFAULT_LIMITS } from '../config'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, isRetryable, query } from '../db/pool'
 import type { Clock } from '../time'
@@ -29,8 +30,9 @@ export class ServedWriter {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly log: Logger,
+    o: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_LIMITS.inappServedBatchMax, concurrency: DEFAULT_LIMITS.inappServedWriters },
   ) {
-    this.#gc = new GroupCommit((jobs) => this.#write(jobs), { maxBatch: 1000, concurrency: 2, maxQueue: 100_000 })
+    this.#gc = new GroupCommit((jobs) => this.#write(jobs), { ...o, maxQueue: 100_000 })
   }
 
   /** Records that the campaign entered the device's package; costs nothing when already recorded here. */

@@ -1,7 +1,8 @@
-// The campaign service (spec §In-app management, §States In-app campaign): plain methods, no HTTP, so the dashboard
+// The campaign service (the spec, In-app management, States In-app campaign): plain methods, no HTTP, so the dashboard
 // calls the same code as the routes. Every change that can alter what devices are served tells the package caches
 // of every instance (`onChange`).
 import { randomUUID } from 'node:crypto'
+import { DEFAULT_LIMITS, type Limits } from '../config'
 import type { Db } from '../db/pool'
 import { ApiError } from '../errors'
 import { isUuid } from '../http/router'
@@ -70,9 +71,9 @@ export interface ListPage {
 }
 
 /** `inapp_cap_horas`: an integer from 0 to 168 (the API route and the dashboard read it alike). */
-export function parseCapHoras(cap: unknown): number | undefined {
+export function parseCapHoras(cap: unknown, max: number = DEFAULT_LIMITS.inappCapHorasMax): number | undefined {
   if (cap === undefined) return undefined
-  if (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > 168) throw new ApiError('INAPP_CAP_HORAS_INVALID')
+  if (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > max) throw new ApiError('INAPP_CAP_HORAS_INVALID')
   return cap
 }
 
@@ -84,6 +85,8 @@ export class CampaignService {
     private readonly onChange: (appId: string) => Promise<void>,
     /** Called after an in-app config change (the app caches of every instance drop the app). */
     private readonly onConfig: (appId: string) => Promise<void> = onChange,
+    /** The in-app limits campaigns are checked against (src/config.ts). */
+    private readonly limits: Limits = DEFAULT_LIMITS,
   ) {}
 
   async setConfig(
@@ -98,7 +101,7 @@ export class CampaignService {
 
   /** Validates (422 listing every problem) and stores a draft: creating never publishes. */
   async create(appId: string, body: Record<string, unknown>): Promise<CampaignShape> {
-    const v = parseCampaign(body)
+    const v = parseCampaign(body, undefined, this.limits)
     const row = await insertCampaign(this.db, {
       appId,
       id: randomUUID(),
@@ -133,7 +136,7 @@ export class CampaignService {
       id,
       (cur) => {
         if (cur.estado === 'encerrada') throw new ApiError('INAPP_CAMPAIGN_ENDED')
-        return parseCampaign(body, cur.definicao)
+        return parseCampaign(body, cur.definicao, this.limits)
       },
       new Date(this.clock()),
     )

@@ -1,4 +1,4 @@
-// In-app window statistics (spec §In-app campaign "In-app window statistics answer"): proven impressions and clicks
+// In-app window statistics (the spec, In-app campaign "In-app window statistics answer"): proven impressions and clicks
 // whose `em` falls in [desde, ate), and reactivations stamped in the window, per campaign and in total.
 import { type Db, query } from '../db/pool'
 

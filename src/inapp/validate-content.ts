@@ -1,4 +1,4 @@
-// What an in-app card shows (spec §In-app campaign): `conteudo` by language in Form A (fixed fields) or Form B
+// What an in-app card shows (the spec, In-app campaign): `conteudo` by language in Form A (fixed fields) or Form B
 // (`blocos`), button actions, and `estilo` with its close block (`estilo.fechar`). Problems are collected, not thrown.
 import { isObj, join, type Obj, type Problems } from './checks'
 
@@ -10,7 +10,6 @@ const ICONS = ['x', 'x_circulo', 'seta'] as const
 const TYPOGRAPHY = ['fonte', 'peso', 'italico', 'sublinhado', 'tamanho', 'alinhamento'] as const
 const FORM_A = ['titulo', 'corpo', 'imagem', 'botao', 'botao_secundario', 'acao_card'] as const
 const BLOCK_MAX: Record<string, number> = { texto: 8, imagem: 4, botao: 2, espacador: 8 }
-const BLOCKS_MAX = 12
 const LANG = /^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/
 
 /** What the content says about exits and actions (anti-trap rule, reativados attribution). */
@@ -60,15 +59,15 @@ function button(p: Problems, path: string, v: unknown, facts: ContentFacts, lang
     return
   }
   p.known(path, v, ['texto', 'acao', ...extra])
-  p.text(join(path, 'texto'), v.texto, 1, 24)
+  p.text(join(path, 'texto'), v.texto, 1, p.lim.inappButtonMaxChars)
   if (v.acao === undefined) p.add(join(path, 'acao'), 'é obrigatório')
   else checkAction(p, join(path, 'acao'), v.acao, facts, lang)
 }
 
 function formA(p: Problems, path: string, b: Obj, facts: ContentFacts, lang: string): void {
   p.known(path, b, FORM_A)
-  if (b.titulo !== undefined) p.text(join(path, 'titulo'), b.titulo, 1, 80)
-  if (b.corpo !== undefined) p.text(join(path, 'corpo'), b.corpo, 1, 240)
+  if (b.titulo !== undefined) p.text(join(path, 'titulo'), b.titulo, 1, p.lim.inappTitleMaxChars)
+  if (b.corpo !== undefined) p.text(join(path, 'corpo'), b.corpo, 1, p.lim.inappBodyMaxChars)
   if (b.imagem !== undefined) p.https(join(path, 'imagem'), b.imagem)
   if (b.botao !== undefined) button(p, join(path, 'botao'), b.botao, facts, lang)
   if (b.botao_secundario !== undefined) {
@@ -132,10 +131,10 @@ function formB(p: Problems, path: string, b: Obj, facts: ContentFacts, lang: str
   const list = b.blocos
   const lp = join(path, 'blocos')
   if (!Array.isArray(list) || list.length === 0) {
-    p.add(lp, `deve ser uma lista de 1 a ${BLOCKS_MAX} blocos`)
+    p.add(lp, `deve ser uma lista de 1 a ${p.lim.inappBlocksMax} blocos`)
     return
   }
-  if (list.length > BLOCKS_MAX) p.add(lp, `tem ${list.length} blocos; máximo ${BLOCKS_MAX}`)
+  if (list.length > p.lim.inappBlocksMax) p.add(lp, `tem ${list.length} blocos; máximo ${p.lim.inappBlocksMax}`)
   const counts = new Map<string, number>()
   let visible = false
   list.slice(0, 64).forEach((v, i) => {

@@ -1,6 +1,7 @@
-// In-app campaign bodies (spec §In-app campaign): every field checked, every problem collected, one 422 listing them
+// In-app campaign bodies (the spec, In-app campaign): every field checked, every problem collected, one 422 listing them
 // all. Creating and PATCH share one validator: PATCH replaces the top-level fields it carries and the merged
 // campaign is validated whole, so an edit can never leave a campaign that creation would refuse.
+import { DEFAULT_LIMITS, type Limits } from '../config'
 import { ApiError } from '../errors'
 import { isUuid } from '../http/router'
 import { isObj, join, type Obj, parseRfc3339, Problems, wellFormed } from './checks'
@@ -62,11 +63,14 @@ export interface ValidCampaign {
   usaConfigNotif: boolean
 }
 
-export const REGRAS_DEFAULT: Regras = { cap_total: 1, cooldown_h: 24, fechar_apos_ms: 0, prioridade: 100 }
-const ATRASO_DEFAULT = 2000
+/** The `regras` of a campaign that sends none; the numbers are settings (src/config.ts). */
+export function regrasDefault(lim: Limits = DEFAULT_LIMITS): Regras {
+  return { cap_total: lim.inappCapTotalDefault, cooldown_h: lim.inappCooldownHDefault, fechar_apos_ms: 0, prioridade: lim.inappPrioridadeDefault }
+}
+const REGRAS_KEYS: readonly string[] = Object.keys(regrasDefault())
 
 function trigger(p: Problems, v: unknown): Obj {
-  if (v === undefined || v === null) return { tipo: 'ao_abrir', atraso_ms: ATRASO_DEFAULT }
+  if (v === undefined || v === null) return { tipo: 'ao_abrir', atraso_ms: p.lim.inappAtrasoMsDefault }
   if (!isObj(v)) {
     p.add('gatilho', 'deve ser um objeto {tipo, ...parâmetros}')
     return {}
@@ -82,7 +86,7 @@ function trigger(p: Problems, v: unknown): Obj {
     tipo = p.oneOf('gatilho.tipo', v.tipo, TRIGGERS)
   }
   out.tipo = tipo
-  out.atraso_ms = v.atraso_ms === undefined ? ATRASO_DEFAULT : p.int('gatilho.atraso_ms', v.atraso_ms, 0, 60_000)
+  out.atraso_ms = v.atraso_ms === undefined ? p.lim.inappAtrasoMsDefault : p.int('gatilho.atraso_ms', v.atraso_ms, 0, p.lim.inappAtrasoMsMax)
   if (!tipo) return out
   const allowed = TRIGGER_PARAMS[tipo] as readonly string[]
   for (const k of Object.keys(v)) {
@@ -128,19 +132,19 @@ function triggerValue(p: Problems, v: unknown, numeric: boolean): void {
 }
 
 function rules(p: Problems, v: unknown): Regras {
-  if (v === undefined || v === null) return { ...REGRAS_DEFAULT }
+  if (v === undefined || v === null) return regrasDefault(p.lim)
   if (!isObj(v)) {
     p.add('regras', 'deve ser um objeto')
-    return { ...REGRAS_DEFAULT }
+    return regrasDefault(p.lim)
   }
   for (const k of Object.keys(v)) {
     if (k === 'inicia_em' || k === 'termina_em') p.add(join('regras', k), 'só é aceito no nível de topo da campanha')
-    else if (!(k in REGRAS_DEFAULT)) p.add(join('regras', k), 'não é um campo aceito aqui')
+    else if (!REGRAS_KEYS.includes(k)) p.add(join('regras', k), 'não é um campo aceito aqui')
   }
-  const r = { ...REGRAS_DEFAULT }
-  if (v.cap_total !== undefined) r.cap_total = p.int('regras.cap_total', v.cap_total, 0, 500) ?? r.cap_total
+  const r = regrasDefault(p.lim)
+  if (v.cap_total !== undefined) r.cap_total = p.int('regras.cap_total', v.cap_total, 0, p.lim.inappOccurrenceMax) ?? r.cap_total
   if (v.cooldown_h !== undefined) r.cooldown_h = p.int('regras.cooldown_h', v.cooldown_h, 0, 8_760) ?? r.cooldown_h
-  if (v.fechar_apos_ms !== undefined) r.fechar_apos_ms = p.int('regras.fechar_apos_ms', v.fechar_apos_ms, 0, 600_000) ?? 0
+  if (v.fechar_apos_ms !== undefined) r.fechar_apos_ms = p.int('regras.fechar_apos_ms', v.fechar_apos_ms, 0, p.lim.inappFecharAposMsMax) ?? 0
   if (v.prioridade !== undefined) r.prioridade = p.int('regras.prioridade', v.prioridade, 0, 1_000_000) ?? r.prioridade
   return r
 }
@@ -186,8 +190,8 @@ function moment(p: Problems, name: string, v: unknown): { iso: string | null; ms
  * Validates a campaign body. `base` (PATCH) is the stored campaign: the body's top-level fields replace its fields.
  * Throws INAPP_CAMPAIGN_INVALID listing every problem; `app_id` is the route's business.
  */
-export function parseCampaign(body: Obj, base?: CampaignDef): ValidCampaign {
-  const p = new Problems()
+export function parseCampaign(body: Obj, base?: CampaignDef, lim: Limits = DEFAULT_LIMITS): ValidCampaign {
+  const p = new Problems(lim)
   p.known('', body, [...TOP, 'app_id'])
   const src: Obj = { ...(base as unknown as Obj | undefined) }
   for (const k of TOP) if (body[k] !== undefined) src[k] = body[k]
@@ -227,7 +231,7 @@ export function parseCampaign(body: Obj, base?: CampaignDef): ValidCampaign {
   }
 }
 
-/** SDK capability a campaign needs (spec §Versioning), as major*1000+minor: 0.5 → 5, 0.6 → 6. */
+/** SDK capability a campaign needs (the spec, Versioning), as major*1000+minor: 0.5 → 5, 0.6 → 6. */
 export function schemaMin(def: Pick<CampaignDef, 'gatilho' | 'inicia_em'>, nowMs: number): number {
   if (def.gatilho.tipo !== 'ao_abrir') return 6
   if (def.inicia_em !== null && Date.parse(def.inicia_em) > nowMs) return 6

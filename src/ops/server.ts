@@ -1,4 +1,4 @@
-// The operations port (CONTRACT.md "Operations", PM_OPS_PORT) of every process, whatever its roles: GET /metrics
+// The operations port (docs/spec/contract.md "Operations", PM_OPS_PORT) of every process, whatever its roles: GET /metrics
 // (Prometheus text), GET /healthz (the process lives and its event loop turns), GET /readyz (Postgres and Redis
 // answer, and the process is not draining). Plain node:http: it is scraped every few seconds, never on a hot path,
 // and it must answer while the API's uWS server is closing.

@@ -1,11 +1,11 @@
-// Day partitions of receipts and their archival (spec §Receipts `tardio`): the job creates the coming days'
+// Day partitions of receipts and their archival (the spec, Receipts `tardio`): the job creates the coming days'
 // partitions, and folds every day older than the horizon into `receipt_archive` (keys only), dropping its partition.
 // A receipt for an archived day is still counted once, against the archive, and answered `tardio`.
 import type { Logger } from 'pino'
 import { type Db, query, type Tx, tx } from '../db/pool'
 import { DAY_MS } from '../time'
 
-/** Partitions created ahead: sends are scheduled at most 28 days ahead (spec §Limits send_after). */
+/** Partitions created ahead: sends are scheduled at most 28 days ahead (the spec, Limits send_after). */
 const AHEAD_DAYS = 30
 
 const ymd = (ms: number): string => new Date(ms).toISOString().slice(0, 10)

@@ -1,4 +1,4 @@
-// Receipt keys, opened once per process (spec §Receipt; DESIGN §Flows: Receipt): the sealed key is read and
+// Receipt keys, opened once per process (the spec, Receipt): the sealed key is read and
 // decrypted on an app's first receipt and kept; a receipt key never changes for the life of an app.
 import { receiptKeyAad } from '../apps/service'
 import { type Db, query } from '../db/pool'

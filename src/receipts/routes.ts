@@ -1,4 +1,4 @@
-// POST /api/v1/receipts (spec §Receipts): public, the proof is the credential. Fields are validated, the app checked
+// POST /api/v1/receipts (the spec, Receipts): public, the proof is the credential. Fields are validated, the app checked
 // (unknown 400, paused 403), the proof verified in memory in constant time, and only then is the receipt handed to
 // the group-commit writer, which is the first to look at the send. A wrong proof, an unknown send and a send past
 // the 90-day window all answer the same 403: a caller without the proof learns nothing about which sends exist.
@@ -32,7 +32,7 @@ export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
   const m = d.metrics?.receipts
 
   r.post('/api/v1/receipts', pub, async (req) => {
-    const input = parseReceipt(await req.json())
+    const input = parseReceipt(await req.json(), d.cfg.limits.rcptMaxChars)
     const app = await d.dir.app(input.appId)
     if (!app) throw new ApiError('APP_ID_UNKNOWN')
     if (app.paused) throw new ApiError('APP_PAUSED')

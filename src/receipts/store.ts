@@ -26,9 +26,9 @@ export interface BatchResult {
 }
 
 /**
- * Writes a batch. A `clique` writes the arrival row too: if it is new the click also counts as received (spec
- * §Receipts). `last_active` moves for every accepted receipt; `last_receipt_at` (Engaged Users) only for a
- * `recebido` the device sent itself: a click never sets it, even when it counted as an arrival (spec §Segments).
+ * Writes a batch. A `clique` writes the arrival row too: if it is new the click also counts as received (the
+ * spec, Receipts). `last_active` moves for every accepted receipt; `last_receipt_at` (Engaged Users) only for a
+ * `recebido` the device sent itself: a click never sets it, even when it counted as an arrival (the spec, Segments).
  * Both move forward only, and a device already touched within the last minute is left alone.
  */
 export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon: Date, quando: string): Promise<BatchResult> {
@@ -112,12 +112,4 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
     }
   }
   return out
-}
-
-/** Tests and the bench: a send's two receipt counters. */
-export async function receiptCounters(db: Db, sendId: string): Promise<{ recebidos: number; converted: number } | null> {
-  const r = await query<{ recebidos: number; converted: number }>(db, 'SELECT recebidos, converted FROM sends WHERE id = $1', [
-    sendId,
-  ])
-  return r.rows[0] ?? null
 }

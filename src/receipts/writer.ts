@@ -1,9 +1,10 @@
-// Group commit of receipts (DESIGN §Flows: Receipt): requests whose proof verified are gathered and written in one
+// Group commit of receipts (docs/design/receipts.md): requests whose proof verified are gathered and written in one
 // statement per batch; each request is answered after its batch commits. Identical receipts inside one batch are
 // merged first; the first request carrying a row that turned out new is answered `{ok: true}`, the others
 // `duplicado`. A deadlock between concurrent batches (hot sends, devices) rolls the whole statement back and is
 // retried, so nothing is counted twice.
 import type { Logger } from 'pino'
+import { DEFAULT_LIMITS } from '../config'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, isRetryable } from '../db/pool'
 import { ApiError } from '../errors'
@@ -11,22 +12,22 @@ import { type Clock, DAY_MS, isoWithOffset } from '../time'
 import { KIND_ARRIVAL, KIND_CLICK, type ReceiptRow, writeBatch } from './store'
 import type { ReceiptInput } from './validate'
 
-/** `late`: counted now, through the archive (spec §Receipts `tardio`). */
+/** `late`: counted now, through the archive (the spec, Receipts `tardio`). */
 export type ReceiptOutcome = 'counted' | 'late' | 'duplicate'
 
 export interface ReceiptWriterOptions {
   maxBatch: number
   concurrency: number
   maxQueue: number
-  /** spec §Receipts: acceptance window, counted from when the send was due (send_after, else queued_at). */
+  /** the spec, Receipts: acceptance window, counted from when the send was due (send_after, else queued_at). */
   windowMs: number
 }
 
 export const RECEIPT_WRITER_DEFAULTS: ReceiptWriterOptions = {
-  maxBatch: 1_000,
-  concurrency: 4,
-  maxQueue: 50_000,
-  windowMs: 90 * DAY_MS,
+  maxBatch: DEFAULT_LIMITS.receiptBatchMax,
+  concurrency: DEFAULT_LIMITS.receiptWriters,
+  maxQueue: DEFAULT_LIMITS.receiptQueueMax,
+  windowMs: DEFAULT_LIMITS.receiptWindowDays * DAY_MS,
 }
 
 export class ReceiptWriter {

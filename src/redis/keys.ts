@@ -19,17 +19,17 @@ export class Keys {
     return `${this.prefix}:ctl:credentials`
   }
 
-  /** Registrations counted per app per hour, across instances (spec §Limits). */
+  /** Registrations counted per app per hour, across instances (the spec, Limits). */
   registrations(appId: string, hour: number): string {
     return `${this.prefix}:{${appId}}:reg:${hour}`
   }
 
-  /** Exports started per app per second (spec §Limits). */
+  /** Exports started per app per second (the spec, Limits). */
   exports(appId: string, second: number): string {
     return `${this.prefix}:{${appId}}:exp:${second}`
   }
 
-  /** Sends created per app per second (spec §Limits). */
+  /** Sends created per app per second (the spec, Limits). */
   sends(appId: string, second: number): string {
     return `${this.prefix}:{${appId}}:snd:${second}`
   }
@@ -44,7 +44,7 @@ export class Keys {
     return `${this.prefix}:{${appId}}:idem:${key}`
   }
 
-  /** Reads of sends counted per app per second (spec §Limits). */
+  /** Reads of sends counted per app per second (the spec, Limits). */
   reads(appId: string, second: number): string {
     return `${this.prefix}:{${appId}}:rd:${second}`
   }

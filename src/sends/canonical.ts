@@ -1,4 +1,4 @@
-// The canonical form of a send body, for idempotency (spec §Sends "Bodies are compared in canonical form: object keys
+// The canonical form of a send body, for idempotency (the spec, Sends "Bodies are compared in canonical form: object keys
 // sorted, arrays in arrival order, numbers as arrived"; `1` and `1.0` differ). JSON.parse turns numerals into doubles
 // and would make `1` and `1.0` equal, so this reads the raw text with a small recursive-descent reader instead.
 //
@@ -200,7 +200,7 @@ export function canonicalBody(raw: Buffer | string): string {
   return out
 }
 
-/** sha256 (hex) of the canonical form: the body hash stored with an idempotency key (spec §Sends). */
+/** sha256 (hex) of the canonical form: the body hash stored with an idempotency key (the spec, Sends). */
 export function bodyHash(raw: Buffer | string): string {
   return createHash('sha256').update(canonicalBody(raw), 'utf8').digest('hex')
 }

@@ -1,4 +1,4 @@
-// The free plan's monthly-active-user allowance (spec §Limits): measured per organisation by a periodic job, read
+// The free plan's monthly-active-user allowance (the spec, Limits): measured per organisation by a periodic job, read
 // at send time from a short cache. A missing or too-old measurement allows the send (spec: the gate never blocks on
 // a measurement it does not have).
 import type { Logger } from 'pino'

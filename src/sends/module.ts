@@ -22,7 +22,7 @@ export class SendsModule {
     this.writer = new SendWriter(db, {
       maxBatch: cfg.limits.sendBatchMax,
       concurrency: cfg.limits.sendWriters,
-      maxQueue: 20_000,
+      maxQueue: cfg.limits.sendQueueMax,
       onSplit: (err, sends) => log.error({ err, sends }, 'send batch refused by Postgres; isolating the send'),
     })
     this.handoff = new Handoff(
@@ -48,7 +48,7 @@ export class SendsModule {
     )
     const quota = new WindowCounter(redis, (a, w) => keys.sends(a, w), 1_000, cfg.limits.sendsPerSec, clock)
     this.readQuota = new WindowCounter(redis, (a, w) => keys.reads(a, w), 1_000, cfg.limits.readsPerSec, clock)
-    this.service = new SendService(db, redis, keys, this.writer, this.handoff, quota, this.mau, clock)
+    this.service = new SendService(db, redis, keys, this.writer, this.handoff, quota, this.mau, clock, cfg.limits)
   }
 
   #janitor: NodeJS.Timeout | null = null

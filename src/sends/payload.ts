@@ -1,15 +1,15 @@
-// THE message as it travels to a device: one rendering, used at the door for the size check (spec §Limits "Final
-// message payload 3,891 bytes, including 96 bytes the server injects"; §Sends "checked before touching the
+// THE message as it travels to a device: one rendering, used at the door for the size check (the spec, Limits "Final
+// message payload 3,891 bytes, including 96 bytes the server injects"; Sends "checked before touching the
 // database") and by the delivery engine, which builds the FCM and APNs bodies from this same object. If the two
 // ever rendered differently, a send accepted here could be refused by a provider; so there is one function.
 //
 // The rendering is a JSON object whose members appear in this fixed order, absent ones omitted (never null):
-//   contents          {lang: text}, every language (spec §Language selection: "full language maps still travel")
+//   contents          {lang: text}, every language (the spec, Language selection: "full language maps still travel")
 //   headings          {lang: text}, when sent
 //   subtitle          {lang: text}, when sent
 //   data              always present: the caller's `data` plus `pm_url` (the winning url/app_url/web_url, spec
-//                     §request fields "reaches the device as pm_url"); the server later adds `pm_msg_id` and
-//                     `pm_rcpt` here (spec §"Payload carried to the device"), accounted as INJECTED_BYTES
+//                     request fields "reaches the device as pm_url"); the server later adds `pm_msg_id` and
+//                     `pm_rcpt` here (the spec, "Payload carried to the device"), accounted as INJECTED_BYTES
 //   big_picture, large_icon             strings, when sent
 //   ios_attachments   {name: url}, when sent
 //   small_icon, android_channel_id, android_accent_color, ios_sound, android_sound, collapse_id   when sent
@@ -21,11 +21,11 @@
 // reorders keys) handed the values over. Serialisation is JSON.stringify with no whitespace; size is UTF-8 bytes.
 // Provider envelopes (token, the `aps` wrapper, FCM's text-only data values) are outside the counted bytes: the
 // spec's 3,891 leaves 205 bytes of the providers' 4,096 for them.
+import { DEFAULT_LIMITS } from '../config'
 import { ApiError } from '../errors'
 import type { SendInput, TextMap } from './types'
 
-export const PAYLOAD_LIMIT_BYTES = 3891
-/** `pm_msg_id` + `pm_rcpt` inside `data` (spec §"Payload carried to the device"). */
+/** `pm_msg_id` + `pm_rcpt` inside `data` (the spec, "Payload carried to the device"). */
 export const INJECTED_BYTES = 96
 
 /** A JSON value with object keys sorted at every depth; arrays keep their order. */
@@ -42,7 +42,7 @@ export function renderMessage(input: SendInput): Record<string, unknown> {
   const m: Record<string, unknown> = { contents: sortedValue(input.contents) }
   if (input.headings) m.headings = sortedValue(input.headings)
   if (input.subtitle) m.subtitle = sortedValue(input.subtitle)
-  // `pm_` keys are refused in the caller's data (spec §Reserved keys), so pm_url cannot collide.
+  // `pm_` keys are refused in the caller's data (the spec, Reserved keys), so pm_url cannot collide.
   const data: Record<string, unknown> = { ...input.data }
   if (input.url !== undefined) data.pm_url = input.url
   m.data = sortedValue(data)
@@ -67,20 +67,21 @@ export function payloadBytes(input: SendInput): number {
   return Buffer.byteLength(JSON.stringify(renderMessage(input)), 'utf8') + INJECTED_BYTES
 }
 
-/** spec §Send errors: 422 when the final payload is over 3,891 bytes; exactly 3,891 passes. */
-export function checkPayloadSize(input: SendInput): number {
+/** the spec, Send errors: 422 when the final payload is over the limit (PM_LIMIT_PAYLOAD_BYTES, 3,891 bytes);
+ *  exactly the limit passes. */
+export function checkPayloadSize(input: SendInput, limit: number = DEFAULT_LIMITS.payloadMaxBytes): number {
   const bytes = payloadBytes(input)
-  if (bytes > PAYLOAD_LIMIT_BYTES) {
+  if (bytes > limit) {
     throw new ApiError('PAYLOAD_TOO_LARGE', {
       bytes,
-      limite: PAYLOAD_LIMIT_BYTES,
+      limite: limit,
       bytes_injetados_pelo_servidor: INJECTED_BYTES,
     })
   }
   return bytes
 }
 
-// spec §Language selection: one text is chosen at send time; the full maps still travel (above).
+// the spec, Language selection: one text is chosen at send time; the full maps still travel (above).
 
 function firstAlphabetical(map: TextMap): string | undefined {
   let best: string | undefined

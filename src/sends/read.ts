@@ -1,4 +1,4 @@
-// Reads of sends (spec §Notification read shape, §Window statistics): one send, the newest sends, window totals.
+// Reads of sends (the spec, Notification read shape, Window statistics): one send, the newest sends, window totals.
 import type { Plan } from '../apps/store'
 import { type Db, query } from '../db/pool'
 import { epochSeconds } from '../time'
@@ -31,7 +31,7 @@ const COLUMNS = `id, successful, failed, errored, remaining, converted, recebido
   headings, contents, included_segments, include_player_ids, include_external_user_ids, android_successful,
   android_failed, ios_successful, ios_failed, problem`
 
-/** What a free-plan reader sees instead of `recebidos` (spec §Notification read shape). */
+/** What a free-plan reader sees instead of `recebidos` (the spec, Notification read shape). */
 export const RECEBIDOS_GATE = {
   plano_atual: 'free',
   habilita_em: 'pro',

@@ -1,4 +1,4 @@
-// Send routes (spec §Sends): POST creates, the GETs read. Reads are capped per app per second; a repeat read of one
+// Send routes (the spec, Sends): POST creates, the GETs read. Reads are capped per app per second; a repeat read of one
 // send within a second is answered from a local cache and not counted.
 import type { Auth } from '../apps/auth'
 import type { AppRecord } from '../apps/store'
@@ -28,7 +28,7 @@ export interface SendRouteDeps {
 }
 
 /**
- * The idempotency key (spec §Sends: header, then body `idempotency_key`, then `external_id`). Every source present
+ * The idempotency key (the spec, Sends: header, then body `idempotency_key`, then `external_id`). Every source present
  * is checked, used or not: at most `maxBytes` UTF-8 bytes, and the header in visible ASCII only (HTTP header bytes
  * beyond ASCII cannot be read back exactly, so two different keys could become one).
  */
@@ -42,8 +42,6 @@ function idempotencyKeyOf(header: string | undefined, idempotencyKey: string | u
   return header || idempotencyKey || externalId || undefined
 }
 
-const LIST_MAX = 50
-const READ_CACHE_MS = 1_000
 const READ_CACHE_MAX = 10_000
 
 
@@ -59,7 +57,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
       const key = await d.auth.appKey(req)
       const body = await req.json()
       const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
-      const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock()) // 400/422, size included
+      const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock(), d.cfg.limits) // 400/422, size included
       const idemKey = idempotencyKeyOf(req.header('idempotency-key'), input.idempotencyKey, input.externalId, d.cfg.limits.idempotencyKeyMaxBytes)
       const dryRun = (req.header('x-dry-run') ?? '').toLowerCase() === 'true'
       const answer = await d.sends.create({ app, input, bodyHash: idemKey ? bodyHash(await req.body()) : '', idemKey, dryRun })
@@ -87,10 +85,10 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
   r.get('/api/v1/notifications', {}, async (req) => {
     const app = await readableApp(req)
     const raw = req.query.get('limit')
-    let limit = LIST_MAX
+    let limit = d.cfg.limits.sendsListMax
     if (raw !== null && raw !== '') {
       if (!/^\d+$/.test(raw) || Number(raw) < 1) throw fieldError('limit', 'deve ser um inteiro a partir de 1')
-      limit = Math.min(Number(raw), LIST_MAX) // spec: larger is silently reduced
+      limit = Math.min(Number(raw), d.cfg.limits.sendsListMax) // the spec: larger is silently reduced
     }
     await takeRead(app)
     return ok((await readNewest(d.db, app.id, limit)).map((row) => readShape(row, app.plan)))
@@ -111,7 +109,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
     const cacheKey = `${app.id}:${id}:${app.plan}`
     const now = d.clock()
     const hit = readCache.get(cacheKey)
-    if (hit && now - hit.at < READ_CACHE_MS) return { status: 200, body: hit.body, contentType: JSON_TYPE }
+    if (hit && now - hit.at < d.cfg.limits.readCacheMs) return { status: 200, body: hit.body, contentType: JSON_TYPE }
     await takeRead(app)
     const row = await readOne(d.db, app.id, id)
     if (!row) throw new ApiError('SEND_NOT_FOUND')

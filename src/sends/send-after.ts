@@ -1,4 +1,4 @@
-// `send_after` readings (spec §Notification (send): request fields): "ISO 8601 with offset or the form
+// `send_after` readings (the spec, Notification (send): request fields): "ISO 8601 with offset or the form
 // `YYYY-MM-DD HH:MM:SS GMT-0300`". A time with no offset names no instant, so it is unreadable (400), never
 // guessed in the server's zone. The raw text is kept apart: the spec says two spellings are different bodies.
 

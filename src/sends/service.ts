@@ -8,7 +8,8 @@ import { isUuid } from '../http/router'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import type { WindowCounter } from '../redis/window-counter'
-import type { Clock } from '../time'
+import { type Clock, DAY_MS } from '../time'
+import { DEFAULT_LIMITS, type Limits } from '../config'
 import type { MauGate } from './mau'
 import { renderMessage } from './payload'
 import type { Handoff } from './handoff'
@@ -16,9 +17,6 @@ import * as store from './store'
 import type { Lane, SendInput } from './types'
 import { IdempotencyRace, type Resolution, type SendJob, type SendWriter } from './writer'
 
-export const IDEMPOTENCY_TTL_MS = 30 * 24 * 3600_000
-/** spec §Sends: a concurrent call with the same key waits this long for the first. */
-export const IDEMPOTENCY_WAIT_MS = 3_000
 const LOCK_TTL_MS = 15_000
 const POLL_MS = 25
 
@@ -46,7 +44,7 @@ export function platformMask(p: SendInput['platforms']): number {
   return (p.ios ? store.PLATFORM_BIT.ios : 0) | (p.android ? store.PLATFORM_BIT.android : 0) | (p.web ? store.PLATFORM_BIT.web : 0)
 }
 
-/** The answer of a send (spec §Sends, the four 200 shapes), in a fixed key order. */
+/** The answer of a send (the spec, Sends, the four 200 shapes), in a fixed key order. */
 export function renderAnswer(id: string, r: Resolution): string {
   if (r.recipients === 0) return JSON.stringify({ id: '', recipients: 0, errors: [NOBODY_REACHABLE] })
   const errors: Record<string, string[]> = {}
@@ -65,6 +63,7 @@ export class SendService {
     private readonly quota: WindowCounter,
     private readonly mau: MauGate,
     private readonly clock: Clock,
+    private readonly limits: Pick<Limits, 'idempotencyTtlDays' | 'idempotencyWaitMs'> = DEFAULT_LIMITS,
   ) {}
 
   async create(c: CreateSend): Promise<SendAnswer> {
@@ -138,7 +137,7 @@ export class SendService {
         sendAfter: input.sendAfterMs === null ? null : new Date(input.sendAfterMs),
       },
       mask: platformMask(input.platforms),
-      idem: idemKey ? { key: idemKey, hash: c.bodyHash, expiresAt: new Date(now + IDEMPOTENCY_TTL_MS) } : undefined,
+      idem: idemKey ? { key: idemKey, hash: c.bodyHash, expiresAt: new Date(now + this.limits.idempotencyTtlDays * DAY_MS) } : undefined,
       render: (r) => renderAnswer(id, r),
     }
     if (t.kind === 'players') job.players = splitPlayerIds(t.ids)
@@ -171,10 +170,11 @@ export class SendService {
     return { body: prior.response, lane: prior.lane as Lane, exact: prior.exact, replay: true }
   }
 
-  /** spec §Sends: a concurrent call waits up to 3 s for the first call's answer, then 409. */
+  /** the spec, Sends: a concurrent call waits up to 3 s for the first call's answer, then 409. */
   async #waitForFirst(c: CreateSend): Promise<SendAnswer> {
     // A real wait (not the service clock): the first call is running now, on this or another instance.
-    const deadline = Date.now() + IDEMPOTENCY_WAIT_MS
+    // the spec, Sends: a concurrent call with the same key waits this long for the first.
+    const deadline = Date.now() + this.limits.idempotencyWaitMs
     const key = c.idemKey as string
     while (Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, POLL_MS))

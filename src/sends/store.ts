@@ -1,13 +1,14 @@
-// SQL of sends. The hot path writes a whole batch of sends in one transaction: the audience is resolved and the
-// delivery rows inserted server-side in one statement per target kind (INSERT … SELECT over unnest: no device row
-// travels to Node and back), then the send rows and idempotency records as multi-row inserts.
+// SQL of sends. The hot path writes a whole batch of sends in two statements and no explicit transaction: the
+// listed ids are resolved server-side (one read per target kind, over unnest: only the reachable ids come back),
+// then one statement inserts the send rows, each with its delivery list as a `uuid[]` column, and their
+// idempotency records. Per-device delivery rows are written later, once, by the delivery engine with each outcome.
 import { arrayLiteral } from '../db/arrays'
 import { type Db, query, type Tx } from '../db/pool'
 
 /** Platform bits of a send's audience: device_type 0 → iOS, 1 → Android, others (5, 7, 8) → web. */
 export const PLATFORM_BIT = { ios: 1, android: 2, web: 4 } as const
 const TYPE_BIT_SQL = `(CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)`
-/** spec §Notification: reachable = valid token, subscribed, not a sandbox device. */
+/** the spec, Notification: reachable = valid token, subscribed, not a sandbox device. */
 export const REACHABLE_SQL = 'NOT d.invalid_identifier AND NOT d.sandbox AND d.notification_types = 1'
 
 export interface ListRequest {
@@ -109,7 +110,7 @@ export async function countUsers(db: Db, appId: string, users: string[], mask: n
   return new Map(r.rows.map((x) => [x.uid, x.n]))
 }
 
-/** spec §Segments: which devices each segment holds (all reachable ones, then narrowed by activity). */
+/** the spec, Segments: which devices each segment holds (all reachable ones, then narrowed by activity). */
 export function segmentWhere(names: readonly string[], nowParam: string): string {
   const parts = names.map((n) => {
     if (n === 'Active Users') return `d.last_active >= ${nowParam} - interval '7 days'`

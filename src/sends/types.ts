@@ -1,7 +1,7 @@
-// A send request after validation (spec §Notification (send): request fields). Wire names live in validate.ts;
+// A send request after validation (the spec, Notification (send): request fields). Wire names live in validate.ts;
 // everything below it speaks this shape.
 
-export type Lane = 0 | 1 // 0 transactional, 1 marketing (spec §Sends: X-Pm-Lane)
+export type Lane = 0 | 1 // 0 transactional, 1 marketing (the spec, Sends: X-Pm-Lane)
 
 export const SEGMENTS = ['Subscribed Users', 'Total Subscriptions', 'Active Users', 'Engaged Users'] as const
 export type Segment = (typeof SEGMENTS)[number]
@@ -11,7 +11,7 @@ export type Target =
   | { kind: 'users'; ids: string[] }
   | { kind: 'segments'; names: Segment[] }
 
-/** Platform exclusion flags: absent includes, false excludes, true includes (spec §Notification). */
+/** Platform exclusion flags: absent includes, false excludes, true includes (the spec, Notification). */
 export interface PlatformFlags {
   ios: boolean
   android: boolean

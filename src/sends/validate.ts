@@ -1,9 +1,9 @@
-// The send request at the door (spec §Notification (send): request fields, §Segments, §Reserved keys, refused
-// fields, §Send errors, §Limits). Pure: no I/O, so a refused body has touched nothing (spec: "Nothing touched the
+// The send request at the door (the spec, Notification (send): request fields, Segments, Reserved keys, refused
+// fields, Send errors, Limits). Pure: no I/O, so a refused body has touched nothing (spec: "Nothing touched the
 // database"). Wire names live here; everything after speaks SendInput.
 //
 // Order of checks, so the answer is stable when a body breaks several rules:
-//   1. 400, shape (spec §Send errors 400 row): refused fields → app_id → target → contents, headings, subtitle →
+//   1. 400, shape (the spec, Send errors 400 row): refused fields → app_id → target → contents, headings, subtitle →
 //      data → typed scalars → ttl → priority (body, then X-Pm-Priority) → collapse_id → send_after readable →
 //      channel_for_external_user_ids → ios_attachments, big_picture, large_icon, android_accent_color as texts.
 //   2. 422, meaning (422 row): reserved data keys → media URLs → ios_attachments https → accent colour →
@@ -16,15 +16,15 @@ import { checkPayloadSize } from './payload'
 import { parseSendAfter } from './send-after'
 import { type Lane, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from './types'
 import { DAY_MS } from '../time'
+import { DEFAULT_LIMITS, type Limits } from '../config'
 
-export const MAX_LIST_IDS = 2000
-export const MAX_SEGMENTS = 10
-export const TTL_DEFAULT_S = 259_200
-export const TTL_MAX_S = 2_419_200
-export const COLLAPSE_ID_MAX_BYTES = 64
-export const SEND_AFTER_MAX_DAYS = 28
+/** The settings a send is checked against (the spec's Limits table; defaults in src/config.ts). */
+export type SendLimits = Pick<
+  Limits,
+  'sendTargetsMax' | 'sendSegmentsMax' | 'ttlDefaultS' | 'ttlMaxS' | 'collapseIdMaxBytes' | 'sendAfterMaxDays' | 'payloadMaxBytes'
+>
 
-/** spec §refused fields: never accepted and ignored; the second element is the replacement the spec names. */
+/** the spec, refused fields: never accepted and ignored; the second element is the replacement the spec names. */
 export const REFUSED_FIELDS: ReadonlyArray<readonly [string, string | undefined]> = [
   ['filters', undefined],
   ['excluded_segments', undefined],
@@ -88,7 +88,7 @@ function stringMap(body: Body, name: string, what: string): TextMap | undefined 
   return Object.keys(v).length === 0 ? undefined : (v as TextMap)
 }
 
-function targetOf(body: Body): Target {
+function targetOf(body: Body, lim: SendLimits): Target {
   const given: Array<[(typeof TARGET_FIELDS)[number], unknown[]]> = []
   for (const name of TARGET_FIELDS) {
     const v = body[name]
@@ -105,7 +105,7 @@ function targetOf(body: Body): Target {
   }
   const [name, list] = given[0] as [(typeof TARGET_FIELDS)[number], unknown[]]
   // The caps count the list as sent: with 4 valid segment names a cap after de-duplication could never bite.
-  const max = name === 'included_segments' ? MAX_SEGMENTS : MAX_LIST_IDS
+  const max = name === 'included_segments' ? lim.sendSegmentsMax : lim.sendTargetsMax
   if (list.length > max) throw fieldError(name, `aceita no máximo ${max} itens (recebidos ${list.length})`)
   list.forEach((x, i) => {
     if (typeof x !== 'string') throw fieldError(`${name}[${i}]`, 'deve ser um texto')
@@ -131,16 +131,16 @@ function dataOf(body: Body): Record<string, unknown> | undefined {
   return v
 }
 
-function ttlOf(body: Body): number {
+function ttlOf(body: Body, lim: SendLimits): number {
   const v = body.ttl
-  if (absent(v)) return TTL_DEFAULT_S
+  if (absent(v)) return lim.ttlDefaultS
   if (typeof v !== 'number' || !Number.isInteger(v)) throw fieldError('ttl', 'deve ser um número inteiro de segundos')
-  if (v < 0 || v > TTL_MAX_S) throw fieldError('ttl', `deve estar entre 0 e ${TTL_MAX_S}`)
+  if (v < 0 || v > lim.ttlMaxS) throw fieldError('ttl', `deve estar entre 0 e ${lim.ttlMaxS}`)
   return v
 }
 
 /**
- * spec §Sends: `X-Pm-Priority` counts only when the body has no `priority` (body wins, not an error); a header
+ * the spec, Sends: `X-Pm-Priority` counts only when the body has no `priority` (body wins, not an error); a header
  * with another value is refused even then, so a typo is never silently ignored. Neither given: lane 0, since
  * the spec lists the default as `high` and 10/transactional is the high priority.
  */
@@ -157,10 +157,10 @@ function laneOf(body: Body, header: string | undefined): Lane {
   return fromBody ?? fromHeader ?? 0
 }
 
-function collapseIdOf(body: Body): string | undefined {
+function collapseIdOf(body: Body, lim: SendLimits): string | undefined {
   const v = str(body, 'collapse_id')
-  if (v !== undefined && byteLength(v) > COLLAPSE_ID_MAX_BYTES) {
-    throw fieldError('collapse_id', `excede ${COLLAPSE_ID_MAX_BYTES} bytes (UTF-8)`)
+  if (v !== undefined && byteLength(v) > lim.collapseIdMaxBytes) {
+    throw fieldError('collapse_id', `excede ${lim.collapseIdMaxBytes} bytes (UTF-8)`)
   }
   return v === '' ? undefined : v // an empty collapse key collapses nothing
 }
@@ -178,7 +178,7 @@ function sendAfterOf(body: Body): { raw: string; ms: number } | undefined {
   return { raw, ms }
 }
 
-// spec §Reserved keys inside data: matched exactly as written (case-sensitive); `aps_meta` and `apsx` are free.
+// the spec, Reserved keys inside data: matched exactly as written (case-sensitive); `aps_meta` and `apsx` are free.
 const RESERVED_PREFIXES = ['pm_', 'pmx_', 'gcm.', 'google.', 'aps.']
 const RESERVED_EXACT = new Set(['from', 'message_type', 'aps'])
 
@@ -211,12 +211,12 @@ function mediaUrl(v: string | undefined, campo: 'big_picture' | 'large_icon'): s
   return v
 }
 
-export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number = Date.now()): SendInput {
+export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number = Date.now(), lim: SendLimits = DEFAULT_LIMITS): SendInput {
   // ---- 1. shape: 400 ----
   refused(body)
   if (!isUuid(body.app_id)) throw new ApiError('APP_ID_REQUIRED', { onde: 'corpo' })
   const appId = body.app_id.toLowerCase()
-  const target = targetOf(body)
+  const target = targetOf(body, lim)
   const contents = stringMap(body, 'contents', 'idioma')
   if (!contents) {
     throw fieldError('contents', absent(body.contents) ? 'é obrigatório' : 'não pode ser vazio')
@@ -239,9 +239,9 @@ export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number =
   // spec: first non-empty of url, app_url, web_url wins; the others are ignored (but still must be texts).
   const urls = [str(body, 'url'), str(body, 'app_url'), str(body, 'web_url')]
   const url = urls.find((u) => u !== undefined && u !== '')
-  const ttlS = ttlOf(body)
+  const ttlS = ttlOf(body, lim)
   const lane = laneOf(body, headers.priority)
-  const collapseId = collapseIdOf(body)
+  const collapseId = collapseIdOf(body, lim)
   const sendAfter = sendAfterOf(body)
   const channel = str(body, 'channel_for_external_user_ids')
   if (channel !== undefined && channel !== 'push') throw fieldError('channel_for_external_user_ids', 'aceita apenas "push"')
@@ -259,8 +259,8 @@ export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number =
     if (!isAbsoluteUrl(u, ['https:'])) throw new ApiError('ATTACHMENT_NOT_HTTPS', { campo: `ios_attachments.${k}` })
   }
   if (accent !== undefined && !/^#[0-9A-Fa-f]{6}$/.test(accent)) throw new ApiError('INVALID_ACCENT_COLOR')
-  if (sendAfter && sendAfter.ms - nowMs > SEND_AFTER_MAX_DAYS * DAY_MS) {
-    throw new ApiError('SEND_AFTER_TOO_FAR', { limite_dias: SEND_AFTER_MAX_DAYS })
+  if (sendAfter && sendAfter.ms - nowMs > lim.sendAfterMaxDays * DAY_MS) {
+    throw new ApiError('SEND_AFTER_TOO_FAR', { limite_dias: lim.sendAfterMaxDays })
   }
 
   const input: SendInput = {
@@ -294,6 +294,6 @@ export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number =
     lane,
     collapseId,
   }
-  checkPayloadSize(input)
+  checkPayloadSize(input, lim.payloadMaxBytes)
   return input
 }

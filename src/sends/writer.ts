@@ -1,5 +1,7 @@
-// The send hot path's database side: many requests' sends written in one transaction (group commit), the audience
-// resolved inside Postgres, each caller answered after the commit with the answer it will also replay from then on.
+// The send hot path's database side: many requests' sends written together (group commit), with no explicit
+// transaction: the listed ids resolved inside Postgres (a read per target kind), then every send row, each carrying its
+// delivery list, and its idempotency record written by one statement, which is atomic. Each caller is answered
+// after that statement with the answer it will also replay from then on.
 import type { Db } from '../db/pool'
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from '../db/group-commit'
 import * as store from './store'
@@ -64,7 +66,7 @@ export class SendWriter {
   }
 
   /**
-   * Two round trips per batch and no explicit transaction: the audiences are resolved (a read), then the sends and
+   * No explicit transaction: the audiences are resolved (a read per target kind present), then the sends and
    * their idempotency records are written by one statement. A send whose key another request holds is not written
    * and answers IdempotencyRace (the service then replays the winner's answer).
    */

@@ -1,4 +1,4 @@
-// The seeded fuzz run of `npm test` (issue 10): a fixed seed, so every run sends the same cases; 200 of them across
+// The seeded fuzz run of `npm test`: a fixed seed, so every run sends the same cases; 200 of them across
 // every public, app-key and operator route (in-app included), with a bystander app's valid traffic alongside each. Each
 // distinct failure is reported with the command that replays it (`npm run fuzz -- --seed S --path N`).
 import t from 'tap'

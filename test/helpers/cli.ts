@@ -36,7 +36,7 @@ export function pombo(s: TestService, args: string[], env: Record<string, string
   })
 }
 
-/** CONTRACT.md: bad input exits non-zero (2) with a one-line reason. */
+/** docs/spec/contract.md: bad input exits non-zero (2) with a one-line reason. */
 export function oneLineFailure(t: Test, r: Run, pattern: RegExp): void {
   t.equal(r.code, 2, 'exits 2')
   t.equal(r.stderr.trim().split('\n').length, 1, `one line: ${r.stderr.trim()}`)

@@ -1,4 +1,4 @@
-// The app-key guard on a server route (spec §Authentication): the three forms, every failure, rotation overlap on
+// The app-key guard on a server route (the spec, Authentication): the three forms, every failure, rotation overlap on
 // the service clock, and revocation seen by every instance within a second.
 import t from 'tap'
 import { FakeClock, PLATFORM_KEY, startService, type TestService } from '../helpers/service'
@@ -113,7 +113,7 @@ t.test('the key cache is what serves repeat requests: a key deleted behind the c
   const s = await startService(t, { clock })
   const { app, path } = await setup(s)
   t.equal((await read(s, path, `Basic ${app.api_key}`)).status, 200)
-  // Written behind the service's back (no invalidation): the cache answers for up to 60 s (spec §Auth 6).
+  // Written behind the service's back (no invalidation): the cache answers for up to 60 s (the spec, Authentication 6).
   await s.sql('UPDATE app_keys SET revoked_at = now()')
   t.equal((await read(s, path, `Basic ${app.api_key}`)).status, 200, 'cached')
   clock.advance(60_001)

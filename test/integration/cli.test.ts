@@ -1,4 +1,4 @@
-// The pombo CLI (CONTRACT.md): the same results as the routes, printed as JSON; bad input exits non-zero with a
+// The pombo CLI (docs/spec/contract.md): the same results as the routes, printed as JSON; bad input exits non-zero with a
 // one-line reason and writes nothing. Runs the real entry point as a child process against the test's namespace.
 import t from 'tap'
 import { oneLineFailure, pombo } from '../helpers/cli'

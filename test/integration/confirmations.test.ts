@@ -1,4 +1,4 @@
-// GET and PUT /api/v1/confirmacoes (spec §Service and channel configuration, §Confirmation mode, §Reads and
+// GET and PUT /api/v1/confirmacoes (the spec, Service and channel configuration, Confirmation mode, Reads and
 // confirmation configuration errors): every PUT rule and every mode transition, through the real routes.
 import t from 'tap'
 import { Vault } from '../../src/vault'

@@ -1,4 +1,4 @@
-// `pombo credentials …` through the real entry point (CONTRACT.md, spec §Delivery credentials): stored sealed,
+// `pombo credentials …` through the real entry point (docs/spec/contract.md, the spec, Delivery credentials): stored sealed,
 // never printed, firebase_params served at once, the APNs environment switched alone, deleted, and every bad input
 // refused in one line with nothing written.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'

@@ -1,4 +1,4 @@
-// Small sends are batched across sends and apps (issue 11): a worker that finds many one-device sends of several
+// Small sends are batched across sends and apps: a worker that finds many one-device sends of several
 // apps waiting takes them in a few statements, not a few per send, and each device still gets its message once,
 // with exact counters and every stream entry acknowledged.
 import t from 'tap'

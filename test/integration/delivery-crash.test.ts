@@ -1,4 +1,4 @@
-// Crash tests of the delivery engine (issue 5, Acceptance): two `pombo serve --roles worker` processes share one
+// Crash tests of the delivery engine: two `pombo serve --roles worker` processes share one
 // deployment (schema + Redis prefix) with an in-process API; a 20,000-device send is under way when one worker is
 // SIGKILLed, when every Redis key of the deployment is deleted, or when the worker delivering it stalls past its lease
 // (SIGSTOP). Every device must get the message at least once and every counter must end exact (each device counted

@@ -1,4 +1,4 @@
-// The delivery engine's rules (issue 5): pace, lanes, scheduled sends, TTL, credentials, APNs environment, quota.
+// The delivery engine's rules: pace, lanes, scheduled sends, TTL, credentials, APNs environment, quota.
 import t from 'tap'
 import { startDelivery } from '../helpers/delivery'
 

@@ -1,4 +1,4 @@
-// Nothing is acknowledged before it is durable (DESIGN §Flows Deliver): when the last attempt's outcome cannot be
+// Nothing is acknowledged before it is durable (docs/design/delivery.md): when the last attempt's outcome cannot be
 // recorded, the send's stream entry stays pending (it will be handed out again) and the send stays open.
 import t from 'tap'
 import { STATUS } from '../../src/delivery/outcomes'

@@ -1,5 +1,5 @@
 // 2,000 registrations at once, with duplicates, through the real route: every answer is right and durable, and the
-// group commit really groups (spec §Devices "Throughput by design").
+// group commit really groups (docs/design/devices.md).
 import { randomInt } from 'node:crypto'
 import t from 'tap'
 import { startService } from '../helpers/service'

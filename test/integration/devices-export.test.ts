@@ -1,4 +1,4 @@
-// POST /api/v1/players/csv_export and the export file URL (spec §Export, §Devices, §Limits).
+// POST /api/v1/players/csv_export and the export file URL (the spec, Export, Devices, Limits).
 import { createHash, randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs'
 import { get } from 'node:http'

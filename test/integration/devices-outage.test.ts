@@ -1,4 +1,4 @@
-// 503 on the device routes when Postgres or Redis is unreachable (spec §Device and export routes errors): the
+// 503 on the device routes when Postgres or Redis is unreachable (the spec, Device and export routes errors): the
 // service reaches both through TCP proxies this test can cut; nothing is written and the service recovers.
 import t from 'tap'
 import { basic, DATABASE_URL, REDIS_URL, startService } from '../helpers/service'

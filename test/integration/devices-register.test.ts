@@ -1,4 +1,4 @@
-// POST /api/v1/players (spec §Device (player), §Devices, §Device and export routes errors, §Limits).
+// POST /api/v1/players (the spec, Device (player), Devices, Device and export routes errors, Limits).
 import t from 'tap'
 import { basic, FakeClock, startService, type TestService } from '../helpers/service'
 

@@ -1,4 +1,4 @@
-// PUT /api/v1/players/{id} and GET /api/v1/players/{id} (spec §Devices, §Authentication 1-2).
+// PUT /api/v1/players/{id} and GET /api/v1/players/{id} (the spec, Devices, Authentication 1-2).
 import t from 'tap'
 import { basic, startService, type TestService } from '../helpers/service'
 

@@ -1,4 +1,4 @@
-// The confirmation stream when processes die (issue 15): a delivery worker SIGKILLed mid-send (the stream still gets
+// The confirmation stream when processes die: a delivery worker SIGKILLed mid-send (the stream still gets
 // the send's one notification.completed, with exact counters, in order with the receipts written meanwhile), and
 // an API instance SIGKILLed with streams open on it (streams_ativos forgets them within seconds). Pombo processes
 // run as children (`pombo serve`) sharing one deployment with the in-process API.

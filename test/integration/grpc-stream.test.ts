@@ -1,4 +1,4 @@
-// The confirmation stream (issue 15; CONTRACT.md "Confirmation stream"): a real gRPC client against the real
+// The confirmation stream (docs/spec/contract.md "Confirmation stream"): a real gRPC client against the real
 // service. Refusals and hostile metadata, replay from 0, resume from a seq, live tail, two consumers of one app,
 // order under concurrent receipts from two API instances, a consumer slower than the producer, revocation / pause
 // / mode change on an open stream, streams_ativos, pm_problema in notification.completed, and retention.

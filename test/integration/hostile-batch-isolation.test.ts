@@ -1,4 +1,4 @@
-// Issue 10, item 1: one tenant's bad send must never fail another tenant's sends in the same group-commit batch.
+// One tenant's bad send must never fail another tenant's sends in the same group-commit batch.
 // One send writer (PM_SEND_WRITERS=1) so that jobs queue behind the one in flight and are written together: the
 // bad send of app A and the good sends of app B are then in one batch, as they are under load in production.
 import { randomBytes } from 'node:crypto'

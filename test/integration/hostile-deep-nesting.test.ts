@@ -1,4 +1,4 @@
-// Issue 10, item 6: deep nesting (thousands of levels) in send `data` or registration / PUT `tags` must be a 4xx
+// Deep nesting (thousands of levels) in send `data` or registration / PUT `tags` must be a 4xx
 // of the spec's tables, never a stack overflow answered 500.
 import t from 'tap'
 import { basic, startService } from '../helpers/service'
@@ -28,7 +28,7 @@ t.test('deep nesting: 400 on the device routes, 400/422 on a send, and the servi
     const p = await s.call('PUT', `/api/v1/players/${player}`, { raw: `{"app_id":"${app.id}","tags":${tags}}`, headers: json })
     t.equal(p.status, 400, `PUT, tags ${depth} levels of ${open}: 400 (got ${p.status})`)
   }
-  // Sends take 256 KB: 10,000 levels as in the issue.
+  // Sends take 256 KB: 10,000 levels.
   for (const [depth, open] of [
     [10000, '['],
     [10000, '{"a":'],

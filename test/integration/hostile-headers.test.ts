@@ -1,4 +1,4 @@
-// Issue 10, item 8: the header limits of this uWebSockets.js build (measured, test/fuzz/README.md): at most 48
+// The header limits of this uWebSockets.js build (measured, test/fuzz/README.md): at most 48
 // header lines (Host included), and a head that arrives in more than one read must fit in 4,096 bytes. Legitimate
 // traffic (a 2 KB Authorization, a proxy's 20 headers, heads split over reads) stays well inside and is answered;
 // absurd headers may be refused by closing, and harm nobody else meanwhile.
@@ -36,7 +36,7 @@ t.test('legitimate heads are answered: a 2 KB Authorization, 20 proxy headers, i
   const s = await startService(t, { limits: { ipPerMin: 0 } })
   const port = s.svc.api?.port as number
   const app = await s.createApp()
-  // spec §Authentication: Basic base64("anything:<KEY>"), the text before the colon ignored: a 2 KB credential.
+  // the spec, Authentication: Basic base64("anything:<KEY>"), the text before the colon ignored: a 2 KB credential.
   const auth = `Basic ${Buffer.from(`${'u'.repeat(1500)}:${app.api_key}`).toString('base64')}`
   t.ok(auth.length >= 2048, `the Authorization is ${auth.length} bytes`)
   const req = (transfer: WireRequest['transfer'], headers: Array<[string, string]>): WireRequest => ({

@@ -1,4 +1,4 @@
-// Issue 10 on the in-app routes: a forged list cursor must be the 400 naming `cursor` (spec §Errors In-app: "malformed
+// Hostile input on the in-app routes: a forged list cursor must be the 400 naming `cursor` (the spec, Errors In-app: "malformed
 // identifier"), never a 500. Found by the fuzzer (`npm run fuzz -- --runs 600 --seed 5`, cases 17 and 57).
 //
 // GET /api/v1/in_app_messages?cursor= is opaque base64url of `<criado_em ISO>|<id>`; `decodeCursor`

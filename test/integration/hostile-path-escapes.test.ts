@@ -1,4 +1,4 @@
-// Issue 10 (opening case and item 5): a malformed percent-escape in a path parameter must be the spec's 4xx on
+// A malformed percent-escape in a path parameter must be the spec's 4xx on
 // every route that has one, decoded inside the route's error boundary: never an exception out of the uWS callback
 // (which ends the process), never a 500. On /apps/{id}/… it is the spec's 400 outside the envelope.
 import t from 'tap'
@@ -32,7 +32,7 @@ t.test('malformed escapes in every path parameter', async (t) => {
   const platform = { authorization: `Bearer ${PLATFORM_KEY}` }
   const routes: Array<[string, (bad: string) => Promise<WireAnswer>, number, boolean]> = [
     [
-      'GET /api/v1/players/{id} (no credential, as in the issue)',
+      'GET /api/v1/players/{id} (no credential)',
       (b) => call('GET', `/api/v1/players/${b}?app_id=x`),
       401,
       false,

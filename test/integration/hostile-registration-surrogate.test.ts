@@ -1,4 +1,4 @@
-// Issue 10, item 2: a lone surrogate in a public registration must be refused at the door (400 naming the field),
+// A lone surrogate in a public registration must be refused at the door (400 naming the field),
 // never reach the registration writer, and never turn a shared batch into one-row-at-a-time retries that tie the
 // writer up for every app.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Issue 10, item 7: a value the service cannot store exactly (a lone surrogate, invalid UTF-8 bytes) must be
+// A value the service cannot store exactly (a lone surrogate, invalid UTF-8 bytes) must be
 // refused with the spec's 400/422 naming the field, never silently rewritten to U+FFFD. Two different keys or
 // tokens must never collapse into one.
 import t, { type Test } from 'tap'

@@ -1,4 +1,4 @@
-// In-app management (spec §In-app management, §States In-app campaign): the config switch, the state machine, PATCH,
+// In-app management (the spec, In-app management, States In-app campaign): the config switch, the state machine, PATCH,
 // list and read, duplicate, delete, and the app-key rules.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'

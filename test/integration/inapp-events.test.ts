@@ -1,4 +1,4 @@
-// POST /api/v1/inapp/eventos (spec §In-app device routes): positional verdicts inside a 200, the all-invalid 403,
+// POST /api/v1/inapp/eventos (the spec, In-app device routes): positional verdicts inside a 200, the all-invalid 403,
 // the whole-request failures, the `em` window, and each occurrence counted once whatever the retries and races.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'

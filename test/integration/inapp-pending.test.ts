@@ -1,4 +1,4 @@
-// GET /api/v1/inapp/pending (spec §In-app device routes): the package, its ETag and 304, the channel switch, the
+// GET /api/v1/inapp/pending (the spec, In-app device routes): the package, its ETag and 304, the channel switch, the
 // audience and capability rules, the 20-campaign cap by priority, the cache invalidated across instances, servidos.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'

@@ -1,5 +1,5 @@
-// Reach (capability arithmetic), window statistics (half-open) and reativados attribution (spec §In-app campaign,
-// §Versioning).
+// Reach (capability arithmetic), window statistics (half-open) and reativados attribution (the spec, In-app campaign,
+// Versioning).
 import t from 'tap'
 import { inappWorld, nowIso } from '../helpers/inapp'
 import { FakeClock } from '../helpers/service'

@@ -1,4 +1,4 @@
-// Campaign validation at the door (spec §In-app campaign), through POST /api/v1/in_app_messages: every refusal is
+// Campaign validation at the door (the spec, In-app campaign), through POST /api/v1/in_app_messages: every refusal is
 // a 422 whose explain.problemas (and causa) list EVERY offending field; a refused body writes nothing.
 import t from 'tap'
 import { CARD, inappWorld } from '../helpers/inapp'

@@ -1,4 +1,4 @@
-// The operations port (CONTRACT.md "Operations"): metrics by route pattern after real requests, sends, deliveries
+// The operations port (docs/spec/contract.md "Operations"): metrics by route pattern after real requests, sends, deliveries
 // and receipts; /healthz on every role; /readyz 200, then 503 while draining and while Postgres is cut; request ids
 // carried from X-Request-Id / traceparent into the logs and the answer, hostile values ignored; PM_OPS_PORT=0 off.
 import t from 'tap'

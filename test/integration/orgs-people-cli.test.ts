@@ -1,4 +1,4 @@
-// `pombo org create`, `pombo app create --org`, `pombo user create`, `pombo user invite` (CONTRACT.md), and the
+// `pombo org create`, `pombo app create --org`, `pombo user create`, `pombo user invite` (docs/spec/contract.md), and the
 // free plan's allowance measured per organisation, shared by its apps.
 import { execFile } from 'node:child_process'
 import { join } from 'node:path'

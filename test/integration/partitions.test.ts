@@ -1,4 +1,4 @@
-// Partitions tuned safely (issue 11): the deployment's count is recorded; a process started with another one refuses
+// Partitions tuned safely: the deployment's count is recorded; a process started with another one refuses
 // to start with one line; `pombo partitions` shows each partition; `pombo partitions resize N` changes the count
 // without losing or doubling work, and is refused while a worker is live.
 import t from 'tap'

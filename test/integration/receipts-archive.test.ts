@@ -1,4 +1,4 @@
-// The `tardio` path (spec §Receipts): receipts live in day partitions (the day the send was due); archival folds old
+// The `tardio` path (the spec, Receipts): receipts live in day partitions (the day the send was due); archival folds old
 // days into the archive and drops their partitions; a receipt for an archived day still counts once, answered
 // {ok: true, tardio: true}.
 import t from 'tap'

@@ -1,4 +1,4 @@
-// POST /api/v1/receipts end to end (spec §Receipt, §Receipts, §Errors Receipts): a send really delivered to the fake
+// POST /api/v1/receipts end to end (the spec, Receipt, Receipts, Errors Receipts): a send really delivered to the fake
 // FCM, and each device presenting the pm_rcpt it got. Counting, answers, the one 403 wording, the read shape, the
 // webhook events, Engaged Users.
 import { randomUUID } from 'node:crypto'

@@ -1,4 +1,4 @@
-// spec §Sends idempotency: replay byte for byte, conflict, concurrent wait and 409, dry run not consuming the key.
+// the spec, Sends idempotency: replay byte for byte, conflict, concurrent wait and 409, dry run not consuming the key.
 import t from 'tap'
 import { writeSends } from '../../src/sends/store'
 import { basic, startService, type TestService } from '../helpers/service'

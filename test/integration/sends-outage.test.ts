@@ -1,4 +1,4 @@
-// spec §Send errors 503: database unavailable, nothing written; retry with the same Idempotency-Key.
+// the spec, Send errors 503: database unavailable, nothing written; retry with the same Idempotency-Key.
 import t from 'tap'
 import { basic, DATABASE_URL, startService } from '../helpers/service'
 import { postgresBehindCut } from '../helpers/tcp-cut'

@@ -1,4 +1,4 @@
-// Reads of sends (spec §Notification read shape, §Window statistics, §Limits reads) and the free-plan gate.
+// Reads of sends (the spec, Notification read shape, Window statistics, Limits reads) and the free-plan gate.
 import t from 'tap'
 import { measureMau } from '../../src/sends/mau'
 import { basic, FakeClock, startService, type TestService } from '../helpers/service'

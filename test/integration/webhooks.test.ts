@@ -1,4 +1,4 @@
-// The webhook dispatcher against a local HTTPS receiver (spec §Events): exact headers and signed bytes, order per
+// The webhook dispatcher against a local HTTPS receiver (the spec, Events): exact headers and signed bytes, order per
 // destination through failures, the redelivery ladder (shortened), disabling at 20 consecutive failures and
 // re-enabling with `pombo webhook enable`, abandoning at 30 into the audit table, the private-address guard, and
 // two dispatchers sharing one deployment. Events are written with SQL, as the delivery engine and receipts do.

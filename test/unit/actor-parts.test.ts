@@ -1,4 +1,4 @@
-// The actor's named parts (issue 11): the retry queue, the in-flight window and the page cursor of a small list
+// The actor's named parts: the retry queue, the in-flight window and the page cursor of a small list
 // send that arrives with its whole audience.
 import t from 'tap'
 import { InflightWindow, PageCursor, RetryQueue } from '../../src/delivery/actor'

@@ -1,5 +1,5 @@
-// Pure parts of the webhook dispatcher: the address guard (CONTRACT.md PM_WEBHOOK_ALLOW_PRIVATE), the redelivery
-// ladder (spec §Events), the signature, the PUT body's validation order.
+// Pure parts of the webhook dispatcher: the address guard (docs/spec/contract.md PM_WEBHOOK_ALLOW_PRIVATE), the redelivery
+// ladder (the spec, Events), the signature, the PUT body's validation order.
 import t from 'tap'
 import { DEFAULT_WEBHOOK, loadConfig } from '../../src/config'
 import { checkLiteral, guardedLookup, isPrivateAddress } from '../../src/confirmations/address'

@@ -1,4 +1,4 @@
-// Every row of spec §Delivery credentials, the legacy server key, and google-services.json → firebase_params.
+// Every row of the spec, Delivery credentials, the legacy server key, and google-services.json → firebase_params.
 import { generateKeyPairSync } from 'node:crypto'
 import t, { type Test } from 'tap'
 import {

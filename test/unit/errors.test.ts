@@ -52,9 +52,9 @@ t.test('429 per IP carries Retry-After: 60', async (t) => {
   t.same(new ApiError('IP_RATE_LIMITED', { limite: 120 }).headers(), { 'Retry-After': '60' })
 })
 
-t.test('the README lists exactly the catalogue, with the right statuses', async (t) => {
-  const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8')
-  const section = readme.split('<!-- errors:start -->')[1]?.split('<!-- errors:end -->')[0] ?? ''
+t.test('docs/errors.md lists exactly the catalogue, with the right statuses', async (t) => {
+  const page = readFileSync(join(__dirname, '..', '..', 'docs', 'errors.md'), 'utf8')
+  const section = page.split('<!-- errors:start -->')[1]?.split('<!-- errors:end -->')[0] ?? ''
   const listed = new Map([...section.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1] as string, Number(m[2])]))
   t.same([...listed.keys()].sort(), Object.keys(E).sort())
   for (const [k, status] of listed) t.equal(status, E[k as ErrorKey]?.status, k)

@@ -1,5 +1,5 @@
 // The key-resolution cache (src/apps/directory.ts): bounded LRUs, misses kept apart so a flood of unknown ids
-// never evicts what real traffic uses (spec §Auth 6 caching; the cache must not send every lookup to Postgres).
+// never evicts what real traffic uses (the spec, Authentication 6 caching; the cache must not send every lookup to Postgres).
 import t from 'tap'
 import { TtlCache } from '../../src/apps/directory'
 

@@ -4,19 +4,17 @@ import type { ApnsCredential, FcmCredential } from '../../src/delivery/credentia
 import { ApnsProvider } from '../../src/delivery/providers/apns'
 import { FcmProvider } from '../../src/delivery/providers/fcm'
 import { H2Pool } from '../../src/delivery/providers/h2-pool'
-import { platformOf, ProviderCache, providerFor } from '../../src/delivery/providers/index'
+import { ProviderCache, providerFor } from '../../src/delivery/providers/index'
 
 const fcmCred: FcmCredential = { project_id: 'p', client_email: 'a@p.iam.gserviceaccount.com', private_key: 'k', token_uri: 'https://oauth2.googleapis.com/token' }
 const apnsCred: ApnsCredential = { p8: 'k', keyId: 'ABCDEFGHIJ', teamId: 'KLMNOPQRST', bundleId: 'com.example.app', env: 'sandbox' }
 
-t.test('providerFor and platformOf', async (t) => {
+t.test('providerFor builds the provider of the platform', async (t) => {
   const pool = new H2Pool()
   t.teardown(() => pool.close())
   const deps = { pool, fcmBaseUrl: 'https://fcm.googleapis.com', apnsBaseUrl: null }
   t.type(providerFor('fcm', fcmCred, deps), FcmProvider)
   t.type(providerFor('apns', apnsCred, deps), ApnsProvider)
-  t.equal(platformOf(0), 'apns')
-  for (const type of [1, 5, 7, 8]) t.equal(platformOf(type), 'fcm')
 })
 
 t.test('one provider per credential version; a new version replaces it; evict forgets', async (t) => {

@@ -1,11 +1,11 @@
 // The one rendering of a message, its size against 3,891 bytes (96 injected), and the language selection helpers.
 import t from 'tap'
+import { DEFAULT_LIMITS } from '../../src/config'
 import { ApiError } from '../../src/errors'
 import { errorReply } from '../../src/http/reply'
 import {
   checkPayloadSize,
   INJECTED_BYTES,
-  PAYLOAD_LIMIT_BYTES,
   payloadBytes,
   pickText,
   pickTextIos,
@@ -35,7 +35,7 @@ function thrownKey(fn: () => unknown): string {
 }
 
 t.test('constants are the spec values', async (t) => {
-  t.equal(PAYLOAD_LIMIT_BYTES, 3891)
+  t.equal(DEFAULT_LIMITS.payloadMaxBytes, 3891)
   t.equal(INJECTED_BYTES, 96)
 })
 

@@ -1,4 +1,4 @@
--- Organisations, apps and their keys (spec §App, §API key formats, §Authentication).
+-- Organisations, apps and their keys (the spec, App, API key formats, Authentication).
 CREATE TABLE orgs (
   id          uuid PRIMARY KEY,
   plan        text NOT NULL CHECK (plan IN ('free', 'pro')),
@@ -16,7 +16,7 @@ CREATE TABLE apps (
   receipt_key_enc  bytea NOT NULL,
   inapp_ativo      boolean NOT NULL DEFAULT false,
   inapp_cap_horas  integer NOT NULL DEFAULT 6 CHECK (inapp_cap_horas BETWEEN 0 AND 168),
-  -- The five public provider parameters (spec §App, firebase_params); null until configured.
+  -- The five public provider parameters (the spec, App, firebase_params); null until configured.
   firebase_params  jsonb,
   criado_em        timestamptz NOT NULL
 );
@@ -29,7 +29,7 @@ CREATE TABLE app_keys (
   key_hash    bytea NOT NULL,
   sandbox     boolean NOT NULL,
   created_at  timestamptz NOT NULL,
-  -- Set when a rotation replaces the key: valid until then (spec §Auth 7).
+  -- Set when a rotation replaces the key: valid until then (the spec, Authentication 7).
   expires_at  timestamptz,
   revoked_at  timestamptz
 );

@@ -1,4 +1,4 @@
--- Devices (spec §Device (player), §Device validity) and CSV exports (spec §Export).
+-- Devices (the spec, Device (player), Device validity) and CSV exports (the spec, Export).
 -- Registration is an upsert keyed by (app_id, identifier); the public id is `id` (player_id).
 -- No foreign key to apps: every write path checks the app first (spec: app_id validated before any write), apps are
 -- never deleted by a route, and a FK would take a KEY SHARE lock on the one app row for every inserted device, which
@@ -11,7 +11,7 @@ CREATE TABLE devices (
   -- `test:` tokens: registered, never in an audience, left out of the export.
   sandbox             boolean NOT NULL,
   transporte          text NOT NULL CHECK (transporte IN ('fcm', 'apns')),
-  -- Identity/content fields: a POST that omits them erases them (spec §Devices, registration rule).
+  -- Identity/content fields: a POST that omits them erases them (the spec, Devices, registration rule).
   external_user_id    text,
   app_version         text,
   device_model        text,
@@ -37,7 +37,7 @@ CREATE TABLE devices (
   invalid_identifier  boolean NOT NULL DEFAULT false,
   -- Why the token died (provider answer, 'substituido' by a newer token of the same install); cleared on re-registration.
   invalid_reason      text,
-  -- Real sign of life: registration/session or delivery receipt (spec §Export).
+  -- Real sign of life: registration/session or delivery receipt (the spec, Export).
   last_active         timestamptz NOT NULL,
   -- Last delivery receipt (Engaged Users); written by receipts.
   last_receipt_at     timestamptz,

@@ -1,6 +1,6 @@
--- Sends, their delivery lists and idempotency records (spec §Sends, §Notification read shape).
+-- Sends, their delivery lists and idempotency records (the spec, Sends, Notification read shape).
 
--- How the app's results are read (spec §Confirmation channel): the send-read routes answer 403 outside `consulta`.
+-- How the app's results are read (the spec, Confirmation channel): the send-read routes answer 403 outside `consulta`.
 ALTER TABLE apps ADD COLUMN confirm_modo text NOT NULL DEFAULT 'consulta' CHECK (confirm_modo IN ('consulta', 'webhook', 'grpc'));
 
 CREATE TABLE sends (
@@ -65,7 +65,7 @@ CREATE TABLE deliveries (
   PRIMARY KEY (send_id, device_id)
 );
 
--- spec §Sends idempotency: the first answer, byte for byte, for 30 days.
+-- the spec, Sends idempotency: the first answer, byte for byte, for 30 days.
 CREATE TABLE idempotency (
   app_id      uuid NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
   key         text NOT NULL,
@@ -80,7 +80,7 @@ CREATE TABLE idempotency (
 );
 CREATE INDEX idempotency_expires_idx ON idempotency (expires_at);
 
--- Monthly active users per organisation, measured periodically (spec §Limits, free plan).
+-- Monthly active users per organisation, measured periodically (the spec, Limits, free plan).
 CREATE TABLE org_mau (
   org_id       uuid PRIMARY KEY REFERENCES orgs (id) ON DELETE CASCADE,
   month        text NOT NULL,

@@ -1,4 +1,4 @@
--- Delivery credentials (spec §Delivery credentials) and the events outbox (spec §Events).
+-- Delivery credentials (the spec, Delivery credentials) and the events outbox (the spec, Events).
 
 -- One credential per app and platform, sealed with the vault (src/vault.ts, AAD `credential:<app>:<platform>`);
 -- `meta` holds only what is not secret (project id, client email, key id, team id, bundle id, environment).
@@ -11,7 +11,7 @@ CREATE TABLE credentials (
   PRIMARY KEY (app_id, platform)
 );
 
--- Events are written in the same transaction as the fact they report (spec §Events); the webhook dispatcher drains
+-- Events are written in the same transaction as the fact they report (the spec, Events); the webhook dispatcher drains
 -- them per destination. `seq` orders an app's events.
 CREATE TABLE events (
   seq         bigserial PRIMARY KEY,

@@ -1,5 +1,5 @@
--- Webhook destinations, their delivery cursor over `events`, attempts and abandoned events (spec §Events,
--- §Webhook destination). Written by src/confirmations/.
+-- Webhook destinations, their delivery cursor over `events`, attempts and abandoned events (the spec, Events,
+-- Webhook destination). Written by src/confirmations/.
 
 -- `xid` lets the dispatcher read only events whose writing transaction can no longer be overtaken: a transaction
 -- still open may hold a lower `seq` than an event already committed, and a cursor that passed it would skip it.

@@ -1,4 +1,4 @@
--- Receipts kept in day partitions (the `tardio` path, spec §Receipts): `day` is the UTC day the send was due
+-- Receipts kept in day partitions (the `tardio` path, the spec, Receipts): `day` is the UTC day the send was due
 -- (COALESCE(send_after, queued_at)), so all of a send's receipts live in one partition. Days are created ahead by
 -- the archival job (src/receipts/archive.ts); anything else lands in the default partition. When a day is older
 -- than the archive horizon its detailed rows (time, partition) are folded into `receipt_archive` (the key alone,

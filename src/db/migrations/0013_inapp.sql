@@ -1,4 +1,4 @@
--- In-app messages (spec §In-app campaign, its States, §In-app management, §In-app device routes).
+-- In-app messages (the spec, In-app campaign, its States, In-app management, In-app device routes).
 -- The channel switch and the app-wide cap already live on apps (inapp_ativo, inapp_cap_horas).
 -- No foreign keys from the event tables to campaigns: a FK would take a KEY SHARE lock on the one campaign row for
 -- every inserted event, which concurrent batches of a hot campaign would contend on. Deleting a campaign deletes

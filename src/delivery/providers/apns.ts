@@ -6,7 +6,7 @@
 //             apns-expiration now + ttl in epoch seconds (0 = once); apns-collapse-id (≤ 64 bytes, checked at the door).
 //   payload   aps {alert {title, subtitle, body} by pickTextIos (`en`, `pt`, first alphabetical), sound,
 //             mutable-content, content-available}; then the caller's data as JSON values (pm_url among them),
-//             pm_msg_id, pm_rcpt (spec §Payload carried to the device); pm_att = {name: url} media for the SDK's
+//             pm_msg_id, pm_rcpt (the spec, Payload carried to the device); pm_att = {name: url} media for the SDK's
 //             notification service extension (ios_attachments, else {big_picture: url}); and the full language
 //             maps (pmx_contents/pmx_headings/pmx_subtitle) when the payload still fits APNs's 4,096 bytes.
 import { pickTextIos } from '../../sends/payload'
@@ -55,7 +55,7 @@ export function apnsRequest(cred: Pick<ApnsCredential, 'bundleId'>, push: Push, 
   }
   if (m.mutable_content) aps['mutable-content'] = 1
   if (m.content_available) aps['content-available'] = 1
-  // `aps` and `aps.*` are refused in the caller's data (spec §Reserved keys), so nothing below can replace it.
+  // `aps` and `aps.*` are refused in the caller's data (the spec, Reserved keys), so nothing below can replace it.
   const payload: Record<string, unknown> = { aps, ...m.data, pm_msg_id: push.sendId, pm_rcpt: push.proof }
   const att = m.ios_attachments ?? (m.big_picture ? { big_picture: m.big_picture } : undefined)
   if (att) payload.pm_att = att

@@ -1,4 +1,4 @@
-// Provider answers → Outcome: pure tables, unit-tested (STYLE §6). Only 429, 5xx and connection failures are
+// Provider answers → Outcome: pure tables, unit-tested (test/unit/providers-classify.test.ts). Only 429, 5xx and connection failures are
 // retryable; text is matched only where the protocol defines it (APNs `reason` strings, FCM `errorCode` and status
 // enums, and the one invalid-token message FCM documents, below).
 import type { IncomingHttpHeaders } from 'node:http2'

@@ -3,15 +3,15 @@
 // WebpushConfig, ApnsConfig). Pure: same input, same bytes.
 //
 // Android and web pushes are data-only messages: the SDK shows the notification and sends the delivery receipt on
-// arrival (spec §Client SDK behaviour; "The SDK shows the server-resolved text"). A message with a `notification`
+// arrival (the spec, Client SDK behaviour; "The SDK shows the server-resolved text"). A message with a `notification`
 // block is drawn by the OS while the app is in the background, and the SDK's handler never runs, so no receipt
-// would come back for most deliveries. What the SDK draws travels as the server-built display block (spec §Reserved
+// would come back for most deliveries. What the SDK draws travels as the server-built display block (the spec, Reserved
 // keys `pmx_`) inside `data`.
-//   data      map<string,string>: the caller's data as text (objects/arrays JSON-encoded, spec §request fields "on the
-//             Android path values travel as text"), pm_url, pm_msg_id, pm_rcpt (spec §Payload carried to the device);
+//   data      map<string,string>: the caller's data as text (objects/arrays JSON-encoded, the spec, request fields "on the
+//             Android path values travel as text"), pm_url, pm_msg_id, pm_rcpt (the spec, Payload carried to the device);
 //             on Android and web the display block (DISPLAY_KEYS: resolved title and text by pickText, icons, accent
 //             colour, sound, channel, image, tray tag = collapse id); then the full language maps as pmx_contents/
-//             pmx_headings/pmx_subtitle (spec §Language selection "full language maps still travel") when they fit
+//             pmx_headings/pmx_subtitle (the spec, Language selection "full language maps still travel") when they fit
 //             FCM's 4,096 bytes, else left out (the resolved text is shown).
 //   android   device_type 1: priority (HIGH wakes the app for a transactional send), ttl "<n>s", collapse_key.
 //   webpush   device_types 5/7/8: headers TTL/Urgency (RFC 8030 §5.2, §5.3; Topic §5.4 when the collapse id is a
@@ -56,7 +56,7 @@ export function asText(v: unknown): string {
   return typeof v === 'string' ? v : JSON.stringify(v ?? null)
 }
 
-/** The display block's keys (spec §Reserved keys: `pmx_` is the server-built display block), in wire order. */
+/** The display block's keys (the spec, Reserved keys: `pmx_` is the server-built display block), in wire order. */
 export const DISPLAY_KEYS = {
   title: 'pmx_title',
   body: 'pmx_body',

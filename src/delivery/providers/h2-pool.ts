@@ -1,5 +1,5 @@
-// Pooled HTTP/2 client sessions per provider origin (issue 5 §Providers: "several HTTP/2 sessions per provider host,
-// streams bounded by the server's setting, reconnect on GOAWAY, timeouts"). Never throws and never hangs: a request
+// Pooled HTTP/2 client sessions per provider origin: several sessions per provider host, streams bounded by the
+// server's setting, reconnection on GOAWAY, timeouts (docs/design/delivery.md). Never throws and never hangs: a request
 // that gets no complete answer resolves as a failure (status 0), which providers turn into a transient outcome.
 //
 // - Sessions are grouped by origin plus an optional `group` (APNs keeps one signing key per connection, because

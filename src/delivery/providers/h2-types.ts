@@ -15,7 +15,7 @@ export interface H2Failure {
 export type H2Result = H2Response | H2Failure
 
 export interface H2PoolOptions {
-  /** Sessions per origin (and group); default 2. One process is CPU-bound near 8k requests/s (STACK.md). */
+  /** Sessions per origin (and group); default 2. One process is CPU-bound near 8k requests/s (measured on the 2-core machine). */
   sessionsPerOrigin?: number
   /** Per-request deadline, including time spent waiting for a free stream; default 10 s. */
   timeoutMs?: number

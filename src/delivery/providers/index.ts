@@ -1,15 +1,13 @@
 // Providers by platform, and a small cache of them per (app, platform, credential version): the FCM access token and
 // the APNs provider token live as long as the credential version does (a new version, e.g. an environment change,
-// gets a fresh provider at once; spec §Delivery credentials "effective immediately").
+// gets a fresh provider at once; the spec, Delivery credentials "effective immediately").
 import { type Clock, systemClock } from '../../time'
-import type { ApnsCredential, FcmCredential } from '../credentials-types'
+import type { ApnsCredential, FcmCredential, Platform } from '../credentials-types'
 import { ApnsProvider } from './apns'
 import { ApnsTokens } from './apns-token'
 import { FcmProvider } from './fcm'
 import type { H2Pool } from './h2-pool'
 import type { Outcome, Provider } from './types'
-
-export type Platform = 'fcm' | 'apns'
 
 export interface ProviderDeps {
   pool: H2Pool
@@ -48,11 +46,6 @@ export function providerFor(platform: Platform, credential: FcmCredential | Apns
   const clock = deps.clock ?? systemClock
   if (platform === 'fcm') return new FcmProvider(credential as FcmCredential, { baseUrl: deps.fcmBaseUrl, pool: deps.pool, clock })
   return new ApnsProvider(credential as ApnsCredential, { baseUrl: deps.apnsBaseUrl, pool: deps.pool, clock, tokens: deps.apnsTokens })
-}
-
-/** Which provider a device goes through by default: iOS (0) to APNs, Android (1) and web (5, 7, 8) to FCM. */
-export function platformOf(deviceType: number): Platform {
-  return deviceType === 0 ? 'apns' : 'fcm'
 }
 
 export class ProviderCache {

@@ -1,5 +1,5 @@
 // What the delivery engine asks of a push provider, and what it gets back. Provider failures are Outcome values,
-// never throws: the actor decides what each one means for the device and the send (STYLE §3, §6).
+// never throws: the actor decides what each one means for the device and the send.
 
 /** One device to deliver to: its player id, its push token and its device_type (0 iOS, 1 Android, 5/7/8 web). */
 export interface Target {
