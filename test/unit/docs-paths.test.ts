@@ -7,9 +7,6 @@ import t from 'tap'
 
 const ROOT = join(__dirname, '..', '..')
 
-/** Pages linked from the index while they are written on other branches; each must leave this list once it exists. */
-const PENDING_PAGES = new Set(['docs/simulate.md'])
-
 const TOP = ['src/', 'test/', 'bench/', 'scripts/', 'proto/', 'docs/', 'packages/', 'bin/', 'examples/']
 
 function markdownFiles(dir: string): string[] {
@@ -55,16 +52,12 @@ t.test('every path the documents name exists', async (t) => {
     const name = relative(ROOT, doc)
     for (const p of backtickedPaths(text)) {
       checked++
-      if (!PENDING_PAGES.has(p)) t.ok(existsSync(join(ROOT, p)), `${name}: \`${p}\` exists`)
+      t.ok(existsSync(join(ROOT, p)), `${name}: \`${p}\` exists`)
     }
     for (const p of linkedPaths(text, doc)) {
       checked++
-      if (!PENDING_PAGES.has(p)) t.ok(existsSync(join(ROOT, p)), `${name}: link to ${p} exists`)
+      t.ok(existsSync(join(ROOT, p)), `${name}: link to ${p} exists`)
     }
   }
   t.ok(checked > 100, `checked ${checked} paths`)
-})
-
-t.test('a pending page leaves the list once it exists', async (t) => {
-  for (const p of PENDING_PAGES) t.notOk(existsSync(join(ROOT, p)), `${p} exists now: remove it from PENDING_PAGES`)
 })
