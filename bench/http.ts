@@ -1,7 +1,9 @@
 // `npm run bench -- http`: the framework's cost against bare uWebSockets.js, same machine, same run.
 // Pairs: GET / (no I/O) and an authenticated device read (one Postgres read by key) against a bare route doing the
-// same read. Runs alternate baseline/pombo three times each and report medians. Settings changed:
-// PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would otherwise refuse the load generator after 120 requests).
+// same read. Runs alternate baseline/pombo three times each and report medians. A third pair prices the metrics:
+// Pombo with its operations port off (PM_OPS_PORT=0: the routes measure nothing) against the default, on the same
+// two routes. Settings changed: PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would otherwise refuse the load generator
+// after 120 requests).
 import { startBare } from './lib/bare'
 import { startPombo } from './lib/pombo'
 import { median, row } from './lib/report'
@@ -23,6 +25,10 @@ async function alternate(base: () => Promise<WrkResult>, head: () => Promise<Wrk
 export async function http(): Promise<void> {
   ensureWrk()
   const pombo = await startPombo(9200, { PM_LIMIT_IP_PER_MIN: '0' })
+  // Same schema and Redis prefix as `pombo`: the app and device created below exist for both.
+  const unmeasured = await startPombo(9220, { PM_LIMIT_IP_PER_MIN: '0', PM_OPS_PORT: '0' }, 'api', [], {
+    shared: { schema: pombo.schema, prefix: pombo.prefix },
+  })
   try {
     const app = await pombo.createApp()
     const reg = await fetch(`${pombo.url}/api/v1/players`, {
@@ -51,6 +57,16 @@ export async function http(): Promise<void> {
           () => wrk({ url: `${pombo.url}/api/v1/players/${player.id}?app_id=${app.id}`, durationS: DURATION_S, lua: auth }),
         )
         console.log(row('GET /api/v1/players/{id} (app key)', b2, h2))
+        const [m1, n1] = await alternate(
+          () => wrk({ url: `${unmeasured.url}/`, durationS: DURATION_S }),
+          () => wrk({ url: `${pombo.url}/`, durationS: DURATION_S }),
+        )
+        console.log(row('GET /: metrics off → on', m1, n1))
+        const [m2, n2] = await alternate(
+          () => wrk({ url: `${unmeasured.url}/api/v1/players/${player.id}?app_id=${app.id}`, durationS: DURATION_S, lua: auth }),
+          () => wrk({ url: `${pombo.url}/api/v1/players/${player.id}?app_id=${app.id}`, durationS: DURATION_S, lua: auth }),
+        )
+        console.log(row('GET /api/v1/players/{id}: metrics off → on', m2, n2))
       } else {
         console.log(`authenticated read skipped: device registration answered ${reg.status}`)
       }
@@ -58,6 +74,7 @@ export async function http(): Promise<void> {
       await bare.stop()
     }
   } finally {
+    await unmeasured.stop()
     await pombo.stop()
   }
 }

@@ -184,7 +184,9 @@ export class Service {
       }
       svc.#metrics(roles)
       const proxies = new ProxyTrust(cfg.trustProxy)
-      const http = { jsonMaxDepth: cfg.limits.jsonMaxDepth, metrics, accessLog: cfg.accessLog }
+      // Without the operations port nobody can read the HTTP series, so the routes skip measuring them (the http
+      // bench runs Pombo both ways in one run: what measuring costs the API).
+      const http = { jsonMaxDepth: cfg.limits.jsonMaxDepth, metrics: cfg.opsPort === null ? undefined : metrics, accessLog: cfg.accessLog }
       if (roles.has('api')) {
         svc.api = new HttpServer('api', log, proxies, http)
         await deps.inapp.start() // the package cache's invalidations (only the API serves packages)

@@ -7,6 +7,7 @@ import { join, relative } from 'node:path'
 import Redis from 'ioredis'
 import pg from 'pg'
 import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/config'
+import { freePort } from '../../test/helpers/serve-child'
 
 export const ROOT = join(__dirname, '..', '..')
 
@@ -109,8 +110,9 @@ export async function startPombo(
       PM_LOG_LEVEL: 'warn',
       // The confirmation stream is off unless the scenario names a port (8082 would collide between processes).
       PM_GRPC_PORT: '0',
-      // Likewise the operations port (9464); metrics are still recorded, only not served.
-      PM_OPS_PORT: '0',
+      // The operations port on a free port (9464 would collide between processes): metrics are measured as in a
+      // deployment, where the port is on.
+      PM_OPS_PORT: String(await freePort()),
       ...env,
     },
   })

@@ -186,6 +186,8 @@ t.test('PM_OPS_PORT=0: no operations port, the API serves on', async (t) => {
   const s = await startService(t, { ops: false })
   t.equal(s.svc.ops, null)
   t.equal((await s.call('GET', '/')).status, 200)
+  const text = await s.svc.deps.metrics.registry.metrics()
+  t.notMatch(text, /pombo_http_requests_total\{/, 'no HTTP series measured: nobody could read them')
 })
 
 t.test('the API and the dashboard both answer GET /: their series stay apart (label server)', async (t) => {
