@@ -217,7 +217,9 @@ export interface Delivery {
   readonly inflightPerApp: number
   /** Devices fetched per page of a send. */
   readonly pageSize: number
-  /** Waits before the 2nd and 3rd attempts of a transient failure (spec: three attempts in all). */
+  /** Attempts of one delivery in all before a transient failure becomes `errored` (the spec: three). */
+  readonly maxAttempts: number
+  /** Waits before the 2nd, 3rd … attempt of a transient failure; the last one repeats. */
   readonly retryDelaysMs: readonly number[]
   /** Stream entries read per XREADGROUP of a partition. */
   readonly readCount: number
@@ -291,6 +293,7 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   heartbeatMs: 10_000,
   inflightPerApp: 256,
   pageSize: 500,
+  maxAttempts: 3,
   retryDelaysMs: Object.freeze([1_000, 5_000]),
   readCount: 500,
   outcomeBatchMax: 1_000,
@@ -578,6 +581,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       heartbeatMs: int(env, 'PM_HEARTBEAT_MS', DEFAULT_DELIVERY.heartbeatMs, 100),
       inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
       pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
+      maxAttempts: int(env, 'PM_DELIVERY_MAX_ATTEMPTS', DEFAULT_DELIVERY.maxAttempts, 1),
       retryDelaysMs: msList(env, 'PM_DELIVERY_RETRY_MS', DEFAULT_DELIVERY.retryDelaysMs),
       readCount: int(env, 'PM_STREAM_READ_COUNT', DEFAULT_DELIVERY.readCount, 1),
       outcomeBatchMax: int(env, 'PM_OUTCOME_BATCH_MAX', DEFAULT_DELIVERY.outcomeBatchMax, 1),

@@ -50,7 +50,9 @@ export interface ActorDeps {
   finished(appId: string, sendId: string): void
   maxInflight: number
   pageSize: number
-  /** Backoff before the 2nd and 3rd attempts (spec: three attempts in all). */
+  /** Attempts of one delivery in all before it is errored (the spec: three; PM_DELIVERY_MAX_ATTEMPTS). */
+  maxAttempts: number
+  /** Backoff before the 2nd, 3rd … attempt (the last one repeats for any further attempt). */
   retryDelaysMs: readonly number[]
   /** The app's shared pace (absent: a bucket local to this actor). */
   pace?: (appId: string) => PaceStore
@@ -63,8 +65,6 @@ export interface ActorDeps {
   /** Told of every pacing wait (metrics). */
   onPaceWait?: (cause: PaceCause, ms: number) => void
 }
-
-export const MAX_ATTEMPTS = 3
 
 /** A device to attempt, and how many attempts it has had. */
 interface Item {
@@ -644,11 +644,11 @@ export class AppActor {
     retryAfterMs: number | undefined,
     record: (status: OutcomeRow['status'], tries: number) => Promise<boolean>,
   ): Promise<void> {
-    if (attempts >= MAX_ATTEMPTS) {
+    if (attempts >= this.d.maxAttempts) {
       await record(STATUS.errored, attempts)
       return
     }
-    const delay = Math.max(retryAfterMs ?? 0, this.d.retryDelaysMs[attempts - 1] ?? 1_000)
+    const delay = Math.max(retryAfterMs ?? 0, this.d.retryDelaysMs[Math.min(attempts, this.d.retryDelaysMs.length) - 1] ?? 1_000)
     s.retries.push(c, attempts, this.#clock() + delay)
   }
 

@@ -77,6 +77,7 @@ export class DeliveryModule implements ProviderSource {
         ratePerMin: async (appId) => (await d.dir.app(appId))?.ratePorMin ?? 60_000,
         maxInflight: cfg.delivery.inflightPerApp,
         pageSize: cfg.delivery.pageSize,
+        maxAttempts: cfg.delivery.maxAttempts,
         retryDelaysMs: cfg.delivery.retryDelaysMs,
         pace: (appId) => new SharedBucket(redis, keys, appId),
         sliceDevices: cfg.delivery.sliceDevices,
