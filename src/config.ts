@@ -173,7 +173,7 @@ export interface Limits {
   readonly defaultRatePorMin: number
   /** the spec, Limits, in-app frequency and content: the `regras` defaults, the `atraso_ms` default and maximum, the
    *  `fechar_apos_ms` maximum, `titulo`/`corpo`/button text characters, blocks per language, `ocorrencia_n`, and the
-   *  largest `inapp_cap_horas`. */
+   *  largest `inapp_cap_horas` and the value a new app starts with. */
   readonly inappCapTotalDefault: number
   readonly inappCooldownHDefault: number
   readonly inappPrioridadeDefault: number
@@ -186,6 +186,7 @@ export interface Limits {
   readonly inappBlocksMax: number
   readonly inappOccurrenceMax: number
   readonly inappCapHorasMax: number
+  readonly inappCapHorasDefault: number
 }
 
 export interface Jobs {
@@ -391,6 +392,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   inappBlocksMax: 12,
   inappOccurrenceMax: 500,
   inappCapHorasMax: 168,
+  inappCapHorasDefault: 6,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -530,8 +532,12 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     inappBlocksMax: int(env, 'PM_INAPP_BLOCKS_MAX', DEFAULT_LIMITS.inappBlocksMax, 1),
     inappOccurrenceMax: int(env, 'PM_INAPP_OCORRENCIA_MAX', DEFAULT_LIMITS.inappOccurrenceMax, 1),
     inappCapHorasMax: int(env, 'PM_INAPP_CAP_HORAS_MAX', DEFAULT_LIMITS.inappCapHorasMax, 0),
+    inappCapHorasDefault: int(env, 'PM_INAPP_CAP_HORAS_DEFAULT', DEFAULT_LIMITS.inappCapHorasDefault, 0),
     ...overrides.limits,
   })
+  if (limits.inappCapHorasDefault > limits.inappCapHorasMax) {
+    throw new ConfigError(`PM_INAPP_CAP_HORAS_DEFAULT: ${limits.inappCapHorasDefault} is above PM_INAPP_CAP_HORAS_MAX (${limits.inappCapHorasMax})`)
+  }
   const plan = env.PM_DEFAULT_PLAN || 'free'
   if (plan !== 'free' && plan !== 'pro') throw new ConfigError(`PM_DEFAULT_PLAN: expected free or pro, got "${plan}"`)
   const cfg: Config = {

@@ -1,7 +1,7 @@
 // The spec's limits are settings: each one, set in the environment, moves the rule the validators apply, and the
 // defaults are the spec's values.
 import t from 'tap'
-import { DEFAULT_LIMITS, loadConfig } from '../../src/config'
+import { DEFAULT_DELIVERY, DEFAULT_LIMITS, loadConfig } from '../../src/config'
 import { ApiError } from '../../src/errors'
 import { parseRegistration, parseUpdate } from '../../src/devices/validate'
 import { parseEvents } from '../../src/inapp/events-validate'
@@ -129,4 +129,13 @@ t.test('in-app limits follow their settings', async (t) => {
   const o = { batchMax: 50, pastMs: 86_400_000, futureMs: 60_000 }
   t.equal(refused(() => parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, { ...o, occurrenceMax: lim.inappOccurrenceMax }))?.explain.campo, 'eventos[0].ocorrencia_n')
   t.ok(parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, o), 'the default allows 6')
+})
+
+t.test('the app-wide in-app cap and the delivery attempts: defaults are the spec, settings move them', async (t) => {
+  t.equal(DEFAULT_LIMITS.inappCapHorasDefault, 6)
+  t.equal(DEFAULT_DELIVERY.maxAttempts, 3, 'three attempts in all')
+  t.equal(loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '0' }).limits.inappCapHorasDefault, 0)
+  t.equal(loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '5' }).delivery.maxAttempts, 5)
+  t.throws(() => loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '0' }), /PM_DELIVERY_MAX_ATTEMPTS/)
+  t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '12', PM_INAPP_CAP_HORAS_MAX: '10' }), /PM_INAPP_CAP_HORAS_DEFAULT/)
 })
