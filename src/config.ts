@@ -126,6 +126,15 @@ export interface Limits {
    *  (PM_KEY_CACHE_MAX, PM_KEY_CACHE_MISS_MAX). */
   readonly keyCacheMax: number
   readonly keyCacheMissMax: number
+  /** Per-process caches that start over when full rather than grow (PM_APP_CACHE_MAX: the in-app packages and
+   *  receipt keys, per app; PM_READ_CACHE_MAX: repeat reads of sends; PM_INAPP_PROFILE_CACHE_MAX: device profiles
+   *  of the pending route; PM_INAPP_MEMO_MAX: a device's last package selection; PM_INAPP_SERVED_SEEN_MAX:
+   *  (campaign, device) pairs already recorded as served). */
+  readonly appCacheMax: number
+  readonly readCacheMax: number
+  readonly inappProfileCacheMax: number
+  readonly inappMemoMax: number
+  readonly inappServedSeenMax: number
   /** the spec, Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
   readonly inappPackageMax: number
   readonly inappValidityS: number
@@ -142,6 +151,8 @@ export interface Limits {
   readonly sendQueueMax: number
   readonly receiptQueueMax: number
   readonly inappEventQueueMax: number
+  /** (campaign, device) pairs waiting for the served writer; beyond, a pair is dropped (best effort, logged). */
+  readonly inappServedQueueMax: number
   /** the spec, Limits, send rows: ids per target list, segments per send, `ttl` default and maximum, `collapse_id`
    *  bytes, how far ahead `send_after` may be, the final payload (including the 96 injected bytes). */
   readonly sendTargetsMax: number
@@ -230,6 +241,10 @@ export interface Delivery {
   /** Sends loaded (and closed) per statement across apps (src/delivery/send-batches.ts), statements in flight. */
   readonly sendLoadBatchMax: number
   readonly sendLoadWriters: number
+  /** Outcomes, and send loads or closings, waiting for a statement; beyond, one is refused and its send stays
+   *  unacknowledged in its stream, to be handed out again. */
+  readonly outcomeQueueMax: number
+  readonly sendLoadQueueMax: number
   /** A segment send estimated above this many devices is cut into slices of about this size, which any worker may
    *  lease (PM_SLICE_DEVICES). */
   readonly sliceDevices: number
@@ -301,6 +316,8 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   outcomeWriters: 4,
   sendLoadBatchMax: 500,
   sendLoadWriters: 2,
+  outcomeQueueMax: 200_000,
+  sendLoadQueueMax: 200_000,
   sliceDevices: 20_000,
   slicesPerWorker: 2,
   slicePollMs: 250,
@@ -348,6 +365,11 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   configLockTimeoutMs: 15_000,
   keyCacheMax: 200_000,
   keyCacheMissMax: 20_000,
+  appCacheMax: 100_000,
+  readCacheMax: 10_000,
+  inappProfileCacheMax: 500_000,
+  inappMemoMax: 200_000,
+  inappServedSeenMax: 1_000_000,
   inappPackageMax: 20,
   inappValidityS: 86_400,
   inappEventsBatchMax: 50,
@@ -360,6 +382,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   sendQueueMax: 20_000,
   receiptQueueMax: 50_000,
   inappEventQueueMax: 50_000,
+  inappServedQueueMax: 100_000,
   sendTargetsMax: 2_000,
   sendSegmentsMax: 10,
   ttlDefaultS: 259_200,
@@ -479,6 +502,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     configLockTimeoutMs: int(env, 'PM_CONFIG_LOCK_TIMEOUT_MS', DEFAULT_LIMITS.configLockTimeoutMs, 1),
     keyCacheMax: int(env, 'PM_KEY_CACHE_MAX', DEFAULT_LIMITS.keyCacheMax, 1),
     keyCacheMissMax: int(env, 'PM_KEY_CACHE_MISS_MAX', DEFAULT_LIMITS.keyCacheMissMax, 1),
+    appCacheMax: int(env, 'PM_APP_CACHE_MAX', DEFAULT_LIMITS.appCacheMax, 1),
+    readCacheMax: int(env, 'PM_READ_CACHE_MAX', DEFAULT_LIMITS.readCacheMax, 1),
+    inappProfileCacheMax: int(env, 'PM_INAPP_PROFILE_CACHE_MAX', DEFAULT_LIMITS.inappProfileCacheMax, 1),
+    inappMemoMax: int(env, 'PM_INAPP_MEMO_MAX', DEFAULT_LIMITS.inappMemoMax, 1),
+    inappServedSeenMax: int(env, 'PM_INAPP_SERVED_SEEN_MAX', DEFAULT_LIMITS.inappServedSeenMax, 1),
     deviceBodyBytes: int(env, 'PM_LIMIT_DEVICE_BODY_BYTES', DEFAULT_LIMITS.deviceBodyBytes, 1024),
     sendBodyBytes: int(env, 'PM_LIMIT_SEND_BODY_BYTES', DEFAULT_LIMITS.sendBodyBytes, 1024),
     appBodyBytes: int(env, 'PM_LIMIT_APP_BODY_BYTES', DEFAULT_LIMITS.appBodyBytes, 1024),
@@ -500,6 +528,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     sendQueueMax: int(env, 'PM_SEND_QUEUE_MAX', DEFAULT_LIMITS.sendQueueMax, 1),
     receiptQueueMax: int(env, 'PM_RECEIPT_QUEUE_MAX', DEFAULT_LIMITS.receiptQueueMax, 1),
     inappEventQueueMax: int(env, 'PM_INAPP_EVENT_QUEUE_MAX', DEFAULT_LIMITS.inappEventQueueMax, 1),
+    inappServedQueueMax: int(env, 'PM_INAPP_SERVED_QUEUE_MAX', DEFAULT_LIMITS.inappServedQueueMax, 1),
     sendTargetsMax: int(env, 'PM_LIMIT_SEND_TARGETS', DEFAULT_LIMITS.sendTargetsMax, 1),
     sendSegmentsMax: int(env, 'PM_LIMIT_SEND_SEGMENTS', DEFAULT_LIMITS.sendSegmentsMax, 1),
     ttlDefaultS: int(env, 'PM_TTL_DEFAULT_S', DEFAULT_LIMITS.ttlDefaultS, 0),
@@ -594,6 +623,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       outcomeWriters: int(env, 'PM_OUTCOME_WRITERS', DEFAULT_DELIVERY.outcomeWriters, 1),
       sendLoadBatchMax: int(env, 'PM_SEND_LOAD_BATCH_MAX', DEFAULT_DELIVERY.sendLoadBatchMax, 1),
       sendLoadWriters: int(env, 'PM_SEND_LOAD_WRITERS', DEFAULT_DELIVERY.sendLoadWriters, 1),
+      outcomeQueueMax: int(env, 'PM_OUTCOME_QUEUE_MAX', DEFAULT_DELIVERY.outcomeQueueMax, 1),
+      sendLoadQueueMax: int(env, 'PM_SEND_LOAD_QUEUE_MAX', DEFAULT_DELIVERY.sendLoadQueueMax, 1),
       sliceDevices: int(env, 'PM_SLICE_DEVICES', DEFAULT_DELIVERY.sliceDevices, 1),
       slicesPerWorker: int(env, 'PM_SLICES_PER_WORKER', DEFAULT_DELIVERY.slicesPerWorker, 1),
     }),

@@ -149,7 +149,7 @@ export class Service {
     })
     await dir.start()
     const receipts = new ReceiptsModule(
-      { db, vault, clock, log },
+      { db, vault, clock, log, appCacheMax: cfg.limits.appCacheMax },
       {
         maxBatch: cfg.limits.receiptBatchMax,
         concurrency: cfg.limits.receiptWriters,

@@ -49,10 +49,15 @@ export class DeliveryModule implements ProviderSource {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca })
     this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock, observe: d.observeProvider })
-    this.recorder = new OutcomeRecorder(db, clock, log, { maxBatch: cfg.delivery.outcomeBatchMax, concurrency: cfg.delivery.outcomeWriters })
+    this.recorder = new OutcomeRecorder(db, clock, log, {
+      maxBatch: cfg.delivery.outcomeBatchMax,
+      concurrency: cfg.delivery.outcomeWriters,
+      maxQueue: cfg.delivery.outcomeQueueMax,
+    })
     this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs, {
       maxBatch: cfg.delivery.sendLoadBatchMax,
       concurrency: cfg.delivery.sendLoadWriters,
+      maxQueue: cfg.delivery.sendLoadQueueMax,
     })
     this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
     this.worker = new DeliveryWorker(
