@@ -250,8 +250,15 @@ export interface Delivery {
   readonly sliceDevices: number
   /** Slices one worker holds at once (PM_SLICES_PER_WORKER). */
   readonly slicesPerWorker: number
-  /** How often a worker with room looks for a slice to lease. */
+  /** How often a worker with room looks for a slice to lease (PM_SLICE_POLL_MS); after finding none, it waits
+   *  PM_SLICE_IDLE_POLL_MS unless its own process plans slices meanwhile. */
   readonly slicePollMs: number
+  readonly sliceIdlePollMs: number
+  /** How often the actor of a sliced send reads how far its slices are (PM_SLICE_WATCH_MS). */
+  readonly sliceWatchMs: number
+  /** Delivery credentials are re-read at most this often even without a change notice (PM_CREDENTIAL_CACHE_MS): a
+   *  missed notice heals itself within this. */
+  readonly credentialCacheMs: number
 }
 
 /** The webhook dispatcher (the spec, Events redelivery policy, Limits Webhook row). */
@@ -321,6 +328,9 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   sliceDevices: 20_000,
   slicesPerWorker: 2,
   slicePollMs: 250,
+  sliceIdlePollMs: 1_000,
+  sliceWatchMs: 500,
+  credentialCacheMs: 30_000,
 })
 
 export const DEFAULT_JOBS: Jobs = Object.freeze({
@@ -627,6 +637,10 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       sendLoadQueueMax: int(env, 'PM_SEND_LOAD_QUEUE_MAX', DEFAULT_DELIVERY.sendLoadQueueMax, 1),
       sliceDevices: int(env, 'PM_SLICE_DEVICES', DEFAULT_DELIVERY.sliceDevices, 1),
       slicesPerWorker: int(env, 'PM_SLICES_PER_WORKER', DEFAULT_DELIVERY.slicesPerWorker, 1),
+      slicePollMs: int(env, 'PM_SLICE_POLL_MS', DEFAULT_DELIVERY.slicePollMs, 1),
+      sliceIdlePollMs: int(env, 'PM_SLICE_IDLE_POLL_MS', DEFAULT_DELIVERY.sliceIdlePollMs, 1),
+      sliceWatchMs: int(env, 'PM_SLICE_WATCH_MS', DEFAULT_DELIVERY.sliceWatchMs, 1),
+      credentialCacheMs: int(env, 'PM_CREDENTIAL_CACHE_MS', DEFAULT_DELIVERY.credentialCacheMs, 0),
     }),
     webhook: Object.freeze({
       ...DEFAULT_WEBHOOK,

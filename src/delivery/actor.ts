@@ -12,6 +12,7 @@
 //    nothing is ready or the window is full; anything that can make work ready (a new send, a page read, a request
 //    answered, a retry falling due) wakes it. The pace (Pacer) is the other wait: a token per device.
 import type { Logger } from 'pino'
+import { DEFAULT_DELIVERY } from '../config'
 import type { Db } from '../db/pool'
 import { type Clock, systemClock } from '../time'
 import { type Candidate, expandSegment, listPage, type SendMeta, segmentPage, setProblem } from './audience'
@@ -58,6 +59,8 @@ export interface ActorDeps {
   pace?: (appId: string) => PaceStore
   /** A segment send estimated above this many devices is cut into slices (absent: never). */
   sliceDevices?: number
+  /** How often the actor of a sliced send reads how far its slices are. */
+  sliceWatchMs?: number
   /** A slice's walk is over: `complete` when every device of it has a durable outcome. */
   sliceFinished?(lease: SliceLease, complete: boolean): Promise<void>
   /** A send was just cut into slices: this process looks for slices to lease now. */
@@ -76,8 +79,6 @@ interface Item {
 const PAGE_RETRY_MS = 1_000
 /** The loop looks again at least this often even if nothing wakes it. */
 const IDLE_TICK_MS = 250
-/** How often the actor of a sliced send reads how far its slices are. */
-const SLICE_WATCH_MS = 500
 
 /** What the loop asks of a send's walk (PageCursor, SliceWatch). */
 interface Cursor {
@@ -209,7 +210,7 @@ export class PageCursor implements Cursor {
 
 /**
  * The walk of a sliced send as its own actor sees it: nothing to deliver here (workers lease its slices), done once
- * every slice is done (or the send is closed), read every SLICE_WATCH_MS.
+ * every slice is done (or the send is closed), read every `watchMs`.
  */
 export class SliceWatch implements Cursor {
   readonly buffered = 0
@@ -222,6 +223,7 @@ export class SliceWatch implements Cursor {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly changed: (err?: unknown) => void,
+    private readonly watchMs: number,
   ) {}
 
   get done(): boolean {
@@ -239,13 +241,13 @@ export class SliceWatch implements Cursor {
     sliceProgress(this.db, this.meta.appId, this.meta.id).then(
       (p) => {
         this.#reading = false
-        this.#next = this.clock() + SLICE_WATCH_MS
+        this.#next = this.clock() + this.watchMs
         if (p.open === 0 || p.completed) this.#done = true
         this.changed()
       },
       (err) => {
         this.#reading = false
-        this.#next = this.clock() + SLICE_WATCH_MS
+        this.#next = this.clock() + this.watchMs
         this.changed(err)
       },
     )
@@ -397,7 +399,7 @@ export class AppActor {
       }
       this.#begin(sendId, meta, (changed) =>
         meta.sliced
-          ? new SliceWatch(meta, this.d.db, this.#clock, changed)
+          ? new SliceWatch(meta, this.d.db, this.#clock, changed, this.d.sliceWatchMs ?? DEFAULT_DELIVERY.sliceWatchMs)
           : new PageCursor(meta, this.d.db, this.d.pageSize, this.#clock, changed, loaded.firstPage),
       )
     } finally {

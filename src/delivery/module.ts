@@ -28,9 +28,6 @@ export interface DeliveryDeps extends Infra {
   observePace?: (cause: PaceCause, ms: number) => void
 }
 
-/** Credentials are re-read at most this often even without a change notice (a missed message heals itself). */
-const CREDENTIAL_TTL_MS = 30_000
-
 export class DeliveryModule implements ProviderSource {
   readonly pool: H2Pool
   readonly recorder: OutcomeRecorder
@@ -69,7 +66,12 @@ export class DeliveryModule implements ProviderSource {
         leaseMs: cfg.delivery.leaseMs,
         readCount: cfg.delivery.readCount,
         heartbeatMs: cfg.delivery.heartbeatMs,
-        slices: { sliceDevices: cfg.delivery.sliceDevices, perWorker: cfg.delivery.slicesPerWorker, pollMs: cfg.delivery.slicePollMs },
+        slices: {
+          sliceDevices: cfg.delivery.sliceDevices,
+          perWorker: cfg.delivery.slicesPerWorker,
+          pollMs: cfg.delivery.slicePollMs,
+          idlePollMs: cfg.delivery.sliceIdlePollMs,
+        },
       },
       {
         db,
@@ -86,6 +88,7 @@ export class DeliveryModule implements ProviderSource {
         retryDelaysMs: cfg.delivery.retryDelaysMs,
         pace: (appId) => new SharedBucket(redis, keys, appId),
         sliceDevices: cfg.delivery.sliceDevices,
+        sliceWatchMs: cfg.delivery.sliceWatchMs,
         onPaceWait: d.observePace,
       },
       log,
@@ -144,7 +147,7 @@ export class DeliveryModule implements ProviderSource {
   async get(appId: string, platform: Platform): Promise<Provider | null> {
     const key = `${appId}:${platform}`
     let hit = this.#credentials.get(key)
-    if (!hit || this.d.clock() - hit.at > CREDENTIAL_TTL_MS) {
+    if (!hit || this.d.clock() - hit.at > this.d.cfg.delivery.credentialCacheMs) {
       const value = loadCredential(this.d.db, this.d.vault, appId, platform).then((c) =>
         c ? { version: c.updatedAt.getTime(), credential: c.credential } : null,
       )
@@ -166,7 +169,7 @@ export class DeliveryModule implements ProviderSource {
   /** ProviderSource: get() without waiting, when the credential is already loaded and fresh (undefined otherwise). */
   peek(appId: string, platform: Platform): Provider | null | undefined {
     const hit = this.#credentials.get(`${appId}:${platform}`)
-    if (!hit || hit.settled === undefined || this.d.clock() - hit.at > CREDENTIAL_TTL_MS) return undefined
+    if (!hit || hit.settled === undefined || this.d.clock() - hit.at > this.d.cfg.delivery.credentialCacheMs) return undefined
     if (!hit.settled) return null
     return this.#providers.get(appId, platform, hit.settled.version, hit.settled.credential as never)
   }

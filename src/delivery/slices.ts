@@ -24,12 +24,11 @@ export interface SliceSettings {
   /** Slices a worker holds at once. */
   perWorker: number
   leaseMs: number
-  /** How often a worker with room looks for a slice to lease (after finding none, IDLE_POLL_MS). */
+  /** How often a worker with room looks for a slice to lease. */
   pollMs: number
+  /** A worker that found no slice looks again after this long, unless its own process plans some meanwhile. */
+  idlePollMs: number
 }
-
-/** A worker that found no slice looks again after this long, unless its own process plans some meanwhile. */
-export const IDLE_POLL_MS = 1_000
 
 /** A leased slice: devices of the send with ids in (lo, hi]. */
 export interface SliceLease {
@@ -219,7 +218,7 @@ export class SliceRunner {
     while (!this.#stopped && this.#held.size < this.s.perWorker) {
       const lease = await leaseSlice(this.db, this.owner, new Date(this.clock()), this.s.leaseMs)
       if (!lease) {
-        this.#idleUntil = this.clock() + IDLE_POLL_MS
+        this.#idleUntil = this.clock() + this.s.idlePollMs
         return
       }
       if (lease.leases > 1) this.log.info({ app: lease.appId, send: lease.sendId, slice: lease.slice }, 'slice taken over')
