@@ -52,6 +52,8 @@ export interface Config {
   readonly delivery: Delivery
   /** The webhook dispatcher (src/confirmations). */
   readonly webhook: Webhook
+  /** The confirmation stream (gRPC, src/confirmations/stream.ts). */
+  readonly stream: ConfirmationStream
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
   readonly proPrice: string
   /** The dashboard's sign-in and session settings (src/dashboard). */
@@ -278,6 +280,35 @@ export interface Webhook {
   /** Events delivered under one hold of a destination before its cursor is written. */
   readonly batch: number
 }
+
+/** The confirmation stream: presence in Redis (`streams_ativos`), positions in Postgres, reading events. */
+export interface ConfirmationStream {
+  /** How often an instance re-scores its open streams in Redis (PM_GRPC_HEARTBEAT_MS). */
+  readonly heartbeatMs: number
+  /** A stream not re-scored within this stops counting in `streams_ativos` (an instance that died; the spec:
+   *  "within seconds"); longer than the heartbeat (PM_GRPC_STREAM_TTL_MS). */
+  readonly ttlMs: number
+  /** How often the open streams' positions are written to Postgres, for retention (PM_GRPC_POSITION_EVERY_MS). */
+  readonly positionEveryMs: number
+  /** Open streams of one app on one instance; beyond, RESOURCE_EXHAUSTED (PM_GRPC_STREAMS_PER_APP). */
+  readonly maxPerApp: number
+  /** Open streams re-check their key and app at least this often, besides every invalidation (PM_GRPC_RECHECK_MS). */
+  readonly recheckMs: number
+  /** A caught-up stream reads again at least this often, whatever the notifications do (PM_GRPC_POLL_MS). */
+  readonly pollMs: number
+  /** Events read per page: the most a stream holds in memory besides gRPC's own buffer (PM_GRPC_PAGE). */
+  readonly page: number
+}
+
+export const DEFAULT_STREAM: ConfirmationStream = Object.freeze({
+  heartbeatMs: 2_000,
+  ttlMs: 6_000,
+  positionEveryMs: 10_000,
+  maxPerApp: 100,
+  recheckMs: 30_000,
+  pollMs: 1_000,
+  page: 200,
+})
 
 export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
   timeoutMs: 10_000,
@@ -652,6 +683,15 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       disableAfter: int(env, 'PM_WEBHOOK_DISABLE_AFTER', DEFAULT_WEBHOOK.disableAfter, 1),
       batch: int(env, 'PM_WEBHOOK_BATCH', DEFAULT_WEBHOOK.batch, 1),
     }),
+    stream: Object.freeze({
+      heartbeatMs: int(env, 'PM_GRPC_HEARTBEAT_MS', DEFAULT_STREAM.heartbeatMs, 1),
+      ttlMs: int(env, 'PM_GRPC_STREAM_TTL_MS', DEFAULT_STREAM.ttlMs, 1),
+      positionEveryMs: int(env, 'PM_GRPC_POSITION_EVERY_MS', DEFAULT_STREAM.positionEveryMs, 0),
+      maxPerApp: int(env, 'PM_GRPC_STREAMS_PER_APP', DEFAULT_STREAM.maxPerApp, 1),
+      recheckMs: int(env, 'PM_GRPC_RECHECK_MS', DEFAULT_STREAM.recheckMs, 1),
+      pollMs: int(env, 'PM_GRPC_POLL_MS', DEFAULT_STREAM.pollMs, 1),
+      page: int(env, 'PM_GRPC_PAGE', DEFAULT_STREAM.page, 1),
+    }),
     dashboard: Object.freeze({
       url: (env.PM_DASHBOARD_URL || `http://${host}:${int(env, 'PM_DASHBOARD_PORT', 8081)}`).replace(/\/+$/, ''),
       secret: hexKey('PM_DASHBOARD_SECRET', env.PM_DASHBOARD_SECRET),
@@ -664,6 +704,9 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     logLevel: env.PM_LOG_LEVEL || 'info',
     ...overrides,
     limits,
+  }
+  if (cfg.stream.ttlMs <= cfg.stream.heartbeatMs) {
+    throw new ConfigError(`PM_GRPC_STREAM_TTL_MS: ${cfg.stream.ttlMs} must exceed PM_GRPC_HEARTBEAT_MS (${cfg.stream.heartbeatMs})`)
   }
   if (!/^[a-z_][a-z0-9_]*$/.test(cfg.dbSchema)) throw new ConfigError(`PM_DB_SCHEMA: "${cfg.dbSchema}" is not a plain identifier`)
   return Object.freeze(cfg)
