@@ -54,6 +54,8 @@ export interface Config {
   readonly webhook: Webhook
   /** The confirmation stream (gRPC, src/confirmations/stream.ts). */
   readonly stream: ConfirmationStream
+  /** Device exports (src/devices/export.ts). */
+  readonly exports: Exports
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
   readonly proPrice: string
   /** The dashboard's sign-in and session settings (src/dashboard). */
@@ -308,6 +310,37 @@ export const DEFAULT_STREAM: ConfirmationStream = Object.freeze({
   recheckMs: 30_000,
   pollMs: 1_000,
   page: 200,
+})
+
+/** Device exports: builds per process, their queue, the estimate, and the takeover of a dead instance's builds. */
+export interface Exports {
+  /** Rows per second assumed before this process has timed an export of its own (PM_EXPORT_ROWS_PER_SEC):
+   *  `npm run bench -- register` measured ~420k rows/s on the 2-core reference machine; a little under that, so the
+   *  estimate is more often early than late. */
+  readonly initialRowsPerSec: number
+  /** Builds running at once per process; more wait their turn (PM_EXPORT_BUILDS). */
+  readonly maxBuilds: number
+  /** Builds waiting beyond this answer 503 (PM_EXPORT_QUEUE_MAX). */
+  readonly maxQueued: number
+  /** How often expired export files and rows are swept (PM_EXPORT_SWEEP_EVERY_MS). */
+  readonly sweepEveryMs: number
+  /** How often an instance refreshes the claims of its builds and looks for orphaned ones (PM_EXPORT_CLAIM_EVERY_MS). */
+  readonly claimEveryMs: number
+  /** A build whose claim is older than this has no live instance behind it and is taken over
+   *  (PM_EXPORT_CLAIM_STALE_MS); longer than the refresh. */
+  readonly claimStaleMs: number
+  /** Orphaned builds taken over per look (PM_EXPORT_RECOVER_BATCH). */
+  readonly recoverBatch: number
+}
+
+export const DEFAULT_EXPORTS: Exports = Object.freeze({
+  initialRowsPerSec: 350_000,
+  maxBuilds: 2,
+  maxQueued: 100,
+  sweepEveryMs: 10 * 60_000,
+  claimEveryMs: 30_000,
+  claimStaleMs: 2 * 60_000,
+  recoverBatch: 10,
 })
 
 export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
@@ -692,6 +725,15 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       pollMs: int(env, 'PM_GRPC_POLL_MS', DEFAULT_STREAM.pollMs, 1),
       page: int(env, 'PM_GRPC_PAGE', DEFAULT_STREAM.page, 1),
     }),
+    exports: Object.freeze({
+      initialRowsPerSec: int(env, 'PM_EXPORT_ROWS_PER_SEC', DEFAULT_EXPORTS.initialRowsPerSec, 1),
+      maxBuilds: int(env, 'PM_EXPORT_BUILDS', DEFAULT_EXPORTS.maxBuilds, 1),
+      maxQueued: int(env, 'PM_EXPORT_QUEUE_MAX', DEFAULT_EXPORTS.maxQueued, 1),
+      sweepEveryMs: int(env, 'PM_EXPORT_SWEEP_EVERY_MS', DEFAULT_EXPORTS.sweepEveryMs, 1),
+      claimEveryMs: int(env, 'PM_EXPORT_CLAIM_EVERY_MS', DEFAULT_EXPORTS.claimEveryMs, 1),
+      claimStaleMs: int(env, 'PM_EXPORT_CLAIM_STALE_MS', DEFAULT_EXPORTS.claimStaleMs, 1),
+      recoverBatch: int(env, 'PM_EXPORT_RECOVER_BATCH', DEFAULT_EXPORTS.recoverBatch, 1),
+    }),
     dashboard: Object.freeze({
       url: (env.PM_DASHBOARD_URL || `http://${host}:${int(env, 'PM_DASHBOARD_PORT', 8081)}`).replace(/\/+$/, ''),
       secret: hexKey('PM_DASHBOARD_SECRET', env.PM_DASHBOARD_SECRET),
@@ -704,6 +746,9 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     logLevel: env.PM_LOG_LEVEL || 'info',
     ...overrides,
     limits,
+  }
+  if (cfg.exports.claimStaleMs <= cfg.exports.claimEveryMs) {
+    throw new ConfigError(`PM_EXPORT_CLAIM_STALE_MS: ${cfg.exports.claimStaleMs} must exceed PM_EXPORT_CLAIM_EVERY_MS (${cfg.exports.claimEveryMs})`)
   }
   if (cfg.stream.ttlMs <= cfg.stream.heartbeatMs) {
     throw new ConfigError(`PM_GRPC_STREAM_TTL_MS: ${cfg.stream.ttlMs} must exceed PM_GRPC_HEARTBEAT_MS (${cfg.stream.heartbeatMs})`)
