@@ -2,6 +2,7 @@
 // docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
 import { MIN_PG_BUDGET } from './db/budget'
+import { STATEMENT_TIMEOUT_MS } from './db/pool'
 
 export interface Config {
   readonly port: number
@@ -25,6 +26,12 @@ export interface Config {
   /** PM_PGBOUNCER=transaction: DATABASE_URL is PgBouncer in transaction mode (no startup options, no named
    *  prepared statements; src/db/pool.ts). */
   readonly pgBouncer: boolean
+  /** PM_STATEMENT_TIMEOUT_MS: the server-side statement timeout of every pooled connection (not with PgBouncer in
+   *  transaction mode, which takes no startup options): a runaway statement never holds a connection, and its locks,
+   *  for longer. */
+  readonly statementTimeoutMs: number
+  /** PM_OPS_CHECK_TIMEOUT_MS: `/readyz` waits this long for each dependency before calling it not ready. */
+  readonly opsCheckTimeoutMs: number
   /** PM_MIGRATE_ON_START (default 1): `serve` applies pending migrations at start; 0: it refuses to start on a
    *  schema behind its release (a deployment runs `pombo migrate` once instead). */
   readonly migrateOnStart: boolean
@@ -76,6 +83,8 @@ export interface Dashboard {
   readonly signinPerAccount: number
   readonly signinPerIp: number
   readonly signinWindowMs: number
+  /** PM_DASHBOARD_INVITE_H: a sign-up invitation (`pombo user invite`) is valid this long (the contract: 72 h). */
+  readonly inviteTtlMs: number
 }
 
 export interface Limits {
@@ -169,6 +178,11 @@ export interface Limits {
   /** the spec, Limits: an idempotency key lives this long; a concurrent call with the same key waits this long. */
   readonly idempotencyTtlDays: number
   readonly idempotencyWaitMs: number
+  /** The in-flight mark of an idempotency key lives this long in Redis (a process that died mid-send frees the key
+   *  after it; PM_IDEMPOTENCY_LOCK_TTL_MS); a waiting call looks for the first call's answer this often
+   *  (PM_IDEMPOTENCY_POLL_MS). */
+  readonly idempotencyLockTtlMs: number
+  readonly idempotencyPollMs: number
   /** the spec, Limits: `limit` of the send listing, default and maximum. */
   readonly sendsListMax: number
   /** the spec, Limits: repeat reads of one send within this window are answered from a cache and not counted. */
@@ -281,6 +295,8 @@ export interface Webhook {
   readonly concurrency: number
   /** Events delivered under one hold of a destination before its cursor is written. */
   readonly batch: number
+  /** A batch stops taking new events after this long, so the cursor is written regularly (PM_WEBHOOK_BATCH_MAX_MS). */
+  readonly batchMaxMs: number
 }
 
 /** The confirmation stream: presence in Redis (`streams_ativos`), positions in Postgres, reading events. */
@@ -351,6 +367,7 @@ export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
   pollMs: 250,
   concurrency: 32,
   batch: 100,
+  batchMaxMs: 1_000,
 })
 
 function pgBouncer(v: string | undefined): boolean {
@@ -466,6 +483,8 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   payloadMaxBytes: 3_891,
   idempotencyTtlDays: 30,
   idempotencyWaitMs: 3_000,
+  idempotencyLockTtlMs: 15_000,
+  idempotencyPollMs: 25,
   sendsListMax: 50,
   readCacheMs: 1_000,
   identifierMaxBytes: 194,
@@ -612,6 +631,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     payloadMaxBytes: int(env, 'PM_LIMIT_PAYLOAD_BYTES', DEFAULT_LIMITS.payloadMaxBytes, 97),
     idempotencyTtlDays: int(env, 'PM_IDEMPOTENCY_TTL_DAYS', DEFAULT_LIMITS.idempotencyTtlDays, 1),
     idempotencyWaitMs: int(env, 'PM_IDEMPOTENCY_WAIT_MS', DEFAULT_LIMITS.idempotencyWaitMs, 0),
+    idempotencyLockTtlMs: int(env, 'PM_IDEMPOTENCY_LOCK_TTL_MS', DEFAULT_LIMITS.idempotencyLockTtlMs, 1),
+    idempotencyPollMs: int(env, 'PM_IDEMPOTENCY_POLL_MS', DEFAULT_LIMITS.idempotencyPollMs, 1),
     sendsListMax: int(env, 'PM_LIMIT_SENDS_LIST', DEFAULT_LIMITS.sendsListMax, 1),
     readCacheMs: int(env, 'PM_READ_CACHE_MS', DEFAULT_LIMITS.readCacheMs, 0),
     identifierMaxBytes: int(env, 'PM_LIMIT_IDENTIFIER_BYTES', DEFAULT_LIMITS.identifierMaxBytes, 1),
@@ -654,6 +675,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,
     pgBouncer: pgBouncer(env.PM_PGBOUNCER),
+    statementTimeoutMs: int(env, 'PM_STATEMENT_TIMEOUT_MS', STATEMENT_TIMEOUT_MS, 0),
+    opsCheckTimeoutMs: int(env, 'PM_OPS_CHECK_TIMEOUT_MS', 1_000, 1),
     migrateOnStart: flag(env, 'PM_MIGRATE_ON_START', true),
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
     redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES),
@@ -715,6 +738,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       maxAttempts: int(env, 'PM_WEBHOOK_MAX_ATTEMPTS', DEFAULT_WEBHOOK.maxAttempts, 1),
       disableAfter: int(env, 'PM_WEBHOOK_DISABLE_AFTER', DEFAULT_WEBHOOK.disableAfter, 1),
       batch: int(env, 'PM_WEBHOOK_BATCH', DEFAULT_WEBHOOK.batch, 1),
+      batchMaxMs: int(env, 'PM_WEBHOOK_BATCH_MAX_MS', DEFAULT_WEBHOOK.batchMaxMs, 1),
     }),
     stream: Object.freeze({
       heartbeatMs: int(env, 'PM_GRPC_HEARTBEAT_MS', DEFAULT_STREAM.heartbeatMs, 1),
@@ -741,6 +765,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       signinPerAccount: int(env, 'PM_DASHBOARD_SIGNIN_PER_ACCOUNT', 10),
       signinPerIp: int(env, 'PM_DASHBOARD_SIGNIN_PER_IP', 60),
       signinWindowMs: 15 * 60_000,
+      inviteTtlMs: int(env, 'PM_DASHBOARD_INVITE_H', 72, 1) * 3_600_000,
     }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
