@@ -268,6 +268,11 @@ export interface Delivery {
   readonly sliceDevices: number
   /** Slices one worker holds at once (PM_SLICES_PER_WORKER). */
   readonly slicesPerWorker: number
+  /** A send never has more slices than this, whatever its size (PM_MAX_SLICES). */
+  readonly maxSlices: number
+  /** At or above this share (percent) of APNs BadDeviceToken among a send's APNs answers, an environment mismatch
+   *  is suspected and nothing is invalidated (PM_APNS_SUSPECT_PERCENT). */
+  readonly apnsSuspectPercent: number
   /** How often a worker with room looks for a slice to lease (PM_SLICE_POLL_MS); after finding none, it waits
    *  PM_SLICE_IDLE_POLL_MS unless its own process plans slices meanwhile. */
   readonly slicePollMs: number
@@ -408,6 +413,8 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   sendLoadQueueMax: 200_000,
   sliceDevices: 20_000,
   slicesPerWorker: 2,
+  maxSlices: 256,
+  apnsSuspectPercent: 50,
   slicePollMs: 250,
   sliceIdlePollMs: 1_000,
   sliceWatchMs: 500,
@@ -724,6 +731,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       sendLoadQueueMax: int(env, 'PM_SEND_LOAD_QUEUE_MAX', DEFAULT_DELIVERY.sendLoadQueueMax, 1),
       sliceDevices: int(env, 'PM_SLICE_DEVICES', DEFAULT_DELIVERY.sliceDevices, 1),
       slicesPerWorker: int(env, 'PM_SLICES_PER_WORKER', DEFAULT_DELIVERY.slicesPerWorker, 1),
+      maxSlices: int(env, 'PM_MAX_SLICES', DEFAULT_DELIVERY.maxSlices, 1),
+      apnsSuspectPercent: int(env, 'PM_APNS_SUSPECT_PERCENT', DEFAULT_DELIVERY.apnsSuspectPercent, 1),
       slicePollMs: int(env, 'PM_SLICE_POLL_MS', DEFAULT_DELIVERY.slicePollMs, 1),
       sliceIdlePollMs: int(env, 'PM_SLICE_IDLE_POLL_MS', DEFAULT_DELIVERY.sliceIdlePollMs, 1),
       sliceWatchMs: int(env, 'PM_SLICE_WATCH_MS', DEFAULT_DELIVERY.sliceWatchMs, 1),

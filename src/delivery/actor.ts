@@ -61,6 +61,10 @@ export interface ActorDeps {
   sliceDevices?: number
   /** How often the actor of a sliced send reads how far its slices are. */
   sliceWatchMs?: number
+  /** A send never has more slices than this. */
+  maxSlices?: number
+  /** Percent of APNs BadDeviceToken answers at which an environment mismatch is suspected. */
+  apnsSuspectPercent?: number
   /** A slice's walk is over: `complete` when every device of it has a durable outcome. */
   sliceFinished?(lease: SliceLease, complete: boolean): Promise<void>
   /** A send was just cut into slices: this process looks for slices to lease now. */
@@ -391,7 +395,7 @@ export class AppActor {
         return
       }
       const { meta } = loaded
-      const k = this.d.sliceDevices ? sliceCount(meta, this.d.sliceDevices) : 1
+      const k = this.d.sliceDevices ? sliceCount(meta, this.d.sliceDevices, this.d.maxSlices) : 1
       if (k > 1) {
         await planSlices(this.d.db, meta, k)
         meta.sliced = true
@@ -672,7 +676,7 @@ export class AppActor {
   }
 
   async #close(s: Active): Promise<void> {
-    await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()))
+    await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()), this.d.apnsSuspectPercent)
     if (s.slice) {
       // The send is closed by its own actor once every slice is done; a slice taken over is the new owner's to finish.
       if (!s.lost) await this.d.sliceFinished?.(s.slice, !s.unrecorded)

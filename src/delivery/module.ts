@@ -89,6 +89,8 @@ export class DeliveryModule implements ProviderSource {
         pace: (appId) => new SharedBucket(redis, keys, appId),
         sliceDevices: cfg.delivery.sliceDevices,
         sliceWatchMs: cfg.delivery.sliceWatchMs,
+        maxSlices: cfg.delivery.maxSlices,
+        apnsSuspectPercent: cfg.delivery.apnsSuspectPercent,
         onPaceWait: d.observePace,
       },
       log,
