@@ -2,6 +2,7 @@
 // docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
 import { MIN_PG_BUDGET } from './db/budget'
+import { STATEMENT_TIMEOUT_MS } from './db/pool'
 
 export interface Config {
   readonly port: number
@@ -25,6 +26,12 @@ export interface Config {
   /** PM_PGBOUNCER=transaction: DATABASE_URL is PgBouncer in transaction mode (no startup options, no named
    *  prepared statements; src/db/pool.ts). */
   readonly pgBouncer: boolean
+  /** PM_STATEMENT_TIMEOUT_MS: the server-side statement timeout of every pooled connection (not with PgBouncer in
+   *  transaction mode, which takes no startup options): a runaway statement never holds a connection, and its locks,
+   *  for longer. */
+  readonly statementTimeoutMs: number
+  /** PM_OPS_CHECK_TIMEOUT_MS: `/readyz` waits this long for each dependency before calling it not ready. */
+  readonly opsCheckTimeoutMs: number
   /** PM_MIGRATE_ON_START (default 1): `serve` applies pending migrations at start; 0: it refuses to start on a
    *  schema behind its release (a deployment runs `pombo migrate` once instead). */
   readonly migrateOnStart: boolean
@@ -52,6 +59,10 @@ export interface Config {
   readonly delivery: Delivery
   /** The webhook dispatcher (src/confirmations). */
   readonly webhook: Webhook
+  /** The confirmation stream (gRPC, src/confirmations/stream.ts). */
+  readonly stream: ConfirmationStream
+  /** Device exports (src/devices/export.ts). */
+  readonly exports: Exports
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
   readonly proPrice: string
   /** The dashboard's sign-in and session settings (src/dashboard). */
@@ -72,6 +83,8 @@ export interface Dashboard {
   readonly signinPerAccount: number
   readonly signinPerIp: number
   readonly signinWindowMs: number
+  /** PM_DASHBOARD_INVITE_H: a sign-up invitation (`pombo user invite`) is valid this long (the contract: 72 h). */
+  readonly inviteTtlMs: number
 }
 
 export interface Limits {
@@ -126,6 +139,15 @@ export interface Limits {
    *  (PM_KEY_CACHE_MAX, PM_KEY_CACHE_MISS_MAX). */
   readonly keyCacheMax: number
   readonly keyCacheMissMax: number
+  /** Per-process caches that start over when full rather than grow (PM_APP_CACHE_MAX: the in-app packages and
+   *  receipt keys, per app; PM_READ_CACHE_MAX: repeat reads of sends; PM_INAPP_PROFILE_CACHE_MAX: device profiles
+   *  of the pending route; PM_INAPP_MEMO_MAX: a device's last package selection; PM_INAPP_SERVED_SEEN_MAX:
+   *  (campaign, device) pairs already recorded as served). */
+  readonly appCacheMax: number
+  readonly readCacheMax: number
+  readonly inappProfileCacheMax: number
+  readonly inappMemoMax: number
+  readonly inappServedSeenMax: number
   /** the spec, Limits In-app: campaigns per package, package validity, events per batch, the `em` window. */
   readonly inappPackageMax: number
   readonly inappValidityS: number
@@ -142,6 +164,8 @@ export interface Limits {
   readonly sendQueueMax: number
   readonly receiptQueueMax: number
   readonly inappEventQueueMax: number
+  /** (campaign, device) pairs waiting for the served writer; beyond, a pair is dropped (best effort, logged). */
+  readonly inappServedQueueMax: number
   /** the spec, Limits, send rows: ids per target list, segments per send, `ttl` default and maximum, `collapse_id`
    *  bytes, how far ahead `send_after` may be, the final payload (including the 96 injected bytes). */
   readonly sendTargetsMax: number
@@ -154,6 +178,11 @@ export interface Limits {
   /** the spec, Limits: an idempotency key lives this long; a concurrent call with the same key waits this long. */
   readonly idempotencyTtlDays: number
   readonly idempotencyWaitMs: number
+  /** The in-flight mark of an idempotency key lives this long in Redis (a process that died mid-send frees the key
+   *  after it; PM_IDEMPOTENCY_LOCK_TTL_MS); a waiting call looks for the first call's answer this often
+   *  (PM_IDEMPOTENCY_POLL_MS). */
+  readonly idempotencyLockTtlMs: number
+  readonly idempotencyPollMs: number
   /** the spec, Limits: `limit` of the send listing, default and maximum. */
   readonly sendsListMax: number
   /** the spec, Limits: repeat reads of one send within this window are answered from a cache and not counted. */
@@ -173,7 +202,7 @@ export interface Limits {
   readonly defaultRatePorMin: number
   /** the spec, Limits, in-app frequency and content: the `regras` defaults, the `atraso_ms` default and maximum, the
    *  `fechar_apos_ms` maximum, `titulo`/`corpo`/button text characters, blocks per language, `ocorrencia_n`, and the
-   *  largest `inapp_cap_horas`. */
+   *  largest `inapp_cap_horas` and the value a new app starts with. */
   readonly inappCapTotalDefault: number
   readonly inappCooldownHDefault: number
   readonly inappPrioridadeDefault: number
@@ -186,6 +215,7 @@ export interface Limits {
   readonly inappBlocksMax: number
   readonly inappOccurrenceMax: number
   readonly inappCapHorasMax: number
+  readonly inappCapHorasDefault: number
 }
 
 export interface Jobs {
@@ -217,7 +247,9 @@ export interface Delivery {
   readonly inflightPerApp: number
   /** Devices fetched per page of a send. */
   readonly pageSize: number
-  /** Waits before the 2nd and 3rd attempts of a transient failure (spec: three attempts in all). */
+  /** Attempts of one delivery in all before a transient failure becomes `errored` (the spec: three). */
+  readonly maxAttempts: number
+  /** Waits before the 2nd, 3rd … attempt of a transient failure; the last one repeats. */
   readonly retryDelaysMs: readonly number[]
   /** Stream entries read per XREADGROUP of a partition. */
   readonly readCount: number
@@ -227,13 +259,29 @@ export interface Delivery {
   /** Sends loaded (and closed) per statement across apps (src/delivery/send-batches.ts), statements in flight. */
   readonly sendLoadBatchMax: number
   readonly sendLoadWriters: number
+  /** Outcomes, and send loads or closings, waiting for a statement; beyond, one is refused and its send stays
+   *  unacknowledged in its stream, to be handed out again. */
+  readonly outcomeQueueMax: number
+  readonly sendLoadQueueMax: number
   /** A segment send estimated above this many devices is cut into slices of about this size, which any worker may
    *  lease (PM_SLICE_DEVICES). */
   readonly sliceDevices: number
   /** Slices one worker holds at once (PM_SLICES_PER_WORKER). */
   readonly slicesPerWorker: number
-  /** How often a worker with room looks for a slice to lease. */
+  /** A send never has more slices than this, whatever its size (PM_MAX_SLICES). */
+  readonly maxSlices: number
+  /** At or above this share (percent) of APNs BadDeviceToken among a send's APNs answers, an environment mismatch
+   *  is suspected and nothing is invalidated (PM_APNS_SUSPECT_PERCENT). */
+  readonly apnsSuspectPercent: number
+  /** How often a worker with room looks for a slice to lease (PM_SLICE_POLL_MS); after finding none, it waits
+   *  PM_SLICE_IDLE_POLL_MS unless its own process plans slices meanwhile. */
   readonly slicePollMs: number
+  readonly sliceIdlePollMs: number
+  /** How often the actor of a sliced send reads how far its slices are (PM_SLICE_WATCH_MS). */
+  readonly sliceWatchMs: number
+  /** Delivery credentials are re-read at most this often even without a change notice (PM_CREDENTIAL_CACHE_MS): a
+   *  missed notice heals itself within this. */
+  readonly credentialCacheMs: number
 }
 
 /** The webhook dispatcher (the spec, Events redelivery policy, Limits Webhook row). */
@@ -252,7 +300,69 @@ export interface Webhook {
   readonly concurrency: number
   /** Events delivered under one hold of a destination before its cursor is written. */
   readonly batch: number
+  /** A batch stops taking new events after this long, so the cursor is written regularly (PM_WEBHOOK_BATCH_MAX_MS). */
+  readonly batchMaxMs: number
 }
+
+/** The confirmation stream: presence in Redis (`streams_ativos`), positions in Postgres, reading events. */
+export interface ConfirmationStream {
+  /** How often an instance re-scores its open streams in Redis (PM_GRPC_HEARTBEAT_MS). */
+  readonly heartbeatMs: number
+  /** A stream not re-scored within this stops counting in `streams_ativos` (an instance that died; the spec:
+   *  "within seconds"); longer than the heartbeat (PM_GRPC_STREAM_TTL_MS). */
+  readonly ttlMs: number
+  /** How often the open streams' positions are written to Postgres, for retention (PM_GRPC_POSITION_EVERY_MS). */
+  readonly positionEveryMs: number
+  /** Open streams of one app on one instance; beyond, RESOURCE_EXHAUSTED (PM_GRPC_STREAMS_PER_APP). */
+  readonly maxPerApp: number
+  /** Open streams re-check their key and app at least this often, besides every invalidation (PM_GRPC_RECHECK_MS). */
+  readonly recheckMs: number
+  /** A caught-up stream reads again at least this often, whatever the notifications do (PM_GRPC_POLL_MS). */
+  readonly pollMs: number
+  /** Events read per page: the most a stream holds in memory besides gRPC's own buffer (PM_GRPC_PAGE). */
+  readonly page: number
+}
+
+export const DEFAULT_STREAM: ConfirmationStream = Object.freeze({
+  heartbeatMs: 2_000,
+  ttlMs: 6_000,
+  positionEveryMs: 10_000,
+  maxPerApp: 100,
+  recheckMs: 30_000,
+  pollMs: 1_000,
+  page: 200,
+})
+
+/** Device exports: builds per process, their queue, the estimate, and the takeover of a dead instance's builds. */
+export interface Exports {
+  /** Rows per second assumed before this process has timed an export of its own (PM_EXPORT_ROWS_PER_SEC):
+   *  `npm run bench -- register` measured ~420k rows/s on the 2-core reference machine; a little under that, so the
+   *  estimate is more often early than late. */
+  readonly initialRowsPerSec: number
+  /** Builds running at once per process; more wait their turn (PM_EXPORT_BUILDS). */
+  readonly maxBuilds: number
+  /** Builds waiting beyond this answer 503 (PM_EXPORT_QUEUE_MAX). */
+  readonly maxQueued: number
+  /** How often expired export files and rows are swept (PM_EXPORT_SWEEP_EVERY_MS). */
+  readonly sweepEveryMs: number
+  /** How often an instance refreshes the claims of its builds and looks for orphaned ones (PM_EXPORT_CLAIM_EVERY_MS). */
+  readonly claimEveryMs: number
+  /** A build whose claim is older than this has no live instance behind it and is taken over
+   *  (PM_EXPORT_CLAIM_STALE_MS); longer than the refresh. */
+  readonly claimStaleMs: number
+  /** Orphaned builds taken over per look (PM_EXPORT_RECOVER_BATCH). */
+  readonly recoverBatch: number
+}
+
+export const DEFAULT_EXPORTS: Exports = Object.freeze({
+  initialRowsPerSec: 350_000,
+  maxBuilds: 2,
+  maxQueued: 100,
+  sweepEveryMs: 10 * 60_000,
+  claimEveryMs: 30_000,
+  claimStaleMs: 2 * 60_000,
+  recoverBatch: 10,
+})
 
 export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
   timeoutMs: 10_000,
@@ -262,6 +372,7 @@ export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
   pollMs: 250,
   concurrency: 32,
   batch: 100,
+  batchMaxMs: 1_000,
 })
 
 function pgBouncer(v: string | undefined): boolean {
@@ -291,15 +402,23 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   heartbeatMs: 10_000,
   inflightPerApp: 256,
   pageSize: 500,
+  maxAttempts: 3,
   retryDelaysMs: Object.freeze([1_000, 5_000]),
   readCount: 500,
   outcomeBatchMax: 1_000,
   outcomeWriters: 4,
   sendLoadBatchMax: 500,
   sendLoadWriters: 2,
+  outcomeQueueMax: 200_000,
+  sendLoadQueueMax: 200_000,
   sliceDevices: 20_000,
   slicesPerWorker: 2,
+  maxSlices: 256,
+  apnsSuspectPercent: 50,
   slicePollMs: 250,
+  sliceIdlePollMs: 1_000,
+  sliceWatchMs: 500,
+  credentialCacheMs: 30_000,
 })
 
 export const DEFAULT_JOBS: Jobs = Object.freeze({
@@ -344,6 +463,11 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   configLockTimeoutMs: 15_000,
   keyCacheMax: 200_000,
   keyCacheMissMax: 20_000,
+  appCacheMax: 100_000,
+  readCacheMax: 10_000,
+  inappProfileCacheMax: 500_000,
+  inappMemoMax: 200_000,
+  inappServedSeenMax: 1_000_000,
   inappPackageMax: 20,
   inappValidityS: 86_400,
   inappEventsBatchMax: 50,
@@ -356,6 +480,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   sendQueueMax: 20_000,
   receiptQueueMax: 50_000,
   inappEventQueueMax: 50_000,
+  inappServedQueueMax: 100_000,
   sendTargetsMax: 2_000,
   sendSegmentsMax: 10,
   ttlDefaultS: 259_200,
@@ -365,6 +490,8 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   payloadMaxBytes: 3_891,
   idempotencyTtlDays: 30,
   idempotencyWaitMs: 3_000,
+  idempotencyLockTtlMs: 15_000,
+  idempotencyPollMs: 25,
   sendsListMax: 50,
   readCacheMs: 1_000,
   identifierMaxBytes: 194,
@@ -388,6 +515,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   inappBlocksMax: 12,
   inappOccurrenceMax: 500,
   inappCapHorasMax: 168,
+  inappCapHorasDefault: 6,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -474,6 +602,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     configLockTimeoutMs: int(env, 'PM_CONFIG_LOCK_TIMEOUT_MS', DEFAULT_LIMITS.configLockTimeoutMs, 1),
     keyCacheMax: int(env, 'PM_KEY_CACHE_MAX', DEFAULT_LIMITS.keyCacheMax, 1),
     keyCacheMissMax: int(env, 'PM_KEY_CACHE_MISS_MAX', DEFAULT_LIMITS.keyCacheMissMax, 1),
+    appCacheMax: int(env, 'PM_APP_CACHE_MAX', DEFAULT_LIMITS.appCacheMax, 1),
+    readCacheMax: int(env, 'PM_READ_CACHE_MAX', DEFAULT_LIMITS.readCacheMax, 1),
+    inappProfileCacheMax: int(env, 'PM_INAPP_PROFILE_CACHE_MAX', DEFAULT_LIMITS.inappProfileCacheMax, 1),
+    inappMemoMax: int(env, 'PM_INAPP_MEMO_MAX', DEFAULT_LIMITS.inappMemoMax, 1),
+    inappServedSeenMax: int(env, 'PM_INAPP_SERVED_SEEN_MAX', DEFAULT_LIMITS.inappServedSeenMax, 1),
     deviceBodyBytes: int(env, 'PM_LIMIT_DEVICE_BODY_BYTES', DEFAULT_LIMITS.deviceBodyBytes, 1024),
     sendBodyBytes: int(env, 'PM_LIMIT_SEND_BODY_BYTES', DEFAULT_LIMITS.sendBodyBytes, 1024),
     appBodyBytes: int(env, 'PM_LIMIT_APP_BODY_BYTES', DEFAULT_LIMITS.appBodyBytes, 1024),
@@ -495,6 +628,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     sendQueueMax: int(env, 'PM_SEND_QUEUE_MAX', DEFAULT_LIMITS.sendQueueMax, 1),
     receiptQueueMax: int(env, 'PM_RECEIPT_QUEUE_MAX', DEFAULT_LIMITS.receiptQueueMax, 1),
     inappEventQueueMax: int(env, 'PM_INAPP_EVENT_QUEUE_MAX', DEFAULT_LIMITS.inappEventQueueMax, 1),
+    inappServedQueueMax: int(env, 'PM_INAPP_SERVED_QUEUE_MAX', DEFAULT_LIMITS.inappServedQueueMax, 1),
     sendTargetsMax: int(env, 'PM_LIMIT_SEND_TARGETS', DEFAULT_LIMITS.sendTargetsMax, 1),
     sendSegmentsMax: int(env, 'PM_LIMIT_SEND_SEGMENTS', DEFAULT_LIMITS.sendSegmentsMax, 1),
     ttlDefaultS: int(env, 'PM_TTL_DEFAULT_S', DEFAULT_LIMITS.ttlDefaultS, 0),
@@ -504,6 +638,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     payloadMaxBytes: int(env, 'PM_LIMIT_PAYLOAD_BYTES', DEFAULT_LIMITS.payloadMaxBytes, 97),
     idempotencyTtlDays: int(env, 'PM_IDEMPOTENCY_TTL_DAYS', DEFAULT_LIMITS.idempotencyTtlDays, 1),
     idempotencyWaitMs: int(env, 'PM_IDEMPOTENCY_WAIT_MS', DEFAULT_LIMITS.idempotencyWaitMs, 0),
+    idempotencyLockTtlMs: int(env, 'PM_IDEMPOTENCY_LOCK_TTL_MS', DEFAULT_LIMITS.idempotencyLockTtlMs, 1),
+    idempotencyPollMs: int(env, 'PM_IDEMPOTENCY_POLL_MS', DEFAULT_LIMITS.idempotencyPollMs, 1),
     sendsListMax: int(env, 'PM_LIMIT_SENDS_LIST', DEFAULT_LIMITS.sendsListMax, 1),
     readCacheMs: int(env, 'PM_READ_CACHE_MS', DEFAULT_LIMITS.readCacheMs, 0),
     identifierMaxBytes: int(env, 'PM_LIMIT_IDENTIFIER_BYTES', DEFAULT_LIMITS.identifierMaxBytes, 1),
@@ -527,8 +663,12 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     inappBlocksMax: int(env, 'PM_INAPP_BLOCKS_MAX', DEFAULT_LIMITS.inappBlocksMax, 1),
     inappOccurrenceMax: int(env, 'PM_INAPP_OCORRENCIA_MAX', DEFAULT_LIMITS.inappOccurrenceMax, 1),
     inappCapHorasMax: int(env, 'PM_INAPP_CAP_HORAS_MAX', DEFAULT_LIMITS.inappCapHorasMax, 0),
+    inappCapHorasDefault: int(env, 'PM_INAPP_CAP_HORAS_DEFAULT', DEFAULT_LIMITS.inappCapHorasDefault, 0),
     ...overrides.limits,
   })
+  if (limits.inappCapHorasDefault > limits.inappCapHorasMax) {
+    throw new ConfigError(`PM_INAPP_CAP_HORAS_DEFAULT: ${limits.inappCapHorasDefault} is above PM_INAPP_CAP_HORAS_MAX (${limits.inappCapHorasMax})`)
+  }
   const plan = env.PM_DEFAULT_PLAN || 'free'
   if (plan !== 'free' && plan !== 'pro') throw new ConfigError(`PM_DEFAULT_PLAN: expected free or pro, got "${plan}"`)
   const cfg: Config = {
@@ -542,6 +682,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,
     pgBouncer: pgBouncer(env.PM_PGBOUNCER),
+    statementTimeoutMs: int(env, 'PM_STATEMENT_TIMEOUT_MS', STATEMENT_TIMEOUT_MS, 0),
+    opsCheckTimeoutMs: int(env, 'PM_OPS_CHECK_TIMEOUT_MS', 1_000, 1),
     migrateOnStart: flag(env, 'PM_MIGRATE_ON_START', true),
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
     redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES),
@@ -578,14 +720,23 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       heartbeatMs: int(env, 'PM_HEARTBEAT_MS', DEFAULT_DELIVERY.heartbeatMs, 100),
       inflightPerApp: int(env, 'PM_INFLIGHT_PER_APP', DEFAULT_DELIVERY.inflightPerApp, 1),
       pageSize: int(env, 'PM_DELIVERY_PAGE', DEFAULT_DELIVERY.pageSize, 1),
+      maxAttempts: int(env, 'PM_DELIVERY_MAX_ATTEMPTS', DEFAULT_DELIVERY.maxAttempts, 1),
       retryDelaysMs: msList(env, 'PM_DELIVERY_RETRY_MS', DEFAULT_DELIVERY.retryDelaysMs),
       readCount: int(env, 'PM_STREAM_READ_COUNT', DEFAULT_DELIVERY.readCount, 1),
       outcomeBatchMax: int(env, 'PM_OUTCOME_BATCH_MAX', DEFAULT_DELIVERY.outcomeBatchMax, 1),
       outcomeWriters: int(env, 'PM_OUTCOME_WRITERS', DEFAULT_DELIVERY.outcomeWriters, 1),
       sendLoadBatchMax: int(env, 'PM_SEND_LOAD_BATCH_MAX', DEFAULT_DELIVERY.sendLoadBatchMax, 1),
       sendLoadWriters: int(env, 'PM_SEND_LOAD_WRITERS', DEFAULT_DELIVERY.sendLoadWriters, 1),
+      outcomeQueueMax: int(env, 'PM_OUTCOME_QUEUE_MAX', DEFAULT_DELIVERY.outcomeQueueMax, 1),
+      sendLoadQueueMax: int(env, 'PM_SEND_LOAD_QUEUE_MAX', DEFAULT_DELIVERY.sendLoadQueueMax, 1),
       sliceDevices: int(env, 'PM_SLICE_DEVICES', DEFAULT_DELIVERY.sliceDevices, 1),
       slicesPerWorker: int(env, 'PM_SLICES_PER_WORKER', DEFAULT_DELIVERY.slicesPerWorker, 1),
+      maxSlices: int(env, 'PM_MAX_SLICES', DEFAULT_DELIVERY.maxSlices, 1),
+      apnsSuspectPercent: int(env, 'PM_APNS_SUSPECT_PERCENT', DEFAULT_DELIVERY.apnsSuspectPercent, 1),
+      slicePollMs: int(env, 'PM_SLICE_POLL_MS', DEFAULT_DELIVERY.slicePollMs, 1),
+      sliceIdlePollMs: int(env, 'PM_SLICE_IDLE_POLL_MS', DEFAULT_DELIVERY.sliceIdlePollMs, 1),
+      sliceWatchMs: int(env, 'PM_SLICE_WATCH_MS', DEFAULT_DELIVERY.sliceWatchMs, 1),
+      credentialCacheMs: int(env, 'PM_CREDENTIAL_CACHE_MS', DEFAULT_DELIVERY.credentialCacheMs, 0),
     }),
     webhook: Object.freeze({
       ...DEFAULT_WEBHOOK,
@@ -596,6 +747,25 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       maxAttempts: int(env, 'PM_WEBHOOK_MAX_ATTEMPTS', DEFAULT_WEBHOOK.maxAttempts, 1),
       disableAfter: int(env, 'PM_WEBHOOK_DISABLE_AFTER', DEFAULT_WEBHOOK.disableAfter, 1),
       batch: int(env, 'PM_WEBHOOK_BATCH', DEFAULT_WEBHOOK.batch, 1),
+      batchMaxMs: int(env, 'PM_WEBHOOK_BATCH_MAX_MS', DEFAULT_WEBHOOK.batchMaxMs, 1),
+    }),
+    stream: Object.freeze({
+      heartbeatMs: int(env, 'PM_GRPC_HEARTBEAT_MS', DEFAULT_STREAM.heartbeatMs, 1),
+      ttlMs: int(env, 'PM_GRPC_STREAM_TTL_MS', DEFAULT_STREAM.ttlMs, 1),
+      positionEveryMs: int(env, 'PM_GRPC_POSITION_EVERY_MS', DEFAULT_STREAM.positionEveryMs, 0),
+      maxPerApp: int(env, 'PM_GRPC_STREAMS_PER_APP', DEFAULT_STREAM.maxPerApp, 1),
+      recheckMs: int(env, 'PM_GRPC_RECHECK_MS', DEFAULT_STREAM.recheckMs, 1),
+      pollMs: int(env, 'PM_GRPC_POLL_MS', DEFAULT_STREAM.pollMs, 1),
+      page: int(env, 'PM_GRPC_PAGE', DEFAULT_STREAM.page, 1),
+    }),
+    exports: Object.freeze({
+      initialRowsPerSec: int(env, 'PM_EXPORT_ROWS_PER_SEC', DEFAULT_EXPORTS.initialRowsPerSec, 1),
+      maxBuilds: int(env, 'PM_EXPORT_BUILDS', DEFAULT_EXPORTS.maxBuilds, 1),
+      maxQueued: int(env, 'PM_EXPORT_QUEUE_MAX', DEFAULT_EXPORTS.maxQueued, 1),
+      sweepEveryMs: int(env, 'PM_EXPORT_SWEEP_EVERY_MS', DEFAULT_EXPORTS.sweepEveryMs, 1),
+      claimEveryMs: int(env, 'PM_EXPORT_CLAIM_EVERY_MS', DEFAULT_EXPORTS.claimEveryMs, 1),
+      claimStaleMs: int(env, 'PM_EXPORT_CLAIM_STALE_MS', DEFAULT_EXPORTS.claimStaleMs, 1),
+      recoverBatch: int(env, 'PM_EXPORT_RECOVER_BATCH', DEFAULT_EXPORTS.recoverBatch, 1),
     }),
     dashboard: Object.freeze({
       url: (env.PM_DASHBOARD_URL || `http://${host}:${int(env, 'PM_DASHBOARD_PORT', 8081)}`).replace(/\/+$/, ''),
@@ -604,11 +774,18 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       signinPerAccount: int(env, 'PM_DASHBOARD_SIGNIN_PER_ACCOUNT', 10),
       signinPerIp: int(env, 'PM_DASHBOARD_SIGNIN_PER_IP', 60),
       signinWindowMs: 15 * 60_000,
+      inviteTtlMs: int(env, 'PM_DASHBOARD_INVITE_H', 72, 1) * 3_600_000,
     }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
     ...overrides,
     limits,
+  }
+  if (cfg.exports.claimStaleMs <= cfg.exports.claimEveryMs) {
+    throw new ConfigError(`PM_EXPORT_CLAIM_STALE_MS: ${cfg.exports.claimStaleMs} must exceed PM_EXPORT_CLAIM_EVERY_MS (${cfg.exports.claimEveryMs})`)
+  }
+  if (cfg.stream.ttlMs <= cfg.stream.heartbeatMs) {
+    throw new ConfigError(`PM_GRPC_STREAM_TTL_MS: ${cfg.stream.ttlMs} must exceed PM_GRPC_HEARTBEAT_MS (${cfg.stream.heartbeatMs})`)
   }
   if (!/^[a-z_][a-z0-9_]*$/.test(cfg.dbSchema)) throw new ConfigError(`PM_DB_SCHEMA: "${cfg.dbSchema}" is not a plain identifier`)
   return Object.freeze(cfg)

@@ -149,7 +149,7 @@ export class Service {
     })
     await dir.start()
     const receipts = new ReceiptsModule(
-      { db, vault, clock, log },
+      { db, vault, clock, log, appCacheMax: cfg.limits.appCacheMax },
       {
         maxBatch: cfg.limits.receiptBatchMax,
         concurrency: cfg.limits.receiptWriters,
@@ -179,7 +179,7 @@ export class Service {
     try {
       // First, so a probe sees the process live (and not ready) while it starts; ready once every role listens.
       if (cfg.opsPort !== null) {
-        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => pingAll(redis) }, log)
+        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => pingAll(redis) }, log, cfg.opsCheckTimeoutMs)
         await svc.ops.listen(cfg.host, cfg.opsPort)
       }
       svc.#metrics(roles)

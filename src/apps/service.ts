@@ -75,6 +75,7 @@ export class AppService {
           orgId,
           nome: input.nome,
           ratePorMin,
+          inappCapHoras: this.cfg.limits.inappCapHorasDefault,
           sandbox,
           receiptKeyEnc: this.vault.seal(receiptKey, receiptKeyAad(id)),
           criadoEm,

@@ -97,6 +97,8 @@ export interface NewAppRow {
   orgId: string
   nome: string
   ratePorMin: number
+  /** Written explicitly (PM_INAPP_CAP_HORAS_DEFAULT): the column's own default is only for rows written before. */
+  inappCapHoras: number
   sandbox: boolean
   receiptKeyEnc: Buffer
   criadoEm: Date
@@ -106,9 +108,9 @@ export interface NewAppRow {
 export async function insertApp(c: Tx, a: NewAppRow): Promise<void> {
   await query(
     c,
-    `INSERT INTO apps (id, org_id, nome, rate_por_min, sandbox, receipt_key_enc, criado_em)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [a.id, a.orgId, a.nome, a.ratePorMin, a.sandbox, a.receiptKeyEnc, a.criadoEm],
+    `INSERT INTO apps (id, org_id, nome, rate_por_min, inapp_cap_horas, sandbox, receipt_key_enc, criado_em)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [a.id, a.orgId, a.nome, a.ratePorMin, a.inappCapHoras, a.sandbox, a.receiptKeyEnc, a.criadoEm],
   )
 }
 

@@ -69,7 +69,7 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
       if (values.operador || values['senha-stdin']) throw new PeopleError('invite takes --email and --org only')
       const org = orgId(values.org)
       const email = values.email
-      const inv = await withOperatorTools(cfg, (t) => new PeopleService(t.db, systemClock).invite(email, org))
+      const inv = await withOperatorTools(cfg, (t) => new PeopleService(t.db, systemClock, cfg.dashboard.inviteTtlMs).invite(email, org))
       console.log(`${cfg.dashboard.url}/convite/${inv.token}`)
       return
     }

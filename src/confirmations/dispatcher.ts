@@ -39,8 +39,6 @@ export interface DispatcherDeps {
   poolMax?: number
 }
 
-/** A batch stops taking new events after this long, so the cursor is written regularly. */
-const BATCH_MAX_MS = 1_000
 
 interface DestinationRow {
   id: string
@@ -242,7 +240,7 @@ export class WebhookDispatcher {
     const attempts: AttemptRecord[] = []
     const abandoned: Array<{ ev: EventRow; attempts: number; reason: string }> = []
     for (const ev of er.rows) {
-      if (this.#stop.signal.aborted || Date.now() - started > BATCH_MAX_MS) break
+      if (this.#stop.signal.aborted || Date.now() - started > this.d.cfg.webhook.batchMaxMs) break
       if (ev.body.canal === undefined) ev.body.canal = 'webhook' // spec: inside the signed bytes
       const body = Buffer.from(JSON.stringify(ev.body))
       const r = await this.#sender.send({ url: dest.url, secret, evento: ev.evento, eventoId: ev.seq, body })

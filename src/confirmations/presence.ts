@@ -1,20 +1,17 @@
 // Where open confirmation streams are known to the rest of the deployment:
 // - Redis, for `streams_ativos`: each app has a sorted set of `<instance>:<stream>` scored by an expiry time (wall
-//   clock, ms). Every instance re-scores its open streams every HEARTBEAT_MS; a closed stream is removed at once; a
-//   dead instance's streams stop being counted STREAM_TTL_MS after its last heartbeat.
+//   clock, ms). Every instance re-scores its open streams every `heartbeatMs`; a closed stream is removed at once; a
+//   dead instance's streams stop being counted `ttlMs` after its last heartbeat.
 // - Postgres (`event_streams`), for retention: how far each stream was sent and when it was last seen, written when
-//   it opens, every POSITION_EVERY_MS while it is open, and when it closes.
+//   it opens, every `positionEveryMs` while it is open, and when it closes. (Settings: ConfirmationStream in
+//   src/config.ts.)
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
+import { type ConfirmationStream, DEFAULT_STREAM } from '../config'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { firstError, pipelineBySlot } from '../redis/slots'
-
-export const HEARTBEAT_MS = 2_000
-/** A stream not re-scored within this is not counted (an instance that died): "within seconds". */
-export const STREAM_TTL_MS = 6_000
-const POSITION_EVERY_MS = 10_000
 
 export interface Tracked {
   id: string
@@ -23,7 +20,7 @@ export interface Tracked {
   cursor: string
 }
 
-/** `streams_ativos`: the app's open streams on every instance (those re-scored within STREAM_TTL_MS). */
+/** `streams_ativos`: the app's open streams on every instance (those re-scored within `ttlMs`). */
 export async function activeStreams(redis: RedisClient, keys: Keys, appId: string): Promise<number> {
   return redis.zcount(keys.grpcStreams(appId), `(${Date.now()}`, '+inf')
 }
@@ -37,6 +34,7 @@ export class Presence {
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly now: () => number,
+    private readonly s: Pick<ConfirmationStream, 'ttlMs' | 'positionEveryMs'> = DEFAULT_STREAM,
   ) {}
 
   async opened(s: Tracked): Promise<void> {
@@ -50,8 +48,8 @@ export class Presence {
     const key = this.keys.grpcStreams(s.appId)
     await this.redis
       .multi()
-      .zadd(key, Date.now() + STREAM_TTL_MS, this.#member(s))
-      .pexpire(key, STREAM_TTL_MS * 10)
+      .zadd(key, Date.now() + this.s.ttlMs, this.#member(s))
+      .pexpire(key, this.s.ttlMs * 10)
       .exec()
   }
 
@@ -65,10 +63,10 @@ export class Presence {
     ]).catch(() => {})
   }
 
-  /** One heartbeat of this instance's open streams: Redis every time, positions every POSITION_EVERY_MS. */
+  /** One heartbeat of this instance's open streams: Redis every time, positions every `positionEveryMs`. */
   async beat(open: readonly Tracked[]): Promise<void> {
     if (open.length === 0) return
-    const expiry = Date.now() + STREAM_TTL_MS
+    const expiry = Date.now() + this.s.ttlMs
     // Each app's set lives in its app's cluster slot: one pipeline per slot, sent together.
     const res = await pipelineBySlot(
       this.redis,
@@ -77,14 +75,14 @@ export class Presence {
       (p, s) => {
         const key = this.keys.grpcStreams(s.appId)
         p.zadd(key, expiry, this.#member(s))
-        p.pexpire(key, STREAM_TTL_MS * 10)
+        p.pexpire(key, this.s.ttlMs * 10)
         // Members of dead instances are trimmed here too, so a set never grows with them.
         p.zremrangebyscore(key, '-inf', `(${Date.now()}`)
       },
     )
     const failed = firstError(res)
     if (failed) throw failed
-    if (Date.now() - this.#lastPositions < POSITION_EVERY_MS) return
+    if (Date.now() - this.#lastPositions < this.s.positionEveryMs) return
     this.#lastPositions = Date.now()
     await query(
       this.db,

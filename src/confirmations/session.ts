@@ -10,11 +10,6 @@ import type { Clock } from '../time'
 import type { Tracked } from './presence'
 import type { AssinarPedido, Evento } from './proto'
 
-/** Events read per page (the most a stream holds in memory besides gRPC's own buffer). */
-export const PAGE = 200
-/** A caught-up stream looks again at least this often, whatever the notifications do. */
-const POLL_MS = 1_000
-
 export type Call = grpc.ServerWritableStream<AssinarPedido, Evento>
 
 /** A refusal with its gRPC status (contract: UNAUTHENTICATED / PERMISSION_DENIED / FAILED_PRECONDITION). */
@@ -36,6 +31,9 @@ export interface SessionHost {
   readonly log: Logger
   readonly clock: Clock
   readonly stats: { waitingDrain: number; maxQueued: number }
+  /** Events per page, and how often a caught-up stream reads again (PM_GRPC_PAGE, PM_GRPC_POLL_MS). */
+  readonly pageSize: number
+  readonly pollMs: number
   page(appId: string, cursor: string): Promise<EventRow[]>
   forget(s: Session): void
 }
@@ -76,7 +74,7 @@ export class Session implements Tracked {
         rows = await this.srv.page(this.appId, this.cursor)
       } catch (err) {
         this.srv.log.warn({ err: String(err), app_id: this.appId }, 'confirmation stream: reading events failed; retrying')
-        await this.#sleep(POLL_MS)
+        await this.#sleep(this.srv.pollMs)
         continue
       }
       for (const r of rows) {
@@ -92,7 +90,7 @@ export class Session implements Tracked {
       }
       const exp = this.key.expiresAtMs
       if (exp !== null && this.srv.clock() >= exp) this.end(grpc.status.UNAUTHENTICATED, 'Chave de API expirada.')
-      if (rows.length < PAGE) await this.#sleep(POLL_MS)
+      if (rows.length < this.srv.pageSize) await this.#sleep(this.srv.pollMs)
     }
   }
 

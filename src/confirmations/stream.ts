@@ -24,14 +24,10 @@ import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import type { Clock } from '../time'
 import { eventsChannel } from './events'
-import { HEARTBEAT_MS, Presence, type Tracked } from './presence'
+import { Presence, type Tracked } from './presence'
 import { confirmacoes } from './proto'
-import { type Call, type EventRow, endCall, PAGE, Refusal, refusalOf, Session, type SessionHost } from './session'
+import { type Call, type EventRow, endCall, Refusal, refusalOf, Session, type SessionHost } from './session'
 
-/** Open streams of one app on one instance; beyond: RESOURCE_EXHAUSTED. */
-const MAX_PER_APP = 100
-/** Open streams re-check their key and app at least this often (besides every invalidation). */
-const RECHECK_MS = 30_000
 const MAX_SEQ = 9223372036854775807n
 
 export interface StreamDeps {
@@ -65,7 +61,7 @@ export class ConfirmationStreamServer implements SessionHost {
   readonly stats = { waitingDrain: 0, maxQueued: 0 }
 
   constructor(readonly d: StreamDeps) {
-    this.#presence = new Presence(d.db, d.redis, d.keys, d.clock)
+    this.#presence = new Presence(d.db, d.redis, d.keys, d.clock, d.cfg.stream)
     this.#server.addService(confirmacoes().service, {
       Assinar: (call: Call) => {
         const run = this.#assinar(call).catch((err) => {
@@ -86,7 +82,7 @@ export class ConfirmationStreamServer implements SessionHost {
     )
     this.#unsubscribe = this.d.dir.onDrop((appId) => this.#recheck(appId))
     await this.#listen()
-    this.#beat = setInterval(() => this.#heartbeat(), HEARTBEAT_MS)
+    this.#beat = setInterval(() => this.#heartbeat(), this.d.cfg.stream.heartbeatMs)
     this.#beat.unref()
     return this.port
   }
@@ -136,8 +132,8 @@ export class ConfirmationStreamServer implements SessionHost {
       if (desde < 0n || desde > MAX_SEQ) throw new Refusal(grpc.status.INVALID_ARGUMENT, 'desde_seq fora do intervalo.')
       await this.#checkApp(appId)
       const set = this.#byApp.get(appId) ?? new Set<Session>()
-      if (set.size >= MAX_PER_APP)
-        throw new Refusal(grpc.status.RESOURCE_EXHAUSTED, `Mais de ${MAX_PER_APP} streams abertos deste app nesta instância.`)
+      const max = this.d.cfg.stream.maxPerApp
+      if (set.size >= max) throw new Refusal(grpc.status.RESOURCE_EXHAUSTED, `Mais de ${max} streams abertos deste app nesta instância.`)
       if (this.#closing) throw new Refusal(grpc.status.UNAVAILABLE, 'Servidor encerrando.')
       session = new Session(appId, key, call, desde.toString(), this)
       set.add(session)
@@ -217,7 +213,7 @@ export class ConfirmationStreamServer implements SessionHost {
     const open: Tracked[] = []
     for (const set of this.#byApp.values()) open.push(...set)
     this.#presence.beat(open).catch((err) => this.d.log.warn({ err: String(err) }, 'confirmation streams: heartbeat failed'))
-    if (Date.now() - this.#lastRecheck >= RECHECK_MS) {
+    if (Date.now() - this.#lastRecheck >= this.d.cfg.stream.recheckMs) {
       this.#lastRecheck = Date.now()
       this.#recheck(null)
     }
@@ -258,12 +254,20 @@ export class ConfirmationStreamServer implements SessionHost {
       this.d.db,
       `SELECT seq, evento, body FROM events
         WHERE app_id = $1 AND canal = 'grpc' AND seq > $2 ORDER BY seq LIMIT $3`,
-      [appId, cursor, PAGE],
+      [appId, cursor, this.d.cfg.stream.page],
     ).then((r) => r.rows)
   }
 
   get clock(): Clock {
     return this.d.clock
+  }
+
+  get pageSize(): number {
+    return this.d.cfg.stream.page
+  }
+
+  get pollMs(): number {
+    return this.d.cfg.stream.pollMs
   }
 
   get log(): Logger {

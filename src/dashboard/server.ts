@@ -66,7 +66,7 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
 
   const sessions = new Sessions(d.db, d.redis, d.keys, cookieSecret(d.cfg), d.cfg.dashboard.sessionTtlMs, d.clock, d.cfg.dashboard.url)
   const web = { sessions, dashboardUrl: d.cfg.dashboard.url }
-  const people = new PeopleService(d.db, d.clock)
+  const people = new PeopleService(d.db, d.clock, d.cfg.dashboard.inviteTtlMs)
   const limiter = new SigninLimiter(d.redis, d.keys, d.clock, {
     perAccount: d.cfg.dashboard.signinPerAccount,
     perIp: d.cfg.dashboard.signinPerIp,

@@ -37,12 +37,15 @@ export interface PgSettings {
   readonly dbSchema: string
   /** PM_PGBOUNCER=transaction: no startup options, no named prepared statements. */
   readonly pgBouncer: boolean
+  /** PM_STATEMENT_TIMEOUT_MS (absent: STATEMENT_TIMEOUT_MS; 0: none). */
+  readonly statementTimeoutMs?: number
 }
 
 /** Marks pools (and their clients) whose statements must not be prepared by name (behind PgBouncer). */
 const UNNAMED = Symbol('pombo.unnamedStatements')
 
-/** The server-side statement timeout: a runaway statement never holds a connection (and its locks) for longer. */
+/** The server-side statement timeout by default: a runaway statement never holds a connection (and its locks) for
+ *  longer. */
 export const STATEMENT_TIMEOUT_MS = 30_000
 
 export function createPool(cfg: PgSettings, max: number): Db {
@@ -50,7 +53,7 @@ export function createPool(cfg: PgSettings, max: number): Db {
     connectionString: cfg.databaseUrl,
     max,
     // Session settings go in the startup packet, so every pooled connection has them before its first query.
-    options: cfg.pgBouncer ? undefined : `-c search_path=${cfg.dbSchema} -c statement_timeout=${STATEMENT_TIMEOUT_MS}`,
+    options: cfg.pgBouncer ? undefined : `-c search_path=${cfg.dbSchema} -c statement_timeout=${cfg.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS}`,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
   })

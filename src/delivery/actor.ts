@@ -12,6 +12,7 @@
 //    nothing is ready or the window is full; anything that can make work ready (a new send, a page read, a request
 //    answered, a retry falling due) wakes it. The pace (Pacer) is the other wait: a token per device.
 import type { Logger } from 'pino'
+import { DEFAULT_DELIVERY } from '../config'
 import type { Db } from '../db/pool'
 import { type Clock, systemClock } from '../time'
 import { type Candidate, expandSegment, listPage, type SendMeta, segmentPage, setProblem } from './audience'
@@ -50,12 +51,20 @@ export interface ActorDeps {
   finished(appId: string, sendId: string): void
   maxInflight: number
   pageSize: number
-  /** Backoff before the 2nd and 3rd attempts (spec: three attempts in all). */
+  /** Attempts of one delivery in all before it is errored (the spec: three; PM_DELIVERY_MAX_ATTEMPTS). */
+  maxAttempts: number
+  /** Backoff before the 2nd, 3rd … attempt (the last one repeats for any further attempt). */
   retryDelaysMs: readonly number[]
   /** The app's shared pace (absent: a bucket local to this actor). */
   pace?: (appId: string) => PaceStore
   /** A segment send estimated above this many devices is cut into slices (absent: never). */
   sliceDevices?: number
+  /** How often the actor of a sliced send reads how far its slices are. */
+  sliceWatchMs?: number
+  /** A send never has more slices than this. */
+  maxSlices?: number
+  /** Percent of APNs BadDeviceToken answers at which an environment mismatch is suspected. */
+  apnsSuspectPercent?: number
   /** A slice's walk is over: `complete` when every device of it has a durable outcome. */
   sliceFinished?(lease: SliceLease, complete: boolean): Promise<void>
   /** A send was just cut into slices: this process looks for slices to lease now. */
@@ -63,8 +72,6 @@ export interface ActorDeps {
   /** Told of every pacing wait (metrics). */
   onPaceWait?: (cause: PaceCause, ms: number) => void
 }
-
-export const MAX_ATTEMPTS = 3
 
 /** A device to attempt, and how many attempts it has had. */
 interface Item {
@@ -76,8 +83,6 @@ interface Item {
 const PAGE_RETRY_MS = 1_000
 /** The loop looks again at least this often even if nothing wakes it. */
 const IDLE_TICK_MS = 250
-/** How often the actor of a sliced send reads how far its slices are. */
-const SLICE_WATCH_MS = 500
 
 /** What the loop asks of a send's walk (PageCursor, SliceWatch). */
 interface Cursor {
@@ -209,7 +214,7 @@ export class PageCursor implements Cursor {
 
 /**
  * The walk of a sliced send as its own actor sees it: nothing to deliver here (workers lease its slices), done once
- * every slice is done (or the send is closed), read every SLICE_WATCH_MS.
+ * every slice is done (or the send is closed), read every `watchMs`.
  */
 export class SliceWatch implements Cursor {
   readonly buffered = 0
@@ -222,6 +227,7 @@ export class SliceWatch implements Cursor {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly changed: (err?: unknown) => void,
+    private readonly watchMs: number,
   ) {}
 
   get done(): boolean {
@@ -239,13 +245,13 @@ export class SliceWatch implements Cursor {
     sliceProgress(this.db, this.meta.appId, this.meta.id).then(
       (p) => {
         this.#reading = false
-        this.#next = this.clock() + SLICE_WATCH_MS
+        this.#next = this.clock() + this.watchMs
         if (p.open === 0 || p.completed) this.#done = true
         this.changed()
       },
       (err) => {
         this.#reading = false
-        this.#next = this.clock() + SLICE_WATCH_MS
+        this.#next = this.clock() + this.watchMs
         this.changed(err)
       },
     )
@@ -389,7 +395,7 @@ export class AppActor {
         return
       }
       const { meta } = loaded
-      const k = this.d.sliceDevices ? sliceCount(meta, this.d.sliceDevices) : 1
+      const k = this.d.sliceDevices ? sliceCount(meta, this.d.sliceDevices, this.d.maxSlices) : 1
       if (k > 1) {
         await planSlices(this.d.db, meta, k)
         meta.sliced = true
@@ -397,7 +403,7 @@ export class AppActor {
       }
       this.#begin(sendId, meta, (changed) =>
         meta.sliced
-          ? new SliceWatch(meta, this.d.db, this.#clock, changed)
+          ? new SliceWatch(meta, this.d.db, this.#clock, changed, this.d.sliceWatchMs ?? DEFAULT_DELIVERY.sliceWatchMs)
           : new PageCursor(meta, this.d.db, this.d.pageSize, this.#clock, changed, loaded.firstPage),
       )
     } finally {
@@ -644,11 +650,11 @@ export class AppActor {
     retryAfterMs: number | undefined,
     record: (status: OutcomeRow['status'], tries: number) => Promise<boolean>,
   ): Promise<void> {
-    if (attempts >= MAX_ATTEMPTS) {
+    if (attempts >= this.d.maxAttempts) {
       await record(STATUS.errored, attempts)
       return
     }
-    const delay = Math.max(retryAfterMs ?? 0, this.d.retryDelaysMs[attempts - 1] ?? 1_000)
+    const delay = Math.max(retryAfterMs ?? 0, this.d.retryDelaysMs[Math.min(attempts, this.d.retryDelaysMs.length) - 1] ?? 1_000)
     s.retries.push(c, attempts, this.#clock() + delay)
   }
 
@@ -670,7 +676,7 @@ export class AppActor {
   }
 
   async #close(s: Active): Promise<void> {
-    await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()))
+    await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()), this.d.apnsSuspectPercent)
     if (s.slice) {
       // The send is closed by its own actor once every slice is done; a slice taken over is the new owner's to finish.
       if (!s.lost) await this.d.sliceFinished?.(s.slice, !s.unrecorded)

@@ -2,11 +2,9 @@
 // base must not be invalidated over an environment problem. At the end of a send: when most of its APNs answers were
 // BadDeviceToken, nothing is invalidated and the send names the suspected environment problem; otherwise the
 // devices that got it are invalidated like dead tokens.
+import { DEFAULT_DELIVERY } from '../config'
 import { type Db, query } from '../db/pool'
 import { setProblem } from './audience'
-
-/** At or above this share of BadDeviceToken among a send's APNs answers, the environment is suspected. */
-export const ENVIRONMENT_SUSPECT_SHARE = 0.5
 
 export async function invalidateBadTokens(
   db: Db,
@@ -15,9 +13,11 @@ export async function invalidateBadTokens(
   bad: readonly string[],
   accepted: number,
   now: Date,
+  /** At or above this share (percent) of BadDeviceToken among the send's APNs answers, the environment is suspected. */
+  suspectPercent: number = DEFAULT_DELIVERY.apnsSuspectPercent,
 ): Promise<'none' | 'invalidated' | 'environment'> {
   if (bad.length === 0) return 'none'
-  if (bad.length / (bad.length + accepted) >= ENVIRONMENT_SUSPECT_SHARE) {
+  if (bad.length * 100 >= suspectPercent * (bad.length + accepted)) {
     await setProblem(db, appId, sendId, `apns_ambiente_suspeito:BadDeviceToken em ${bad.length} de ${bad.length + accepted}`)
     return 'environment'
   }

@@ -28,9 +28,6 @@ export interface DeliveryDeps extends Infra {
   observePace?: (cause: PaceCause, ms: number) => void
 }
 
-/** Credentials are re-read at most this often even without a change notice (a missed message heals itself). */
-const CREDENTIAL_TTL_MS = 30_000
-
 export class DeliveryModule implements ProviderSource {
   readonly pool: H2Pool
   readonly recorder: OutcomeRecorder
@@ -49,10 +46,15 @@ export class DeliveryModule implements ProviderSource {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca })
     this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock, observe: d.observeProvider })
-    this.recorder = new OutcomeRecorder(db, clock, log, { maxBatch: cfg.delivery.outcomeBatchMax, concurrency: cfg.delivery.outcomeWriters })
+    this.recorder = new OutcomeRecorder(db, clock, log, {
+      maxBatch: cfg.delivery.outcomeBatchMax,
+      concurrency: cfg.delivery.outcomeWriters,
+      maxQueue: cfg.delivery.outcomeQueueMax,
+    })
     this.batches = new SendBatches(db, clock, cfg.delivery.pageSize, cfg.delivery.heartbeatMs, {
       maxBatch: cfg.delivery.sendLoadBatchMax,
       concurrency: cfg.delivery.sendLoadWriters,
+      maxQueue: cfg.delivery.sendLoadQueueMax,
     })
     this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
     this.worker = new DeliveryWorker(
@@ -64,7 +66,12 @@ export class DeliveryModule implements ProviderSource {
         leaseMs: cfg.delivery.leaseMs,
         readCount: cfg.delivery.readCount,
         heartbeatMs: cfg.delivery.heartbeatMs,
-        slices: { sliceDevices: cfg.delivery.sliceDevices, perWorker: cfg.delivery.slicesPerWorker, pollMs: cfg.delivery.slicePollMs },
+        slices: {
+          sliceDevices: cfg.delivery.sliceDevices,
+          perWorker: cfg.delivery.slicesPerWorker,
+          pollMs: cfg.delivery.slicePollMs,
+          idlePollMs: cfg.delivery.sliceIdlePollMs,
+        },
       },
       {
         db,
@@ -77,9 +84,13 @@ export class DeliveryModule implements ProviderSource {
         ratePerMin: async (appId) => (await d.dir.app(appId))?.ratePorMin ?? 60_000,
         maxInflight: cfg.delivery.inflightPerApp,
         pageSize: cfg.delivery.pageSize,
+        maxAttempts: cfg.delivery.maxAttempts,
         retryDelaysMs: cfg.delivery.retryDelaysMs,
         pace: (appId) => new SharedBucket(redis, keys, appId),
         sliceDevices: cfg.delivery.sliceDevices,
+        sliceWatchMs: cfg.delivery.sliceWatchMs,
+        maxSlices: cfg.delivery.maxSlices,
+        apnsSuspectPercent: cfg.delivery.apnsSuspectPercent,
         onPaceWait: d.observePace,
       },
       log,
@@ -138,7 +149,7 @@ export class DeliveryModule implements ProviderSource {
   async get(appId: string, platform: Platform): Promise<Provider | null> {
     const key = `${appId}:${platform}`
     let hit = this.#credentials.get(key)
-    if (!hit || this.d.clock() - hit.at > CREDENTIAL_TTL_MS) {
+    if (!hit || this.d.clock() - hit.at > this.d.cfg.delivery.credentialCacheMs) {
       const value = loadCredential(this.d.db, this.d.vault, appId, platform).then((c) =>
         c ? { version: c.updatedAt.getTime(), credential: c.credential } : null,
       )
@@ -160,7 +171,7 @@ export class DeliveryModule implements ProviderSource {
   /** ProviderSource: get() without waiting, when the credential is already loaded and fresh (undefined otherwise). */
   peek(appId: string, platform: Platform): Provider | null | undefined {
     const hit = this.#credentials.get(`${appId}:${platform}`)
-    if (!hit || hit.settled === undefined || this.d.clock() - hit.at > CREDENTIAL_TTL_MS) return undefined
+    if (!hit || hit.settled === undefined || this.d.clock() - hit.at > this.d.cfg.delivery.credentialCacheMs) return undefined
     if (!hit.settled) return null
     return this.#providers.get(appId, platform, hit.settled.version, hit.settled.credential as never)
   }

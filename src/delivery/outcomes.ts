@@ -63,9 +63,13 @@ export class OutcomeRecorder {
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly log: Logger,
-    o: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_DELIVERY.outcomeBatchMax, concurrency: DEFAULT_DELIVERY.outcomeWriters },
+    o: { maxBatch: number; concurrency: number; maxQueue: number } = {
+      maxBatch: DEFAULT_DELIVERY.outcomeBatchMax,
+      concurrency: DEFAULT_DELIVERY.outcomeWriters,
+      maxQueue: DEFAULT_DELIVERY.outcomeQueueMax,
+    },
   ) {
-    this.#gc = new GroupCommit((rows) => this.#write(rows), { ...o, maxQueue: 200_000 })
+    this.#gc = new GroupCommit((rows) => this.#write(rows), o)
   }
 
   /** The writer's queue and batches, for the metrics. */

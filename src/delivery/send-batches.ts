@@ -32,9 +32,13 @@ export class SendBatches {
     readonly pageSize: number,
     /** The worker's heartbeat: a send queued more recently than this is not stamped picked at load (loadSends). */
     private readonly freshMs = 0,
-    batch: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_DELIVERY.sendLoadBatchMax, concurrency: DEFAULT_DELIVERY.sendLoadWriters },
+    batch: { maxBatch: number; concurrency: number; maxQueue: number } = {
+      maxBatch: DEFAULT_DELIVERY.sendLoadBatchMax,
+      concurrency: DEFAULT_DELIVERY.sendLoadWriters,
+      maxQueue: DEFAULT_DELIVERY.sendLoadQueueMax,
+    },
   ) {
-    const o = { ...batch, maxQueue: 200_000 }
+    const o = batch
     this.#load = new GroupCommit((refs) => this.#loadBatch(refs), o)
     this.#close = new GroupCommit((refs) => this.#closeBatch(refs), o)
   }

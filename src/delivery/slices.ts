@@ -10,13 +10,11 @@
 // send's counters close it as for any send; its actor closes it and acknowledges its stream entry once every slice
 // is done.
 import type { Logger } from 'pino'
+import { DEFAULT_DELIVERY } from '../config'
 import { arrayLiteral } from '../db/arrays'
 import { type Db, query, queryPrepared, tx } from '../db/pool'
 import type { Clock } from '../time'
 import { AFTER_ANY_ID, BEFORE_ANY_ID, expandSql, type SendMeta } from './audience'
-
-/** A send never has more slices than this, whatever its size. */
-export const MAX_SLICES = 256
 
 export interface SliceSettings {
   /** A segment send estimated above this many devices is sliced, about this many devices a slice. */
@@ -24,12 +22,11 @@ export interface SliceSettings {
   /** Slices a worker holds at once. */
   perWorker: number
   leaseMs: number
-  /** How often a worker with room looks for a slice to lease (after finding none, IDLE_POLL_MS). */
+  /** How often a worker with room looks for a slice to lease. */
   pollMs: number
+  /** A worker that found no slice looks again after this long, unless its own process plans some meanwhile. */
+  idlePollMs: number
 }
-
-/** A worker that found no slice looks again after this long, unless its own process plans some meanwhile. */
-export const IDLE_POLL_MS = 1_000
 
 /** A leased slice: devices of the send with ids in (lo, hi]. */
 export interface SliceLease {
@@ -52,9 +49,9 @@ export function sliceBounds(k: number): Array<{ lo: string; hi: string }> {
 }
 
 /** How many slices a send gets (1: not sliced). Only a segment not yet expanded is sliced: its audience is still open. */
-export function sliceCount(meta: SendMeta, sliceDevices: number): number {
+export function sliceCount(meta: SendMeta, sliceDevices: number, maxSlices: number = DEFAULT_DELIVERY.maxSlices): number {
   if (meta.targetKind !== 'segments' || meta.expansionDone || meta.expandedUntil !== null) return 1
-  return Math.min(MAX_SLICES, Math.max(1, Math.ceil(meta.recipients / sliceDevices)))
+  return Math.min(maxSlices, Math.max(1, Math.ceil(meta.recipients / sliceDevices)))
 }
 
 /** Writes the send's slices (a second writer, after a takeover, writes the same rows: nothing changes). */
@@ -219,7 +216,7 @@ export class SliceRunner {
     while (!this.#stopped && this.#held.size < this.s.perWorker) {
       const lease = await leaseSlice(this.db, this.owner, new Date(this.clock()), this.s.leaseMs)
       if (!lease) {
-        this.#idleUntil = this.clock() + IDLE_POLL_MS
+        this.#idleUntil = this.clock() + this.s.idlePollMs
         return
       }
       if (lease.leases > 1) this.log.info({ app: lease.appId, send: lease.sendId, slice: lease.slice }, 'slice taken over')

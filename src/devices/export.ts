@@ -10,27 +10,14 @@ import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
 import type { Logger } from 'pino'
 import { to as copyTo } from 'pg-copy-streams'
+import { DEFAULT_EXPORTS, type Exports } from '../config'
 import { type Db, query, type Tx } from '../db/pool'
 import { ApiError } from '../errors'
 import type { Clock } from '../time'
 
-/**
- * Rows per second assumed before this process has timed an export of its own. `npm run bench -- register` measured
- * 1,000,000 rows ready in ~2.4 s (~420k rows/s) on the 2-core reference machine; a little under that, so the estimate
- * is more often early than late. Each export of 50,000+ rows then moves it toward the rate this process achieves.
- */
-const INITIAL_ROWS_PER_SEC = 350_000
-/** Builds running at once per process; more wait their turn (and their estimate says so). */
-const MAX_BUILDS = 2
-/** Builds waiting beyond this answer 503 (each app may ask once a second; the queue must not grow without bound). */
-const MAX_QUEUED = 100
-const SWEEP_EVERY_MS = 10 * 60_000
-/** How often an instance refreshes the claims of its queued and running builds, and looks for orphaned ones. */
-const CLAIM_EVERY_MS = 30_000
-/** A build whose claim is older than this has no live instance behind it and is taken over. */
-export const CLAIM_STALE_MS = 2 * 60_000
-/** Orphaned builds taken over per look. */
-const RECOVER_BATCH = 10
+// Tuning (builds at once, their queue, the first estimate, claims and takeover): Exports in src/config.ts. The rows
+// per second estimate starts at `initialRowsPerSec`; each export of 50,000+ rows then moves it toward the rate this
+// process achieves. The queue is bounded because each app may ask once a second and it must not grow without bound.
 const FILE_RE = /^([0-9a-f]{64})\.csv\.gz$/
 /** `.<hash>.<random>.tmp` (two instances building one export never share a file); `.<hash>.tmp` from older builds. */
 const TMP_RE = /^\.[0-9a-f]{64}(\.[0-9a-f]{8})?\.tmp$/
@@ -74,7 +61,7 @@ export function copySql(appId: string): string {
 }
 
 export class Exporter {
-  #rowsPerSec = INITIAL_ROWS_PER_SEC
+  #rowsPerSec: number
   #queue: Job[] = []
   #running = new Map<Job, Promise<void>>()
   #rowsAhead = 0
@@ -89,13 +76,16 @@ export class Exporter {
     private readonly validityH: number,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {}
+    private readonly o: Exports = DEFAULT_EXPORTS,
+  ) {
+    this.#rowsPerSec = o.initialRowsPerSec
+  }
 
   startSweeping(): void {
     if (this.dir === '' || this.#timer) return
     this.#timer = setInterval(() => {
       this.sweep().catch((err) => this.log.warn({ err: String(err) }, 'export sweep failed'))
-    }, SWEEP_EVERY_MS)
+    }, this.o.sweepEveryMs)
     this.#timer.unref()
     const claims = (): void => {
       this.#refreshClaims()
@@ -103,12 +93,12 @@ export class Exporter {
         .catch((err) => this.log.warn({ err: String(err) }, 'export claims: refresh or takeover failed'))
     }
     claims()
-    this.#claimTimer = setInterval(claims, CLAIM_EVERY_MS)
+    this.#claimTimer = setInterval(claims, this.o.claimEveryMs)
     this.#claimTimer.unref()
   }
 
   /**
-   * Takes over builds whose instance is gone (claim older than CLAIM_STALE_MS, or never claimed): claims them
+   * Takes over builds whose instance is gone (claim older than `claimStaleMs`, or never claimed): claims them
    * atomically (SKIP LOCKED, so two instances never take the same one) and queues them here. Answers how many.
    */
   async recover(): Promise<number> {
@@ -122,7 +112,7 @@ export class Exporter {
            WHERE status = 'building' AND expires_at > $1 AND COALESCE(claimed_at, created_at) < $2
            ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
         RETURNING token_hash, app_id`,
-      [new Date(now), new Date(now - CLAIM_STALE_MS), RECOVER_BATCH],
+      [new Date(now), new Date(now - this.o.claimStaleMs), this.o.recoverBatch],
     )
     for (const x of r.rows) {
       if (this.#owned().includes(x.token_hash)) continue // ours, only slow to refresh
@@ -160,7 +150,7 @@ export class Exporter {
 
   /** Records the export and queues its build; the estimate counts the rows of builds still ahead of it. */
   async start(appId: string): Promise<ExportAnswer> {
-    if (this.#queue.length >= MAX_QUEUED) throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'armazenamento' })
+    if (this.#queue.length >= this.o.maxQueued) throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'armazenamento' })
     const count = await query<{ n: string }>(this.db, 'SELECT count(*) AS n FROM devices WHERE app_id = $1 AND NOT sandbox', [appId])
     const rows = Number(count.rows[0]?.n ?? 0)
     const token = randomBytes(32).toString('hex')
@@ -244,7 +234,7 @@ export class Exporter {
   }
 
   #next(): void {
-    while (this.#running.size < MAX_BUILDS && this.#queue.length > 0 && !this.#abort.signal.aborted) {
+    while (this.#running.size < this.o.maxBuilds && this.#queue.length > 0 && !this.#abort.signal.aborted) {
       const job = this.#queue.shift() as Job
       const p = this.#build(job).finally(() => {
         this.#running.delete(job)

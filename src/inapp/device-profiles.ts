@@ -1,6 +1,7 @@
 // What the package needs to know about a device (audience membership), cached per process for a minute so a warm
 // poll costs no database round trip. Misses of one event-loop turn are loaded with one query per app; an unknown
 // device is remembered for a shorter time (a device that registers right after polling is seen soon).
+import { DEFAULT_LIMITS } from '../config'
 import { type Db, query } from '../db/pool'
 import type { Clock } from '../time'
 
@@ -17,8 +18,6 @@ interface Entry {
   at: number
 }
 
-const MAX_ENTRIES = 500_000
-
 export class DeviceProfiles {
   readonly #map = new Map<string, Entry>()
   #pending = new Map<string, Map<string, Array<(p: Profile | null) => void>>>()
@@ -28,6 +27,8 @@ export class DeviceProfiles {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** Past this many devices the cache starts over rather than grows. */
+    private readonly maxEntries: number = DEFAULT_LIMITS.inappProfileCacheMax,
     private readonly ttlMs = 60_000,
     private readonly unknownTtlMs = 10_000,
   ) {}
@@ -94,7 +95,7 @@ export class DeviceProfiles {
               unsubscribed: d.notification_types === -2,
             })
           }
-          if (this.#map.size >= MAX_ENTRIES) this.#map.clear()
+          if (this.#map.size >= this.maxEntries) this.#map.clear()
           for (const [id, waiters] of ids) {
             const p = found.get(id) ?? null
             this.#map.set(appId + id, { p, at })

@@ -46,8 +46,6 @@ interface Memo {
   etag: string
 }
 
-const MEMO_MAX = 200_000
-
 interface PendingQuery {
   appId: string
   playerId: string
@@ -122,7 +120,7 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
       if (c.terminaMs !== null && c.terminaMs > now) until = Math.min(until, c.terminaMs)
     }
     const memo: Memo = { pack, profile, level: q.level, until, epoch, chosen, digest, etag: `"${digest.slice(0, 22)}"` }
-    if (memos.size >= MEMO_MAX) memos.clear()
+    if (memos.size >= lim.inappMemoMax) memos.clear()
     memos.set(q.appId + q.playerId, memo)
     return memo
   }

@@ -13,8 +13,6 @@ export interface InappDeps extends Infra {
   receiptKeys: ReceiptKeys
 }
 
-const KEYS_MAX = 100_000
-
 export class InappModule {
   readonly packages: PackageCache
   readonly profiles: DeviceProfiles
@@ -26,9 +24,15 @@ export class InappModule {
 
   constructor(d: InappDeps) {
     const log = d.log.child({ feature: 'inapp' })
-    this.packages = new PackageCache(d.db, d.redis, d.keys, d.clock, log, d.cfg.limits.keyCacheTtlMs)
-    this.profiles = new DeviceProfiles(d.db, d.clock)
-    this.served = new ServedWriter(d.db, d.clock, log, { maxBatch: d.cfg.limits.inappServedBatchMax, concurrency: d.cfg.limits.inappServedWriters })
+    const lim = d.cfg.limits
+    this.packages = new PackageCache(d.db, d.redis, d.keys, d.clock, log, lim.keyCacheTtlMs, lim.appCacheMax)
+    this.profiles = new DeviceProfiles(d.db, d.clock, lim.inappProfileCacheMax)
+    this.served = new ServedWriter(d.db, d.clock, log, {
+      maxBatch: lim.inappServedBatchMax,
+      concurrency: lim.inappServedWriters,
+      maxQueue: lim.inappServedQueueMax,
+      seenMax: lim.inappServedSeenMax,
+    })
     this.events = new EventWriter(d.db, d.clock, log, {
       maxBatch: d.cfg.limits.inappEventBatchMax,
       concurrency: d.cfg.limits.inappEventWriters,
@@ -47,7 +51,7 @@ export class InappModule {
       get: async (appId) => {
         const k = await d.receiptKeys.get(appId)
         if (k) {
-          if (resolved.size >= KEYS_MAX) resolved.clear()
+          if (resolved.size >= lim.appCacheMax) resolved.clear()
           resolved.set(appId, k)
         }
         return k

@@ -5,6 +5,7 @@
 // case a message was lost, and everything is dropped when the subscription reconnects.
 import { createHash } from 'node:crypto'
 import type { Logger } from 'pino'
+import { DEFAULT_LIMITS } from '../config'
 import { type Db, query } from '../db/pool'
 import { type RedisClient, subscribe } from '../redis/client'
 import type { Keys } from '../redis/keys'
@@ -41,8 +42,6 @@ interface Entry {
   at: number
 }
 
-const MAX_APPS = 100_000
-
 export class PackageCache {
   readonly #map = new Map<string, Entry>()
   readonly #loading = new Map<string, Promise<AppPack | null>>()
@@ -56,6 +55,8 @@ export class PackageCache {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly ttlMs: number,
+    /** Past this many apps the cache starts over rather than grows. */
+    private readonly maxApps: number = DEFAULT_LIMITS.appCacheMax,
   ) {}
 
   /** Subscribes to the in-app channel and to the apps' invalidation channel on a dedicated connection. */
@@ -101,7 +102,7 @@ export class PackageCache {
       (pack) => {
         this.#loading.delete(appId)
         if (generation === this.#generation) {
-          if (this.#map.size >= MAX_APPS) this.#map.clear()
+          if (this.#map.size >= this.maxApps) this.#map.clear()
           this.#map.set(appId, { pack, at })
         }
         return pack

@@ -15,8 +15,6 @@ interface ServedJob {
   deviceId: string
 }
 
-const SEEN_MAX = 1_000_000
-
 export class ServedWriter {
   readonly #gc: GroupCommit<ServedJob, boolean>
   /** Its group commit as metrics see it (queue depth, batches). */
@@ -24,22 +22,30 @@ export class ServedWriter {
     return this.#gc
   }
   readonly #seen = new Set<string>()
+  /** Past this many pairs the set starts over rather than grows. */
+  readonly #seenMax: number
   readonly stats = { statements: 0, rows: 0 }
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
     private readonly log: Logger,
-    o: { maxBatch: number; concurrency: number } = { maxBatch: DEFAULT_LIMITS.inappServedBatchMax, concurrency: DEFAULT_LIMITS.inappServedWriters },
+    o: { maxBatch: number; concurrency: number; maxQueue: number; seenMax: number } = {
+      maxBatch: DEFAULT_LIMITS.inappServedBatchMax,
+      concurrency: DEFAULT_LIMITS.inappServedWriters,
+      maxQueue: DEFAULT_LIMITS.inappServedQueueMax,
+      seenMax: DEFAULT_LIMITS.inappServedSeenMax,
+    },
   ) {
-    this.#gc = new GroupCommit((jobs) => this.#write(jobs), { ...o, maxQueue: 100_000 })
+    this.#seenMax = o.seenMax
+    this.#gc = new GroupCommit((jobs) => this.#write(jobs), { maxBatch: o.maxBatch, concurrency: o.concurrency, maxQueue: o.maxQueue })
   }
 
   /** Records that the campaign entered the device's package; costs nothing when already recorded here. */
   note(appId: string, campaignId: string, deviceId: string): void {
     const k = campaignId + deviceId
     if (this.#seen.has(k)) return
-    if (this.#seen.size >= SEEN_MAX) this.#seen.clear()
+    if (this.#seen.size >= this.#seenMax) this.#seen.clear()
     this.#seen.add(k)
     this.#gc.submit({ appId, campaignId, deviceId }).catch((err) => {
       this.#seen.delete(k)

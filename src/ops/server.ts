@@ -13,9 +13,6 @@ export interface Readiness {
   redis(): Promise<unknown>
 }
 
-/** A readiness check never waits longer than this for a dependency (a load balancer's probe times out at ~1-5 s). */
-const CHECK_TIMEOUT_MS = 1_000
-
 function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined
   return Promise.race([
@@ -40,6 +37,9 @@ export class OpsServer {
     private readonly metrics: Metrics,
     private readonly ready: Readiness,
     private readonly log: Logger,
+    /** `/readyz` never waits longer than this for a dependency (PM_OPS_CHECK_TIMEOUT_MS; a load balancer's probe
+     *  times out at ~1-5 s). */
+    private readonly checkTimeoutMs = 1_000,
   ) {
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((err) => {
@@ -100,8 +100,8 @@ export class OpsServer {
         return answer(res, 200, { ok: true })
       case '/readyz': {
         const [postgres, redis] = await Promise.all([
-          within(this.ready.postgres(), CHECK_TIMEOUT_MS),
-          within(this.ready.redis(), CHECK_TIMEOUT_MS),
+          within(this.ready.postgres(), this.checkTimeoutMs),
+          within(this.ready.redis(), this.checkTimeoutMs),
         ])
         const draining = this.#draining
         const starting = !this.#up && !draining

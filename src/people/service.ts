@@ -19,7 +19,6 @@ export interface Person {
   operador: boolean
 }
 
-export const INVITE_TTL_MS = 72 * 3_600_000
 const EMAIL_MAX_BYTES = 254
 const EMAIL_RE = /^[^\s@<>"',;]+@[^\s@<>"',;]+\.[^\s@<>"',;]+$/
 
@@ -46,6 +45,8 @@ export class PeopleService {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    /** How long an invitation is valid (PM_DASHBOARD_INVITE_H; the contract: 72 h). */
+    private readonly inviteTtlMs = 72 * 3_600_000,
   ) {}
 
   /** A person of `orgId`, or an operator (orgId null). The e-mail is unique; the password at least 12 characters. */
@@ -93,12 +94,12 @@ export class PeopleService {
     return r.rows[0] ? toPerson(r.rows[0]) : null
   }
 
-  /** A one-time sign-up token for `email` in `orgId`, valid 72 h. Only its digest is stored. */
+  /** A one-time sign-up token for `email` in `orgId`, valid `inviteTtlMs` (72 h). Only its digest is stored. */
   async invite(emailRaw: string, orgId: string): Promise<{ token: string; expiresAt: Date }> {
     const email = parseEmail(emailRaw)
     const token = randomBytes(32).toString('base64url')
     const at = new Date(this.clock())
-    const expiresAt = new Date(at.getTime() + INVITE_TTL_MS)
+    const expiresAt = new Date(at.getTime() + this.inviteTtlMs)
     await tx(this.db, async (c) => {
       if (!(await findOrg(c, orgId))) throw new ApiError('ORG_NOT_FOUND')
       const taken = await query(c, 'SELECT 1 FROM dashboard_users WHERE email = $1', [email])

@@ -14,10 +14,10 @@ export class ReceiptsModule {
   #timer: NodeJS.Timeout | null = null
 
   constructor(
-    private readonly d: { db: Db; vault: Vault; clock: Clock; log: Logger },
+    private readonly d: { db: Db; vault: Vault; clock: Clock; log: Logger; appCacheMax?: number },
     o: Partial<ReceiptWriterOptions> = {},
   ) {
-    this.keys = new ReceiptKeys(d.db, d.vault)
+    this.keys = new ReceiptKeys(d.db, d.vault, d.appCacheMax)
     this.writer = new ReceiptWriter(d.db, d.clock, d.log.child({ feature: 'receipts' }), { ...RECEIPT_WRITER_DEFAULTS, ...o })
   }
 

@@ -42,9 +42,6 @@ function idempotencyKeyOf(header: string | undefined, idempotencyKey: string | u
   return header || idempotencyKey || externalId || undefined
 }
 
-const READ_CACHE_MAX = 10_000
-
-
 export function sendRoutes(r: Router, d: SendRouteDeps): void {
   const readCache = new Map<string, { body: string; at: number }>()
   // Bound once per lane: the hot path increments without label hashing.
@@ -114,7 +111,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
     const row = await readOne(d.db, app.id, id)
     if (!row) throw new ApiError('SEND_NOT_FOUND')
     const body = JSON.stringify(readShape(row, app.plan))
-    if (readCache.size >= READ_CACHE_MAX) readCache.clear()
+    if (readCache.size >= d.cfg.limits.readCacheMax) readCache.clear()
     readCache.set(cacheKey, { body, at: now })
     return { status: 200, body, contentType: JSON_TYPE }
   })

@@ -17,8 +17,6 @@ import * as store from './store'
 import type { Lane, SendInput } from './types'
 import { IdempotencyRace, type Resolution, type SendJob, type SendWriter } from './writer'
 
-const LOCK_TTL_MS = 15_000
-const POLL_MS = 25
 
 export const NOBODY_REACHABLE =
   'Nenhum destinatário alcançável: os dispositivos indicados são desconhecidos, inválidos, de teste ou estão fora das plataformas escolhidas.'
@@ -63,7 +61,7 @@ export class SendService {
     private readonly quota: WindowCounter,
     private readonly mau: MauGate,
     private readonly clock: Clock,
-    private readonly limits: Pick<Limits, 'idempotencyTtlDays' | 'idempotencyWaitMs'> = DEFAULT_LIMITS,
+    private readonly limits: Pick<Limits, 'idempotencyTtlDays' | 'idempotencyWaitMs' | 'idempotencyLockTtlMs' | 'idempotencyPollMs'> = DEFAULT_LIMITS,
   ) {}
 
   async create(c: CreateSend): Promise<SendAnswer> {
@@ -83,7 +81,7 @@ export class SendService {
     if (prior) return this.#replay(prior, c.bodyHash)
     const lockKey = this.keys.idempotencyLock(c.app.id, c.idemKey)
     const token = randomUUID()
-    if ((await this.redis.set(lockKey, token, 'PX', LOCK_TTL_MS, 'NX')) !== 'OK') return this.#waitForFirst(c)
+    if ((await this.redis.set(lockKey, token, 'PX', this.limits.idempotencyLockTtlMs, 'NX')) !== 'OK') return this.#waitForFirst(c)
     try {
       // The first call may have committed between the lookup and the lock.
       const settled = await store.findIdempotency(this.db, c.app.id, c.idemKey, now)
@@ -177,7 +175,7 @@ export class SendService {
     const deadline = Date.now() + this.limits.idempotencyWaitMs
     const key = c.idemKey as string
     while (Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, POLL_MS))
+      await new Promise((r) => setTimeout(r, this.limits.idempotencyPollMs))
       const done = await store.findIdempotency(this.db, c.app.id, key, new Date(this.clock()))
       if (done) return this.#replay(done, c.bodyHash)
     }

@@ -112,6 +112,25 @@ t.test('APNs BadDeviceToken: a few are dead tokens, a majority is an environment
   t.equal(dead[0]?.n, 0, 'the iOS base is not wiped over an environment problem')
 })
 
+t.test('PM_APNS_SUSPECT_PERCENT moves the share at which an environment problem is suspected', async (t) => {
+  const d = await startDelivery(t, { env: { PM_APNS_SUSPECT_PERCENT: '25' } })
+  const app = await d.s.createApp()
+  await d.apnsFor(app)
+  const ios = (tok: string) => d.device(app, tok, { device_type: 0, transporte: 'apns' })
+  d.apns.script(/^bad-/, 'bad-device-token')
+  const few = [await ios('bad-1'), await ios('good-1'), await ios('good-2'), await ios('good-3')]
+  const id = await d.send(app, { include_player_ids: few })
+  t.equal((await d.closed(id)).failed, 1)
+  let problem = null
+  for (let i = 0; i < 40 && !problem; i++) {
+    problem = (await d.s.sql('SELECT problem FROM sends WHERE id = $1', [id]))[0]?.problem
+    if (!problem) await new Promise((r) => setTimeout(r, 50))
+  }
+  t.match(String(problem), /apns_ambiente_suspeito/, 'one in four is 25%: suspected (the default 50% would call it a dead token)')
+  const [dev] = await d.s.sql('SELECT invalid_identifier FROM devices WHERE id = $1', [few[0]])
+  t.equal(dev?.invalid_identifier, false, 'kept')
+})
+
 t.test('a key for the other APNs environment: the reason reaches the caller, tokens are kept', async (t) => {
   const d = await startDelivery(t)
   const app = await d.s.createApp()

@@ -183,7 +183,7 @@ t.test('a slice with a pending device left in its range is not marked done: it i
   if (!meta) throw new Error('no send')
   await planSlices(db, meta, 1)
   const leased: SliceLease[] = []
-  const runner = new SliceRunner(db, 'owner-a', { sliceDevices: 1, perWorker: 1, leaseMs: 60_000, pollMs: 1_000 }, Date.now, log, async (l) => {
+  const runner = new SliceRunner(db, 'owner-a', { sliceDevices: 1, perWorker: 1, leaseMs: 60_000, pollMs: 1_000, idlePollMs: 1_000 }, Date.now, log, async (l) => {
     leased.push(l)
   }, () => {})
   await runner.poll()

@@ -98,6 +98,21 @@ t.test('transient failures are retried, three attempts in all, then errored', as
   t.equal(d.fcm.requests.filter((r) => r.target === 'broken').length, 3)
 })
 
+t.test('PM_DELIVERY_MAX_ATTEMPTS moves the number of attempts', async (t) => {
+  const d = await startDelivery(t, { env: { PM_DELIVERY_MAX_ATTEMPTS: '2', PM_DELIVERY_RETRY_MS: '50' } })
+  const app = await d.s.createApp()
+  await d.fcmFor(app)
+  d.fcm.script('flaky', 'unavailable, unavailable, ok')
+  d.fcm.script('broken', 'internal')
+  const flaky = await d.device(app, 'flaky')
+  const broken = await d.device(app, 'broken')
+  const row = await d.closed(await d.send(app, { include_player_ids: [flaky, broken] }), 20_000)
+  t.equal(row.successful, 0, 'a third attempt would have succeeded; there is none')
+  t.equal(row.errored, 2)
+  t.equal(d.fcm.requests.filter((r) => r.target === 'broken').length, 2)
+  t.equal(d.fcm.requests.filter((r) => r.target === 'flaky').length, 2)
+})
+
 t.test('no credential: the send still closes, successful 0, remaining 0, and says why', async (t) => {
   const d = await startDelivery(t)
   const app = await d.s.createApp()

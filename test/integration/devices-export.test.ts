@@ -100,6 +100,16 @@ t.test('export: answer shape, 404 until ready, then a gzipped CSV with the spec 
   t.notOk(readdirSync(s.cfg.exportDir).some((f) => f.includes(token)))
 })
 
+t.test('PM_EXPORT_ROWS_PER_SEC is the first estimate of pm_pronto_em_s_estimado', async (t) => {
+  const s = await startService(t, { env: { PM_EXPORT_ROWS_PER_SEC: '1' } })
+  const app = await s.createApp()
+  for (const id of ['a', 'b', 'c']) await reg(s, { app_id: app.id, device_type: 1, identifier: id })
+  const r = await startExport(s, app)
+  t.equal(r.status, 200)
+  t.equal(r.json.pm_pronto_em_s_estimado, 3, '3 rows at 1 row/s (the default estimate would say 1)')
+  await waitReady(s, r.json.csv_file_url)
+})
+
 t.test('hostile values are CSV-escaped and formulas neutralised', async (t) => {
   const s = await startService(t)
   const app = await s.createApp()

@@ -5,7 +5,7 @@
 import Redis from 'ioredis'
 import t from 'tap'
 import { type Pombo, startPombo } from '../../bench/lib/pombo'
-import { STREAM_TTL_MS } from '../../src/confirmations/presence'
+import { DEFAULT_STREAM } from '../../src/config'
 import { CredentialService } from '../../src/credentials/service'
 import { parseServiceAccount } from '../../src/credentials/validate'
 import { partitionOf } from '../../src/redis/partitions'
@@ -142,9 +142,9 @@ t.test('an API instance SIGKILLed with open streams: streams_ativos forgets them
   other.child.kill('SIGKILL')
   const t0 = Date.now()
   for (const r of remote) t.not((await r.ended).code, 0, 'the remote streams broke')
-  await until('the dead instance forgotten', async () => (await ativos()) === 1, STREAM_TTL_MS + 5_000)
+  await until('the dead instance forgotten', async () => (await ativos()) === 1, DEFAULT_STREAM.ttlMs + 5_000)
   const took = Date.now() - t0
-  t.ok(took <= STREAM_TTL_MS + 2_500, `streams_ativos back to 1 within ${took} ms of the kill`)
+  t.ok(took <= DEFAULT_STREAM.ttlMs + 2_500, `streams_ativos back to 1 within ${took} ms of the kill`)
   await new Promise((r) => setTimeout(r, 2_500))
   t.equal(await ativos(), 1, 'the live stream keeps being counted (its heartbeats go on)')
   local.cancel()

@@ -154,6 +154,22 @@ t.test('replay from 0, resume from a seq, live tail, two consumers; streams_ativ
   again.cancel()
 })
 
+t.test('PM_GRPC_STREAMS_PER_APP caps the open streams of one app on one instance', async (t) => {
+  const s = await startService(t, { grpc: true, env: { PM_GRPC_STREAMS_PER_APP: '1' } })
+  const a = await streamApp(s)
+  const first = subscribe(port(s), a.auth, a.app.id)
+  await until('open', async () => (await ativos(s, a.app)) === 1)
+  const second = await subscribe(port(s), a.auth, a.app.id).ended
+  t.same(second, { code: S.RESOURCE_EXHAUSTED, details: 'Mais de 1 streams abertos deste app nesta instância.' })
+  first.cancel()
+  await first.ended
+  await until('closed', async () => (await ativos(s, a.app)) === 0)
+  const again = subscribe(port(s), a.auth, a.app.id)
+  await until('a new one opens once the first is gone', async () => (await ativos(s, a.app)) === 1)
+  again.cancel()
+  await again.ended
+})
+
 t.test('order under concurrent receipts from two API instances, read live on a third stream', async (t) => {
   const s = await startService(t, { grpc: true, env: { PM_LIMIT_IP_PER_MIN: '0' } })
   const s2 = await startService(t, { grpc: true, shareWith: s, env: { PM_LIMIT_IP_PER_MIN: '0' } })

@@ -26,6 +26,11 @@ t.test('config: off by default; inapp_ativo and inapp_cap_horas; 422 outside 0-1
   t.equal(noKey.status, 401)
 })
 
+t.test('PM_INAPP_CAP_HORAS_DEFAULT is the cap a new app starts with', async (t) => {
+  const w = await inappWorld(t, { env: { PM_INAPP_CAP_HORAS_DEFAULT: '2' } }, false)
+  t.same((await w.config({})).json, { inapp_ativo: false, inapp_cap_horas: 2 })
+})
+
 t.test(
   'state machine: create is a draft; publicar, pausar, encerrar; 409 names the state and the accepted origins',
   async (t) => {

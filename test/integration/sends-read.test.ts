@@ -163,6 +163,17 @@ t.test('reads are capped per second per app; a repeat read of one send within a 
   t.equal((await get(s, app, `/api/v1/notifications?app_id=${app.id}`)).status, 200)
 })
 
+t.test('PM_READ_CACHE_MAX bounds the repeat-read cache: past it, a repeat read is counted again', async (t) => {
+  const clock = new FakeClock(Math.floor(Date.now() / 1000) * 1000 + 10)
+  const s = await startService(t, { clock, limits: { readsPerSec: 2 }, env: { PM_READ_CACHE_MAX: '1' } })
+  const app = await s.createApp()
+  const a = await device(s, app, 'tok-a')
+  const one = (await send(s, app, { include_player_ids: [a] })).json.id
+  const two = (await send(s, app, { include_player_ids: [a] })).json.id
+  const read = async (id: string) => (await get(s, app, `/api/v1/notifications/${id}?app_id=${app.id}`)).status
+  t.same([await read(one), await read(two), await read(one)], [200, 200, 429], 'the first read left the one-entry cache')
+})
+
 t.test('free-plan MAU gate: refuses the whole send above the allowance, with the measurement', async (t) => {
   const clock = new FakeClock()
   const s = await startService(t, { clock, limits: { freeMau: 2 } })

@@ -1,7 +1,7 @@
 // The spec's limits are settings: each one, set in the environment, moves the rule the validators apply, and the
 // defaults are the spec's values.
 import t from 'tap'
-import { DEFAULT_LIMITS, loadConfig } from '../../src/config'
+import { DEFAULT_DELIVERY, DEFAULT_LIMITS, loadConfig } from '../../src/config'
 import { ApiError } from '../../src/errors'
 import { parseRegistration, parseUpdate } from '../../src/devices/validate'
 import { parseEvents } from '../../src/inapp/events-validate'
@@ -129,4 +129,44 @@ t.test('in-app limits follow their settings', async (t) => {
   const o = { batchMax: 50, pastMs: 86_400_000, futureMs: 60_000 }
   t.equal(refused(() => parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, { ...o, occurrenceMax: lim.inappOccurrenceMax }))?.explain.campo, 'eventos[0].ocorrencia_n')
   t.ok(parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, o), 'the default allows 6')
+})
+
+t.test('the app-wide in-app cap and the delivery attempts: defaults are the spec, settings move them', async (t) => {
+  t.equal(DEFAULT_LIMITS.inappCapHorasDefault, 6)
+  t.equal(DEFAULT_DELIVERY.maxAttempts, 3, 'three attempts in all')
+  t.equal(loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '0' }).limits.inappCapHorasDefault, 0)
+  t.equal(loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '5' }).delivery.maxAttempts, 5)
+  t.throws(() => loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '0' }), /PM_DELIVERY_MAX_ATTEMPTS/)
+  t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '12', PM_INAPP_CAP_HORAS_MAX: '10' }), /PM_INAPP_CAP_HORAS_DEFAULT/)
+})
+
+t.test('tuning numbers: defaults are the values the modules used, and each group follows its settings', async (t) => {
+  const c = loadConfig({})
+  t.same(c.stream, { heartbeatMs: 2_000, ttlMs: 6_000, positionEveryMs: 10_000, maxPerApp: 100, recheckMs: 30_000, pollMs: 1_000, page: 200 })
+  t.same(c.exports, {
+    initialRowsPerSec: 350_000,
+    maxBuilds: 2,
+    maxQueued: 100,
+    sweepEveryMs: 600_000,
+    claimEveryMs: 30_000,
+    claimStaleMs: 120_000,
+    recoverBatch: 10,
+  })
+  const d = c.delivery
+  t.same(
+    [d.outcomeQueueMax, d.sendLoadQueueMax, d.sliceIdlePollMs, d.sliceWatchMs, d.credentialCacheMs, d.maxSlices, d.apnsSuspectPercent],
+    [200_000, 200_000, 1_000, 500, 30_000, 256, 50],
+  )
+  const l = c.limits
+  t.same(
+    [l.appCacheMax, l.readCacheMax, l.inappProfileCacheMax, l.inappMemoMax, l.inappServedSeenMax, l.inappServedQueueMax],
+    [100_000, 10_000, 500_000, 200_000, 1_000_000, 100_000],
+  )
+  t.same([l.idempotencyLockTtlMs, l.idempotencyPollMs, c.statementTimeoutMs, c.opsCheckTimeoutMs], [15_000, 25, 30_000, 1_000])
+  t.same([c.webhook.batchMaxMs, c.dashboard.inviteTtlMs], [1_000, 72 * 3_600_000])
+  // A stream's expiry must outlast its heartbeat, and a build's claim its refresh: otherwise live streams stop
+  // counting and live builds are taken over.
+  t.throws(() => loadConfig({ PM_GRPC_HEARTBEAT_MS: '6000' }), /PM_GRPC_STREAM_TTL_MS/)
+  t.throws(() => loadConfig({ PM_EXPORT_CLAIM_EVERY_MS: '120000' }), /PM_EXPORT_CLAIM_STALE_MS/)
+  t.equal(loadConfig({ PM_GRPC_HEARTBEAT_MS: '500', PM_GRPC_STREAM_TTL_MS: '1500' }).stream.ttlMs, 1_500)
 })
