@@ -527,6 +527,9 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>
 
+/** The CHECK on apps.inapp_cap_horas (a fact of the schema, not a setting). */
+const INAPP_CAP_HORAS_DB_MAX = 168
+
 function int(env: Env, name: string, def: number, min = 0): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return def
@@ -666,6 +669,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     inappCapHorasDefault: int(env, 'PM_INAPP_CAP_HORAS_DEFAULT', DEFAULT_LIMITS.inappCapHorasDefault, 0),
     ...overrides.limits,
   })
+  // The database keeps apps.inapp_cap_horas between 0 and 168 (migration 0001): a larger bound would let values past
+  // validation that Postgres then refuses.
+  if (limits.inappCapHorasMax > INAPP_CAP_HORAS_DB_MAX) {
+    throw new ConfigError(`PM_INAPP_CAP_HORAS_MAX: ${limits.inappCapHorasMax} is above ${INAPP_CAP_HORAS_DB_MAX}, the most the database stores`)
+  }
   if (limits.inappCapHorasDefault > limits.inappCapHorasMax) {
     throw new ConfigError(`PM_INAPP_CAP_HORAS_DEFAULT: ${limits.inappCapHorasDefault} is above PM_INAPP_CAP_HORAS_MAX (${limits.inappCapHorasMax})`)
   }

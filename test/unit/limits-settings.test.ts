@@ -138,6 +138,8 @@ t.test('the app-wide in-app cap and the delivery attempts: defaults are the spec
   t.equal(loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '5' }).delivery.maxAttempts, 5)
   t.throws(() => loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '0' }), /PM_DELIVERY_MAX_ATTEMPTS/)
   t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '12', PM_INAPP_CAP_HORAS_MAX: '10' }), /PM_INAPP_CAP_HORAS_DEFAULT/)
+  t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_MAX: '169' }), /PM_INAPP_CAP_HORAS_MAX: 169 is above 168/, 'the database stores at most 168')
+  t.equal(loadConfig({ PM_INAPP_CAP_HORAS_MAX: '168' }).limits.inappCapHorasMax, 168)
 })
 
 t.test('tuning numbers: defaults are the values the modules used, and each group follows its settings', async (t) => {
