@@ -82,7 +82,7 @@ t.test('the dashboard in Chromium', async (t) => {
   await page.getByText('Credencial APNs salva').waitFor()
   await page.getByRole('group', { name: 'Android e web push (FCM)' }).getByRole('button', { name: 'Testar conexão' }).click()
   await page.getByText(/Conexão OK/).waitFor()
-  t.pass('FCM: Conexão OK')
+  t.equal(await page.getByText(/Conexão OK/).count(), 1, 'FCM: Conexão OK')
   await page.getByRole('group', { name: 'iOS (APNs)' }).getByRole('button', { name: 'Testar conexão' }).click()
   const failure = page.getByText(/Falhou: BadEnvironmentKeyIdInToken/)
   await failure.waitFor()
@@ -118,7 +118,7 @@ t.test('the dashboard in Chromium', async (t) => {
     t.equal(r.status, 200, r.text)
   }
   await page.waitForFunction((id) => (globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }).document.querySelector(`tr[data-envio="${id}"] td[data-campo="recebidos"]`)?.textContent === '2', sendId, { timeout: 30_000 })
-  t.pass('recebidos moved to 2 on the open page')
+  t.equal(await page.locator(`tr[data-envio="${sendId}"] td[data-campo="recebidos"]`).textContent(), '2', 'recebidos moved to 2 on the open page')
   await shot(page, '04-app')
 
   // Delete a device found by its external user id: the browser asks to confirm first.

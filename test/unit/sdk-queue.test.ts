@@ -237,7 +237,9 @@ t.test('property: whatever the service answers, every receipt ends counted once 
     { status: 400, body: { errors: ['x'] } },
     'offline',
   )
-  await fc.assert(
+  // fc.assert throws with the shrunk counterexample when the property fails.
+  await t.resolves(
+    fc.assert(
     fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.array(answer, { maxLength: 20 }), async (pushes, script) => {
       const counted = new Map<string, number>()
       const refused = new Set<string>()
@@ -270,6 +272,7 @@ t.test('property: whatever the service answers, every receipt ends counted once 
       return (await p.queued()).length === 0
     }),
     { numRuns: 60 },
+    ),
+    'the property held',
   )
-  t.pass('the property held')
 })
