@@ -3,17 +3,12 @@
 // SIGKILLed, when every Redis key of the deployment is deleted, or when the worker delivering it stalls past its lease
 // (SIGSTOP). Every device must get the message at least once and every counter must end exact (each device counted
 // once), with the send closed. PM_KEEP_WORKER_LOGS=1 keeps the workers' logs in the temporary directory.
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import Redis from 'ioredis'
 import t, { type Test } from 'tap'
-import { type Pombo, startPombo } from '../../bench/lib/pombo'
-import { CredentialService } from '../../src/credentials/service'
-import { parseServiceAccount } from '../../src/credentials/validate'
+import type { Pombo } from '../../bench/lib/pombo'
 import { partitionOf } from '../../src/redis/partitions'
-import { startFakeProviders } from '../fakes'
-import { basic, REDIS_URL, startService, VAULT_KEY } from '../helpers/service'
+import { basic, REDIS_URL, VAULT_KEY } from '../helpers/service'
+import { workerDeployment } from '../helpers/worker-deployment'
 
 const DEVICES = 20_000
 const PARTITIONS = 4
@@ -33,73 +28,15 @@ const WORKER_ENV = {
 type Tap = Test
 
 async function deployment(t: Tap) {
-  const fakes = await startFakeProviders(t)
-  const s = await startService(t, {
-    roles: ['api'],
-    env: { PM_PARTITIONS: String(PARTITIONS), PM_DEFAULT_PLAN: 'pro', PM_FCM_BASE_URL: fakes.fcm.url, PM_APNS_BASE_URL: fakes.apns.url },
-  })
-  const app = await s.createApp({ rate_por_min: 10_000_000 })
-  const { credential, meta } = parseServiceAccount(JSON.stringify(fakes.fcm.serviceAccount('pombo-crash')))
-  await new CredentialService({ ...s.svc.deps, now: s.svc.deps.clock }).save(app.id, 'fcm', credential, meta)
-  // Registration's columns, written straight (the API would take longer than the test is worth).
-  const ids = (
-    await s.sql<{ id: string }>(
-      `INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types,
-                            invalid_identifier, last_active, created_at, updated_at)
-       SELECT $1, gen_random_uuid(), 'crash-' || i, 1, false, 'fcm', 'en', 1, false, now(), now(), now()
-         FROM generate_series(1, $2::int) AS i
-       RETURNING id`,
-      [app.id, DEVICES],
-    )
-  ).map((r) => r.id)
-  await s.sql('ANALYZE devices')
-
-  const workers: Pombo[] = []
-  const logs: string[] = []
-  t.teardown(async () => {
-    await Promise.all(workers.map((w) => w.stop()))
-    if (!process.env.PM_KEEP_WORKER_LOGS) for (const f of logs) rmSync(f, { force: true })
-  })
-  async function worker(): Promise<Pombo> {
-    const log = join(tmpdir(), `pombo-crash-${s.cfg.redisPrefix}-${workers.length}.log`)
-    logs.push(log)
-    const fd = openSync(log, 'w')
-    try {
-      const w = await startPombo(0, { ...fakes.env, ...WORKER_ENV }, 'worker', [], {
-        shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix },
-        stdout: fd,
-      })
-      workers.push(w)
-      return w
-    } finally {
-      closeSync(fd)
-    }
-  }
+  const d = await workerDeployment(t, { label: 'crash', devices: DEVICES, partitions: PARTITIONS, workerEnv: WORKER_ENV })
+  const { s, app } = d
   const redis = new Redis(REDIS_URL)
   t.teardown(() => redis.disconnect())
   const partition = partitionOf(app.id, PARTITIONS)
 
   return {
-    s,
-    fcm: fakes.fcm,
-    app,
-    ids,
+    ...d,
     redis,
-    workers,
-    worker,
-    /** Worker log lines (JSON) at warn or worse, for the diagnosis when an assertion fails. */
-    troubles(): string[] {
-      return logs.flatMap((f) => {
-        try {
-          return readFileSync(f, 'utf8')
-            .split('\n')
-            .filter((l) => /"level":(40|50|60)/.test(l))
-            .map((l) => `${f}: ${l}`)
-        } catch {
-          return []
-        }
-      })
-    },
     /** The pid of the worker holding the app's partition lease (null while nobody holds it). */
     async owner(): Promise<number | null> {
       const id = await redis.get(`${s.cfg.redisPrefix}:{p${partition}}:lease`)
@@ -125,14 +62,6 @@ async function deployment(t: Tap) {
       })
       if (r.status !== 200 || !r.json.id) throw new Error(`send: ${r.status} ${r.text}`)
       return r.json.id
-    },
-    /** Resolves once the fake has accepted `n` messages (duplicates included). */
-    async delivered(n: number, timeoutMs = 30_000): Promise<void> {
-      const until = Date.now() + timeoutMs
-      while (fakes.fcm.stats().delivered < n) {
-        if (Date.now() > until) throw new Error(`only ${fakes.fcm.stats().delivered} of ${n} delivered`)
-        await new Promise((r) => setTimeout(r, 5))
-      }
     },
   }
 }

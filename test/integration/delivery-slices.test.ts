@@ -3,91 +3,36 @@
 // that both lease. A worker SIGKILLed mid-slice has its slice taken over; rate_por_min holds across both processes.
 // Every device must get the message at least once and every counter must end exact. PM_KEEP_WORKER_LOGS=1 keeps
 // the workers' logs in the temporary directory.
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { type Pombo, startPombo } from '../../bench/lib/pombo'
-import { CredentialService } from '../../src/credentials/service'
-import { parseServiceAccount } from '../../src/credentials/validate'
 import { loadSends } from '../../src/delivery/audience'
 import { planSlices, type SliceLease, SliceRunner, sliceBounds } from '../../src/delivery/slices'
-import { startFakeProviders } from '../fakes'
 import { basic, startService, VAULT_KEY } from '../helpers/service'
+import { workerDeployment } from '../helpers/worker-deployment'
 
 type Tap = Test
 
 async function deployment(t: Tap, o: { devices: number; sliceDevices: number; rate?: number }) {
-  const fakes = await startFakeProviders(t)
-  const s = await startService(t, {
-    roles: ['api'],
-    env: { PM_PARTITIONS: '4', PM_DEFAULT_PLAN: 'pro', PM_FCM_BASE_URL: fakes.fcm.url, PM_APNS_BASE_URL: fakes.apns.url },
+  const d = await workerDeployment(t, {
+    label: 'slices',
+    devices: o.devices,
+    partitions: 4,
+    rate: o.rate,
+    workerEnv: {
+      PM_PARTITIONS: '4',
+      PM_LEASE_MS: '2000',
+      PM_HEARTBEAT_MS: '1000',
+      PM_HANDOFF_GRACE_MS: '3000',
+      PM_DEFAULT_PLAN: 'pro',
+      PM_VAULT_KEY: VAULT_KEY,
+      PM_LOG_LEVEL: 'info',
+      PM_SLICE_DEVICES: String(o.sliceDevices),
+      NODE_OPTIONS: '',
+    },
   })
-  const app = await s.createApp({ rate_por_min: o.rate ?? 10_000_000 })
-  const { credential, meta } = parseServiceAccount(JSON.stringify(fakes.fcm.serviceAccount('pombo-slices')))
-  await new CredentialService({ ...s.svc.deps, now: s.svc.deps.clock }).save(app.id, 'fcm', credential, meta)
-  // Registration's columns, written straight (the API would take longer than the test is worth).
-  const ids = (
-    await s.sql<{ id: string }>(
-      `INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types,
-                            invalid_identifier, last_active, created_at, updated_at)
-       SELECT $1, gen_random_uuid(), 'slice-' || i, 1, false, 'fcm', 'en', 1, false, now(), now(), now()
-         FROM generate_series(1, $2::int) AS i
-       RETURNING id`,
-      [app.id, o.devices],
-    )
-  ).map((r) => r.id)
-  await s.sql('ANALYZE devices')
-
-  const workers: Pombo[] = []
-  const logs: string[] = []
-  t.teardown(async () => {
-    await Promise.all(workers.map((w) => w.stop()))
-    if (!process.env.PM_KEEP_WORKER_LOGS) for (const f of logs) rmSync(f, { force: true })
-  })
-  const env = {
-    ...fakes.env,
-    PM_PARTITIONS: '4',
-    PM_LEASE_MS: '2000',
-    PM_HEARTBEAT_MS: '1000',
-    PM_HANDOFF_GRACE_MS: '3000',
-    PM_DEFAULT_PLAN: 'pro',
-    PM_VAULT_KEY: VAULT_KEY,
-    PM_LOG_LEVEL: 'info',
-    PM_SLICE_DEVICES: String(o.sliceDevices),
-    NODE_OPTIONS: '',
-  }
-  async function worker(): Promise<Pombo> {
-    const log = join(tmpdir(), `pombo-slices-${s.cfg.redisPrefix}-${workers.length}.log`)
-    logs.push(log)
-    const fd = openSync(log, 'w')
-    try {
-      const w = await startPombo(0, env, 'worker', [], { shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix }, stdout: fd })
-      workers.push(w)
-      return w
-    } finally {
-      closeSync(fd)
-    }
-  }
-  const troubles = () =>
-    logs.flatMap((f) => {
-      try {
-        return readFileSync(f, 'utf8')
-          .split('\n')
-          .filter((l) => /"level":(40|50|60)/.test(l))
-          .map((l) => `${f}: ${l}`)
-      } catch {
-        return []
-      }
-    })
+  const { s, app, troubles } = d
 
   return {
-    s,
-    fcm: fakes.fcm,
-    app,
-    ids,
-    workers,
-    worker,
+    ...d,
     async send(): Promise<{ id: string; accepted: number }> {
       const r = await s.call('POST', '/api/v1/notifications', {
         body: { app_id: app.id, contents: { en: 'Slices' }, included_segments: ['Subscribed Users'] },
@@ -95,13 +40,6 @@ async function deployment(t: Tap, o: { devices: number; sliceDevices: number; ra
       })
       if (r.status !== 200 || !r.json.id) throw new Error(`send: ${r.status} ${r.text}`)
       return { id: r.json.id, accepted: Date.now() }
-    },
-    async delivered(n: number, timeoutMs = 30_000): Promise<void> {
-      const until = Date.now() + timeoutMs
-      while (fakes.fcm.stats().delivered < n) {
-        if (Date.now() > until) throw new Error(`only ${fakes.fcm.stats().delivered} of ${n} delivered`)
-        await new Promise((r) => setTimeout(r, 5))
-      }
     },
     async closed(sendId: string, timeoutMs: number): Promise<Record<string, unknown>> {
       const until = Date.now() + timeoutMs

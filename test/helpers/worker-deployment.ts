@@ -1,0 +1,97 @@
+// A deployment of worker processes for the crash and slice tests: an in-process API, the fake providers, one app
+// with an FCM credential and `devices` Android devices written straight to Postgres, and `pombo serve --roles worker`
+// children on the same schema and Redis prefix, each logging to a temporary file (PM_KEEP_WORKER_LOGS=1 keeps them).
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { type Pombo, startPombo } from '../../bench/lib/pombo'
+import { CredentialService } from '../../src/credentials/service'
+import { parseServiceAccount } from '../../src/credentials/validate'
+import { startFakeProviders } from '../fakes'
+import { startService } from './service'
+
+export interface WorkerDeploymentOptions {
+  /** Names the device tokens, the service account and the log files. */
+  label: string
+  devices: number
+  partitions: number
+  /** The app's rate_por_min (default: high enough never to pace). */
+  rate?: number
+  /** The workers' settings; the fakes' addresses and trust are added. */
+  workerEnv: Record<string, string>
+}
+
+export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
+  const fakes = await startFakeProviders(t)
+  const s = await startService(t, {
+    roles: ['api'],
+    env: { PM_PARTITIONS: String(o.partitions), PM_DEFAULT_PLAN: 'pro', PM_FCM_BASE_URL: fakes.fcm.url, PM_APNS_BASE_URL: fakes.apns.url },
+  })
+  const app = await s.createApp({ rate_por_min: o.rate ?? 10_000_000 })
+  const { credential, meta } = parseServiceAccount(JSON.stringify(fakes.fcm.serviceAccount(`pombo-${o.label}`)))
+  await new CredentialService({ ...s.svc.deps, now: s.svc.deps.clock }).save(app.id, 'fcm', credential, meta)
+  // Registration's columns, written straight (the API would take longer than the test is worth).
+  const ids = (
+    await s.sql<{ id: string }>(
+      `INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types,
+                            invalid_identifier, last_active, created_at, updated_at)
+       SELECT $1, gen_random_uuid(), $3 || '-' || i, 1, false, 'fcm', 'en', 1, false, now(), now(), now()
+         FROM generate_series(1, $2::int) AS i
+       RETURNING id`,
+      [app.id, o.devices, o.label],
+    )
+  ).map((r) => r.id)
+  await s.sql('ANALYZE devices')
+
+  const workers: Pombo[] = []
+  const logs: string[] = []
+  t.teardown(async () => {
+    await Promise.all(workers.map((w) => w.stop()))
+    if (!process.env.PM_KEEP_WORKER_LOGS) for (const f of logs) rmSync(f, { force: true })
+  })
+  const env = { ...fakes.env, ...o.workerEnv }
+
+  return {
+    s,
+    fakes,
+    fcm: fakes.fcm,
+    app,
+    ids,
+    workers,
+    /** Starts one more worker process of the deployment. */
+    async worker(): Promise<Pombo> {
+      const log = join(tmpdir(), `pombo-${o.label}-${s.cfg.redisPrefix}-${workers.length}.log`)
+      logs.push(log)
+      const fd = openSync(log, 'w')
+      try {
+        const w = await startPombo(0, env, 'worker', [], { shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix }, stdout: fd })
+        workers.push(w)
+        return w
+      } finally {
+        closeSync(fd)
+      }
+    },
+    /** Worker log lines (JSON) at warn or worse, for the diagnosis when an assertion fails. */
+    troubles(): string[] {
+      return logs.flatMap((f) => {
+        try {
+          return readFileSync(f, 'utf8')
+            .split('\n')
+            .filter((l) => /"level":(40|50|60)/.test(l))
+            .map((l) => `${f}: ${l}`)
+        } catch {
+          return []
+        }
+      })
+    },
+    /** Resolves once the fake has accepted `n` messages (duplicates included). */
+    async delivered(n: number, timeoutMs = 30_000): Promise<void> {
+      const until = Date.now() + timeoutMs
+      while (fakes.fcm.stats().delivered < n) {
+        if (Date.now() > until) throw new Error(`only ${fakes.fcm.stats().delivered} of ${n} delivered`)
+        await new Promise((r) => setTimeout(r, 5))
+      }
+    },
+  }
+}
