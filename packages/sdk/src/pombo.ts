@@ -9,8 +9,6 @@ import { InappFeed } from './inapp/feed.js'
 import { type Job, type JobResult, Outbox, type ReceiptEvent, type ReceiptJob, type RoundReport } from './outbox.js'
 import { type ParsedPush, type PushDisplay, parsePush } from './push.js'
 import {
-  type DeviceProfile,
-  type DeviceType,
   fingerprint,
   type IdentityOptions,
   installId,
@@ -23,31 +21,13 @@ import {
 import { MemoryStorage, type StorageAdapter, Store } from './storage.js'
 import type { FetchLike, Transport } from './transport.js'
 
-export interface PomboOptions {
+export interface PomboOptions extends IdentityOptions {
   /** The service's address, e.g. `https://push.example.com` (required: there is no default host). */
   baseUrl: string
-  /** The app's `app_id` (UUID). */
-  appId: string
-  /** The host app's version, sent as `app_version`. */
-  appVersion: string
   /** Answers the current push token (FCM registration token, APNs device token, web push token); null when none. */
   getToken: () => string | null | undefined | Promise<string | null | undefined>
-  /** 0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox. */
-  deviceType: DeviceType
   /** Durable storage (localStorage-like, sync or async); in memory when absent. */
   storage?: StorageAdapter
-  /** How the service reaches this token: default `apns` for iOS, `fcm` otherwise. */
-  transporte?: 'fcm' | 'apns'
-  /** The app's own user id for this person (`external_user_id`); sent on every registration. */
-  externalUserId?: string | null
-  tags?: Record<string, unknown>
-  /** Language short code; default from the runtime. */
-  language?: string
-  deviceModel?: string
-  /** Best-effort profile fields the app knows (manufacturer, country, carrier...). */
-  profile?: DeviceProfile
-  /** The permission bitmask (bit 1 allowed, bit 2 prompt shown); default: read from the Notification API if any. */
-  notificationPermission?: () => number | undefined | Promise<number | undefined>
   /** A run without UI (service worker, notification extension): counts no session and runs no in-app feed. */
   background?: boolean
   /** Told about everything that went wrong; the SDK itself never throws into the host after `init`. */
@@ -315,7 +295,7 @@ export class Pombo {
         this.#report({ kind: 'token', message: 'getToken não devolveu um token: o dispositivo não foi registrado' })
         return
       }
-      const body = await registrationBody(this.#o as IdentityOptions, token, this.#install)
+      const body = await registrationBody(this.#o, token, this.#install)
       const fp = fingerprint(body)
       const now = this.#now()
       const fresh = now - (this.#reg?.at ?? 0) < (this.#o.refreshRegistrationMs ?? 86_400_000)

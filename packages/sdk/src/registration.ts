@@ -24,16 +24,25 @@ export interface DeviceProfile {
   bateria_irrestrita?: boolean
 }
 
+/** What a registration says of the device and its person (the identity half of `PomboOptions`). */
 export interface IdentityOptions {
+  /** The app's `app_id` (UUID). */
   appId: string
+  /** The host app's version, sent as `app_version`. */
   appVersion: string
+  /** 0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox. */
   deviceType: DeviceType
+  /** How the service reaches this token: default `apns` for iOS, `fcm` otherwise. */
   transporte?: 'fcm' | 'apns'
+  /** The app's own user id for this person (`external_user_id`); sent on every registration. */
   externalUserId?: string | null
   tags?: Record<string, unknown>
+  /** Language short code; default from the runtime. */
   language?: string
   deviceModel?: string
+  /** Best-effort profile fields the app knows (manufacturer, country, carrier...). */
   profile?: DeviceProfile
+  /** The permission bitmask (bit 1 allowed, bit 2 prompt shown); default: read from the Notification API if any. */
   notificationPermission?: () => number | undefined | Promise<number | undefined>
 }
 
