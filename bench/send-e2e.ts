@@ -1,17 +1,19 @@
-// `npm run bench -- send-e2e`: single-device sends end to end through the default `pombo serve` (every role in one
-// process), delivered to the fake FCM (its own process, counters only). wrk posts for BENCH_DURATION_S with 64
-// connections, every body distinct (a counter in `data`), one of 1,000 seeded devices per send. Figures:
+// `npm run bench -- send-e2e`: single-device sends end to end through the default `pombo serve` (the API and the
+// dashboard in the serving process, the delivery worker in a process of its group: src/group/), delivered to the fake
+// FCM (its own process, counters only), and in the same run through `pombo serve` with every role in one process
+// (PM_SERVE_WORKERS=0). wrk posts for BENCH_DURATION_S with 64 connections, every body distinct (a counter in
+// `data`), one of 1,000 seeded devices per send. Figures:
 //  - accepted/s: sends stored during the load over its duration (wrk's 2xx answers, checked against the table);
 //  - delivered end to end/s: sends stored / (first request → the last send's completed_at), every send checked
 //    closed with remaining 0 and successful 1, and the fake's accepted count equal to the sends;
-//  - beside a raw node:http2 client to the same fake in the same run (before and after), and CPU per send of the
-//    Pombo process and of Postgres;
+//  - beside a raw node:http2 client to the same fake in the same run (before and after each), and CPU per send of
+//    Pombo (every process of the group) and of Postgres;
 //  - beside the same load against `pombo serve --roles api` alone in the same run (what the worker costs the API).
 // Settings changed: PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0, PM_LIMIT_SENDS_PER_SEC=1000000 (the quota still
 // runs); the app's rate_por_min = 10,000,000; the fake advertises 1,000 streams per connection. BENCH_NODE_ARGS adds
 // node flags to the Pombo process (--cpu-prof).
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -28,11 +30,75 @@ const DEVICES = 1_000
 const VAULT_KEY = 'cd'.repeat(32)
 const CONTENTS = { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }
 
+interface E2e {
+  accepted: number
+  during: number
+  stored: number
+  e2e: number
+  e2eS: number
+  drainS: number
+  backlogAtEnd: number
+  allClosedOk: boolean
+  delivered: number
+  wrk: { rps: number; p50Ms: number; p99Ms: number; non2xx: number; errors: number }
+  cpuUs: number
+  pgUs: number
+  hwmMb: number
+  rawBefore: number
+  rawAfter: number
+}
+
 export async function sendE2e(): Promise<void> {
   ensureWrk()
   process.env.PM_TEST_TLS_DIR ??= mkdtempSync(join(tmpdir(), 'pombo-bench-tls-'))
   const ca = testCa()
   const fake = await startFakeFcmProcess({ maxConcurrentStreams: 1000 })
+  try {
+    const load = [loadavg()]
+    // The default: the API and dashboard in the serving process, the delivery worker in a process of its group.
+    const group = await e2eRun(fake, ca, {})
+    load.push(loadavg())
+    // The same with every role in one process (PM_SERVE_WORKERS=0), in the same run.
+    const single = await e2eRun(fake, ca, { PM_SERVE_WORKERS: '0' })
+    load.push(loadavg())
+    const apiOnly = await acceptedByApiAlone()
+    load.push(loadavg())
+    const raw = (group.rawBefore + group.rawAfter + single.rawBefore + single.rawAfter) / 4
+    console.log(
+      `send-e2e: \`pombo serve\` (api, worker, dashboard); wrk 64 connections, ${DURATION_S} s, distinct bodies, 1 of ${DEVICES} devices per send`,
+    )
+    for (const [name, x] of [
+      [`default (PM_SERVE_WORKERS=1: the worker in a process of the group)`, group],
+      [`every role in one process (PM_SERVE_WORKERS=0)`, single],
+    ] as const) {
+      console.log(`\n${name}:`)
+      console.log(
+        `  accepted ${x.accepted.toFixed(0)}/s (${x.during} sends stored during the load, ${x.stored} in all; wrk ${x.wrk.rps.toFixed(0)} req/s, p50 ${x.wrk.p50Ms.toFixed(1)} ms, p99 ${x.wrk.p99Ms.toFixed(1)} ms, non-2xx ${x.wrk.non2xx}, errors ${x.wrk.errors}) | target ≥ 6,000/s`,
+      )
+      console.log(
+        `  delivered end to end ${x.e2e.toFixed(0)}/s (first request → last send closed in ${x.e2eS.toFixed(1)} s; ${x.backlogAtEnd} sends still open when the load stopped,` +
+          ` drained ${x.drainS.toFixed(1)} s later) | every send closed with successful 1: ${x.allClosedOk ? 'yes' : 'NO'}; fake FCM accepted ${x.delivered} | target ≥ 5,000/s`,
+      )
+      console.log(
+        `  raw node:http2 client to the same fake: ${x.rawBefore.toFixed(0)}/s before, ${x.rawAfter.toFixed(0)}/s after | end-to-end deliveries = ${(x.e2e / ((x.rawBefore + x.rawAfter) / 2)).toFixed(2)} of the raw client's mean`,
+      )
+      console.log(
+        `  CPU per send (load + drain): pombo ${x.cpuUs.toFixed(0)} µs (every process of the group), Postgres ${x.pgUs.toFixed(0)} µs | largest VmHWM ${x.hwmMb.toFixed(0)} MB`,
+      )
+    }
+    console.log(
+      `\nthe group ÷ one process: accepted ${(group.accepted / single.accepted).toFixed(2)}, delivered end to end ${(group.e2e / single.e2e).toFixed(2)}`,
+    )
+    console.log(
+      `the same load against \`pombo serve --roles api\` alone (no worker, nothing delivered): ${apiOnly.rate.toFixed(0)}/s accepted, CPU per send: pombo ${apiOnly.cpuUs.toFixed(0)} µs, Postgres ${apiOnly.pgUs.toFixed(0)} µs | the group accepted ${(group.accepted / apiOnly.rate).toFixed(2)} of that while delivering`,
+    )
+    console.log(`raw client mean over the run ${raw.toFixed(0)}/s | load average ${load.join(' / ')} on ${cpus().length} cores`)
+  } finally {
+    await fake.stop()
+  }
+}
+
+async function e2eRun(fake: Awaited<ReturnType<typeof startFakeFcmProcess>>, ca: string, env: Record<string, string>): Promise<E2e> {
   const pombo = await startPombo(
     9430,
     {
@@ -42,13 +108,14 @@ export async function sendE2e(): Promise<void> {
       PM_VAULT_KEY: VAULT_KEY,
       PM_FCM_BASE_URL: fake.url,
       ...trustEnv(),
+      ...env,
     },
     'api,worker,dashboard',
     process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [], // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof
   )
   try {
     const app = await pombo.createApp({ rate_por_min: 10_000_000 })
-    const saFile = join(process.env.PM_TEST_TLS_DIR, `sa-${app.id}.json`)
+    const saFile = join(process.env.PM_TEST_TLS_DIR as string, `sa-${app.id}.json`)
     writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
     await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: pombo.schema, PM_REDIS_PREFIX: pombo.prefix, PM_VAULT_KEY: VAULT_KEY })
     const ids = Array.from({ length: DEVICES }, () => randomUUID())
@@ -59,7 +126,6 @@ export async function sendE2e(): Promise<void> {
     const template = JSON.stringify(fcmMessage({ deviceId: randomUUID(), token: '@TOKEN@', deviceType: 1 }, push, Date.now()))
     const path = `/v1/projects/${fake.serviceAccount.project_id}/messages:send`
     const accessToken = await accessTokenFor(fake.serviceAccount as never, ca)
-    const load = [loadavg()]
     const rawBefore = await rawRate(fake.url, ca, path, accessToken, template, DURATION_S)
 
     const lua = sendsLua(app, ids)
@@ -71,14 +137,15 @@ export async function sendE2e(): Promise<void> {
     const fake0 = (await fake.stats()).delivered
     const before = Number((await db.query('SELECT count(*)::int AS n FROM sends')).rows[0].n)
 
-    const cpu0 = cpuSeconds(pombo.pid)
+    const pids = groupPids(pombo.pid)
+    const cpu0 = pids.reduce((a, p) => a + cpuSeconds(p), 0)
     const pg0 = postgresCpuSeconds()
     const t0 = Date.now()
     const w = await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: DURATION_S, lua })
     const loadEnd = Date.now()
     const backlogAtEnd = Number((await db.query('SELECT count(*)::int AS n FROM sends WHERE completed_at IS NULL')).rows[0].n)
     await waitClosed(db, 600_000)
-    const cpu = cpuSeconds(pombo.pid) - cpu0
+    const cpu = pids.reduce((a, p) => a + cpuSeconds(p), 0) - cpu0
     const pgCpu = postgresCpuSeconds() - pg0
     const r = (
       await db.query(
@@ -90,39 +157,39 @@ export async function sendE2e(): Promise<void> {
     ).rows[0] as { n: number; ok: number; during: number; last: Date }
     const stored = Number((await db.query('SELECT count(*)::int AS n FROM sends')).rows[0].n) - before
     const delivered = (await fake.stats()).delivered - fake0
-    const rss = procStatus(pombo.pid)
+    const hwmMb = Math.max(...pids.map((p) => procStatus(p)?.hwmMb ?? 0))
     await db.end()
-    load.push(loadavg())
     const rawAfter = await rawRate(fake.url, ca, path, accessToken, template, DURATION_S)
-    load.push(loadavg())
-    const apiOnly = await acceptedByApiAlone()
-
-    const accepted = r.during / ((loadEnd - t0) / 1000)
     const e2eS = (r.last.getTime() - t0) / 1000
-    const e2e = stored / e2eS
-    const raw = (rawBefore + rawAfter) / 2
-    console.log(`send-e2e: default \`pombo serve\` (api, worker, dashboard in one process); wrk 64 connections, ${DURATION_S} s, distinct bodies, 1 of ${DEVICES} devices per send`)
-    console.log(
-      `accepted ${accepted.toFixed(0)}/s (${r.during} sends stored during the load, ${stored} in all; wrk ${w.rps.toFixed(0)} req/s, p50 ${w.p50Ms.toFixed(1)} ms, p99 ${w.p99Ms.toFixed(1)} ms, non-2xx ${w.non2xx}, errors ${w.errors})` +
-        ` | target ≥ 6,000/s`,
-    )
-    console.log(
-      `delivered end to end ${e2e.toFixed(0)}/s (first request → last send closed in ${e2eS.toFixed(1)} s; ${backlogAtEnd} sends still open when the load stopped,` +
-        ` drained ${((r.last.getTime() - loadEnd) / 1000).toFixed(1)} s later) | every send closed with successful 1: ${r.ok === stored && r.n === stored ? 'yes' : `NO (${r.ok} of ${stored}, ${r.n} rows)`};` +
-        ` fake FCM accepted ${delivered} | target ≥ 5,000/s`,
-    )
-    console.log(
-      `the same load against \`pombo serve --roles api\` alone (no worker, nothing delivered): ${apiOnly.rate.toFixed(0)}/s accepted, CPU per send: pombo ${apiOnly.cpuUs.toFixed(0)} µs, Postgres ${apiOnly.pgUs.toFixed(0)} µs | with the worker in the process: ${(accepted / apiOnly.rate).toFixed(2)} of that`,
-    )
-    console.log(
-      `raw node:http2 client to the same fake: ${rawBefore.toFixed(0)}/s before, ${rawAfter.toFixed(0)}/s after | end-to-end deliveries = ${(e2e / raw).toFixed(2)} of the raw client's mean`,
-    )
-    console.log(
-      `CPU per send (load + drain): pombo ${((cpu / stored) * 1e6).toFixed(0)} µs, Postgres ${((pgCpu / stored) * 1e6).toFixed(0)} µs | pombo VmHWM ${rss?.hwmMb.toFixed(0)} MB | load average ${load.join(' / ')} on ${cpus().length} cores`,
-    )
+    return {
+      accepted: r.during / ((loadEnd - t0) / 1000),
+      during: r.during,
+      stored,
+      e2e: stored / e2eS,
+      e2eS,
+      drainS: (r.last.getTime() - loadEnd) / 1000,
+      backlogAtEnd,
+      allClosedOk: r.ok === stored && r.n === stored,
+      delivered,
+      wrk: w,
+      cpuUs: (cpu / stored) * 1e6,
+      pgUs: (pgCpu / stored) * 1e6,
+      hwmMb,
+      rawBefore,
+      rawAfter,
+    }
   } finally {
     await pombo.stop()
-    await fake.stop()
+  }
+}
+
+/** The process and its children (the group's worker processes), from /proc. */
+function groupPids(pid: number): number[] {
+  try {
+    const kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+    return [pid, ...kids]
+  } catch {
+    return [pid]
   }
 }
 

@@ -17,6 +17,9 @@ export interface Config {
   /** PM_DRAIN_TIMEOUT_MS: how long a graceful stop may take before the process exits anyway (a second SIGTERM
    *  also ends it at once). */
   readonly drainTimeoutMs: number
+  /** PM_SERVE_WORKERS: delivery worker processes `pombo serve` starts beside its other roles (src/group/): the API
+   *  and the workers then use separate cores. 0: the worker role runs in the serving process itself. */
+  readonly serveWorkers: number
   readonly host: string
   readonly databaseUrl: string
   /** PM_DATABASE_DIRECT_URL: a session of its own (Postgres itself, or PgBouncer in session mode) for what a
@@ -530,6 +533,11 @@ type Env = Record<string, string | undefined>
 /** The CHECK on apps.inapp_cap_horas (a fact of the schema, not a setting). */
 const INAPP_CAP_HORAS_DB_MAX = 168
 
+function atMost(name: string, v: number, max: number): number {
+  if (v > max) throw new ConfigError(`${name}: expected at most ${max}, got ${v}`)
+  return v
+}
+
 function int(env: Env, name: string, def: number, min = 0): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return def
@@ -686,6 +694,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     opsPort: int(env, 'PM_OPS_PORT', 9464) || null,
     accessLog: accessLog(env.PM_ACCESS_LOG),
     drainTimeoutMs: int(env, 'PM_DRAIN_TIMEOUT_MS', 30_000, 1),
+    serveWorkers: atMost('PM_SERVE_WORKERS', int(env, 'PM_SERVE_WORKERS', 1), 64),
     host,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,

@@ -9,6 +9,9 @@ import { ApiError } from './errors'
 import { createLogger } from './log'
 import { ROOT } from './root'
 import { ALL_ROLES, type Role, Service } from './service'
+import { serveParent } from './group/member'
+import { GROUP_MEMBER_ENV } from './group/messages'
+import { groupBudget, WorkerGroup } from './group/supervisor'
 import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
 import { WebhookCliError, webhookCommand } from './cli/webhook'
@@ -59,8 +62,15 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { roles: { type: 'string' } } })
   const roles = parseRoles(values.roles)
   const log = createLogger(cfg.logLevel)
-  log.info({ config: redacted(cfg), roles }, 'starting')
-  const svc = await Service.start(cfg, { roles, log })
+  // The worker role beside another one runs in worker processes of this group (src/group/supervisor.ts).
+  const member = process.env[GROUP_MEMBER_ENV] !== undefined
+  const grouped = !member && cfg.serveWorkers > 0 && roles.includes('worker') && roles.length > 1
+  const budget = grouped ? groupBudget(cfg.limits.pgPool, cfg.serveWorkers) : null
+  const own = grouped ? roles.filter((r) => r !== 'worker') : roles
+  log.info({ config: redacted(cfg), roles: own, ...(budget ? { worker_processes: cfg.serveWorkers, pg_pool: budget } : {}) }, 'starting')
+  const svc = await Service.start(budget ? { ...cfg, limits: { ...cfg.limits, pgPool: budget.parent } } : cfg, { roles: own, log })
+  const group = budget ? new WorkerGroup({ workers: cfg.serveWorkers, budget, log, metrics: svc.deps.metrics }) : null
+  group?.start()
   if (svc.api) log.info({ url: `http://${cfg.host}:${svc.api.port}` }, 'API listening')
   if (svc.dashboard) log.info({ url: `http://${cfg.host}:${svc.dashboard.port}` }, 'dashboard listening')
   if (!cfg.platformKey) log.warn('PM_PLATFORM_KEY is not set: app routes answer 503')
@@ -81,11 +91,12 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
     stopping = true
     log.info({ sig, ready: false, deadline_ms: cfg.drainTimeoutMs }, 'stopping: finishing in-flight requests')
     svc.drain()
+    const groupStopped = group?.stop()
     setTimeout(() => {
       log.error({ deadline_ms: cfg.drainTimeoutMs }, 'drain deadline passed: exiting')
       process.exit(1)
     }, cfg.drainTimeoutMs).unref()
-    svc.stop().then(
+    Promise.all([svc.stop(), groupStopped]).then(
       () => process.exit(code),
       (err) => {
         log.error({ err }, 'stop failed')
@@ -93,8 +104,11 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
       },
     )
   }
-  process.on('SIGINT', () => stop('SIGINT'))
+  // A worker of a group leaves Ctrl-C (SIGINT to the terminal's whole process group) to its parent, which stops it
+  // with one SIGTERM: taking both as two signals would end its drain at once.
+  process.on('SIGINT', () => (member ? undefined : stop('SIGINT')))
   process.on('SIGTERM', () => stop('SIGTERM'))
+  if (member) serveParent(svc.deps.metrics, (why) => stop(why))
   // Requests have their own error boundary (a bug in one is that request's 500). What still escapes is a bug too:
   // a rejected promise nobody awaited changes no state, so it is logged and the process serves on; a thrown
   // exception may have left anything half-done, so the process drains (what was answered is durable) and exits 1

@@ -85,14 +85,18 @@ export function collectPools(m: Metrics, pools: () => Array<[string, Db]>): void
  * partition no worker owns is the one to see), so aggregate with max by (partition).
  */
 export function collectStreams(m: Metrics, redis: RedisClient, keys: Keys, partitions: number, now: () => number): void {
-  const length = m.gauge('pombo_stream_length', 'Entries in a work partition stream (XLEN).', ['partition'])
-  const pending = m.gauge('pombo_stream_pending', 'Entries of a work partition read by a worker and not acknowledged.', [
-    'partition',
-  ])
+  const length = m.gauge('pombo_stream_length', 'Entries in a work partition stream (XLEN).', ['partition'], 'max')
+  const pending = m.gauge(
+    'pombo_stream_pending',
+    'Entries of a work partition read by a worker and not acknowledged.',
+    ['partition'],
+    'max',
+  )
   const oldest = m.gauge(
     'pombo_stream_oldest_pending_age_seconds',
     'Age of the oldest unacknowledged entry of a work partition (0 when none).',
     ['partition'],
+    'max',
   )
   m.onScrape('streams', async () => {
     // One pipeline per partition slot (a cluster keeps partitions apart), sent together.
@@ -149,11 +153,13 @@ export function collectWebhooks(m: Metrics, db: Db): void {
     'pombo_webhook_destinations_disabled',
     'Active webhook destinations disabled after consecutive failures.',
     [],
+    'max',
   )
   const lag = m.gauge(
     'pombo_webhook_lag_seconds',
     'Age of the oldest event not yet delivered to an enabled webhook destination.',
     [],
+    'max',
   )
   m.onScrape('webhooks', async () => {
     const r = await query<{ disabled: number; lag: number | null }>(

@@ -2,7 +2,7 @@
 // one process, so nothing goes to prom-client's global registry. The hot path only increments counters and observes
 // histograms through series bound once (src/ops/hot.ts); anything that needs I/O is gathered when /metrics is
 // scraped (src/ops/collect.ts), into prom-client gauges.
-import { Counter, Gauge, Registry } from 'prom-client'
+import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client'
 import { type CounterSeries, HotCounter, HotHistogram } from './hot'
 
 /** Buckets of the API's own latency: the cheapest routes answer in ~50 µs (in-app `pending` p99 2 ms), a send or
@@ -26,6 +26,18 @@ export interface RouteMeter {
 /** A scrape-time collector: fills gauges; it must not throw (a failure is reported by pombo_scrape_errors_total). */
 export type Collector = () => Promise<void> | void
 
+/** One registry's series as plain data (what a process of the group sends its parent over IPC). */
+export type MetricsJson = MetricObjectWithValues<MetricValue<string>>[]
+
+/** The metrics of another process of this process's group (src/group/): its series, or null when it is not running. */
+export type Peer = () => Promise<MetricsJson | null>
+
+/**
+ * How a gauge is merged across the processes of a group: `sum` for what each process holds (its pools, its actors);
+ * `max` for a figure of the whole deployment that several processes read alike (a stream's length, a destination's lag).
+ */
+export type GaugeMerge = 'sum' | 'max'
+
 export class Metrics {
   readonly registry = new Registry()
   readonly httpRequests: HotCounter
@@ -41,6 +53,7 @@ export class Metrics {
   readonly pacingWaitSeconds: HotCounter
   readonly scrapeErrors: Counter<'collector'>
   readonly #collectors = new Map<string, Collector>()
+  readonly #peers: Peer[] = []
 
   constructor(labels: Record<string, string> = {}) {
     const registers = [this.registry]
@@ -140,10 +153,16 @@ export class Metrics {
   }
 
   /** A gauge filled at scrape time by `collect` (registered once per name). */
-  gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[], merge: GaugeMerge = 'sum'): Gauge<L> {
     const existing = this.registry.getSingleMetric(name)
     if (existing) return existing as Gauge<L>
-    return new Gauge({ name, help, labelNames: labelNames as L[], registers: [this.registry] })
+    return new Gauge({ name, help, labelNames: labelNames as L[], registers: [this.registry], aggregator: merge })
+  }
+
+  /** Another process of the group: its series are merged into this process's /metrics (counters summed, gauges by
+   *  their GaugeMerge), so the group is scraped on one port as if it were one process. */
+  addPeer(peer: Peer): void {
+    this.#peers.push(peer)
   }
 
   /** Runs `f` before every scrape; a failure is counted and logged by the ops server, never thrown at Prometheus. */
@@ -151,8 +170,22 @@ export class Metrics {
     this.#collectors.set(name, f)
   }
 
-  /** Runs every collector (each bounded by `timeoutMs`), then renders the registry. */
+  /** Runs every collector (each bounded by `timeoutMs`), then renders the registry merged with the group's peers. */
   async render(timeoutMs = 2_000): Promise<string> {
+    await this.#collect(timeoutMs)
+    if (this.#peers.length === 0) return this.registry.metrics()
+    const theirs = await Promise.all(this.#peers.map((p) => within(p(), timeoutMs, null).catch(() => null)))
+    const all = [await this.registry.getMetricsAsJSON(), ...theirs.filter((x): x is MetricsJson => x !== null)]
+    return AggregatorRegistry.aggregate(all as never).metrics()
+  }
+
+  /** Runs every collector, then answers the registry's series as data (for the group's parent). */
+  async json(timeoutMs = 2_000): Promise<MetricsJson> {
+    await this.#collect(timeoutMs)
+    return (await this.registry.getMetricsAsJSON()) as MetricsJson
+  }
+
+  async #collect(timeoutMs: number): Promise<void> {
     await Promise.all(
       [...this.#collectors].map(async ([name, f]) => {
         let timer: NodeJS.Timeout | undefined
@@ -170,6 +203,13 @@ export class Metrics {
         }
       }),
     )
-    return this.registry.metrics()
   }
+}
+
+/** `p`, or `fallback` once `ms` pass first. */
+function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  return Promise.race([p, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]).finally(() =>
+    clearTimeout(timer),
+  )
 }

@@ -29,10 +29,16 @@ export interface ServeChild {
   up(): Promise<boolean>
   /** The status of /readyz on the operations port (0 when nothing answers). */
   ready(): Promise<number>
+  schema: string
+  prefix: string
 }
 
-/** Starts `pombo serve --roles api` (extra env and node flags given) and waits until /readyz answers 200. */
-export async function serveChild(t: Test, o: { env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<ServeChild> {
+/** Starts `pombo serve --roles api` (or the roles given; extra env and node flags given) and waits until /readyz
+ *  answers 200. */
+export async function serveChild(
+  t: Test,
+  o: { env?: Record<string, string>; nodeArgs?: string[]; roles?: string } = {},
+): Promise<ServeChild> {
   const schema = `sc_${randomBytes(4).toString('hex')}`
   t.teardown(async () => {
     const db = new pg.Client({ connectionString: DATABASE_URL })
@@ -44,7 +50,7 @@ export async function serveChild(t: Test, o: { env?: Record<string, string>; nod
   const opsPort = await freePort()
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', ...(o.nodeArgs ?? []), join(ROOT, 'src', 'main.ts'), 'serve', '--roles', 'api'],
+    ['--import', 'tsx', ...(o.nodeArgs ?? []), join(ROOT, 'src', 'main.ts'), 'serve', '--roles', o.roles ?? 'api'],
     {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -90,5 +96,5 @@ export async function serveChild(t: Test, o: { env?: Record<string, string>; nod
     }
   }
   for (let i = 0; i < 200 && child.exitCode === null && (await ready()) !== 200; i++) await new Promise((r) => setTimeout(r, 100))
-  return { child, port, opsPort, exited, logs: () => out, up, ready }
+  return { child, port, opsPort, exited, logs: () => out, up, ready, schema, prefix: `pmt_${schema}` }
 }

@@ -65,6 +65,15 @@ t.test('PM_ACCESS_LOG: all by default, errors, off; anything else refused', asyn
   t.throws(() => loadConfig({ PM_ACCESS_LOG: 'some' }), new ConfigError('PM_ACCESS_LOG: expected all, errors or off, got "some"'))
 })
 
+t.test('PM_SERVE_WORKERS: one worker process by default, 0 for one process, at most 64', async (t) => {
+  t.equal(loadConfig({}).serveWorkers, 1)
+  t.equal(loadConfig({ PM_SERVE_WORKERS: '0' }).serveWorkers, 0)
+  t.equal(loadConfig({ PM_SERVE_WORKERS: '4' }).serveWorkers, 4)
+  t.throws(() => loadConfig({ PM_SERVE_WORKERS: '65' }), new ConfigError('PM_SERVE_WORKERS: expected at most 64, got 65'))
+  t.throws(() => loadConfig({ PM_SERVE_WORKERS: '-1' }), ConfigError)
+  t.throws(() => loadConfig({ PM_SERVE_WORKERS: 'two' }), ConfigError)
+})
+
 t.test('PM_DRAIN_TIMEOUT_MS: 30 s by default, at least 1', async (t) => {
   t.equal(loadConfig({}).drainTimeoutMs, 30_000)
   t.equal(loadConfig({ PM_DRAIN_TIMEOUT_MS: '5000' }).drainTimeoutMs, 5_000)
