@@ -1,7 +1,8 @@
 // `npm run bench -- deliver`: a 200,000-device segment send (`Subscribed Users`) delivered by one worker process
 // (`pombo serve --roles worker`) to the fake FCM (its own process, counters only), beside a raw node:http2 client
-// posting bodies of the same size to the same fake in the same run (before and after the send; the ratio is given
-// against their mean and their best). Figures: deliveries per second (the fake's accepted count over time, steady
+// posting bodies of the same size to the same fake in the same run: BENCH_ROUNDS (3) sends, each by a fresh worker,
+// alternating with raw runs; each send's ratio is against the raw runs on either side, and their median is the
+// figure. Figures: deliveries per second (the fake's accepted count over time, steady
 // part 10%→90%), the send's own duration, the worker's peak RSS (VmRSS sampled every 200 ms, and the kernel's
 // VmHWM) and CPU, and the machine's load average (other work on a shared machine skews every figure).
 // Settings changed: the app's rate_por_min = 10,000,000 (its pace must not be the limit); PM_DEFAULT_PLAN=pro (the
@@ -22,12 +23,14 @@ import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
 import { copyRows } from './lib/copy-rows'
+import { type Followed, followSend, sendToEveryone } from './lib/follow-send'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
 import { DATABASE_URL, REDIS_URL, ROOT, startPombo } from './lib/pombo'
 
 const DEVICES = Number(process.env.BENCH_DELIVER_DEVICES ?? 200_000)
 const RAW_SECONDS = Number(process.env.BENCH_DURATION_S ?? 8)
 const RAW_IN_FLIGHT = 256
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const VAULT_KEY = 'cd'.repeat(32)
 const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42, tag: 'x' } }
 
@@ -171,6 +174,55 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+interface Round {
+  delivered: number
+  steady: number
+  overall: number
+  wall: number
+  row: Record<string, unknown> | undefined
+  cpuUs: number
+  fakeUs: number
+  pgUs: number
+  peakRss: number
+  hwm: number
+}
+
+/** One segment send to the whole audience, delivered by the worker `pid`: its rate, cost and memory. */
+async function oneSend(
+  api: Awaited<ReturnType<typeof startPombo>>,
+  app: { id: string; api_key: string },
+  pid: number,
+  fake: Awaited<ReturnType<typeof startFakeFcmProcess>>,
+): Promise<Round> {
+  const cpu0 = cpuSeconds(pid)
+  const fakeCpu0 = cpuSeconds(fake.pid)
+  const pgCpu0 = postgresCpuSeconds()
+  const base = (await fake.stats()).delivered
+  let peakRss = 0
+  const t0 = Date.now()
+  const sendId = await sendToEveryone(api.url, app, SEND_BODY)
+  const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${api.schema}` })
+  await db.connect()
+  let f: Followed
+  try {
+    const onSample = () => {
+      peakRss = Math.max(peakRss, procStatus(pid)?.rssMb ?? 0)
+    }
+    f = await followSend({ db, sendId, devices: DEVICES, fake, base, t0, timeoutMs: Math.max(120_000, DEVICES * 2), onSample })
+  } finally {
+    await db.end()
+  }
+  const us = (secs: number) => (secs / DEVICES) * 1e6
+  return {
+    ...f,
+    cpuUs: us(cpuSeconds(pid) - cpu0),
+    fakeUs: us(cpuSeconds(fake.pid) - fakeCpu0),
+    pgUs: us(postgresCpuSeconds() - pgCpu0),
+    peakRss,
+    hwm: procStatus(pid)?.hwmMb ?? 0,
+  }
+}
+
 export async function deliver(): Promise<void> {
   process.env.PM_TEST_TLS_DIR ??= mkdtempSync(join(tmpdir(), 'pombo-bench-tls-'))
   const ca = testCa() // written before the fake starts, so every process trusts the same CA
@@ -187,7 +239,7 @@ export async function deliver(): Promise<void> {
     const saFile = join(process.env.PM_TEST_TLS_DIR, `sa-${app.id}.json`)
     writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
     await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: shared.schema, PM_REDIS_PREFIX: shared.prefix, PM_VAULT_KEY: VAULT_KEY })
-    let t0 = Date.now()
+    const t0 = Date.now()
     await seed(api.schema, app.id, DEVICES)
     const changed = Object.entries(tuned).map(([k, v]) => `${k}=${v}`)
     console.log(
@@ -201,82 +253,38 @@ export async function deliver(): Promise<void> {
     const path = `/v1/projects/${fake.serviceAccount.project_id}/messages:send`
     const accessToken = await accessTokenFor(fake.serviceAccount as never, ca)
     const load: string[] = [loadavg()]
-    const rawBefore = await rawRate(fake.url, ca, path, accessToken, template, RAW_SECONDS)
-
+    // Raw and Pombo rounds alternate (raw, pombo, raw, pombo, … raw): each Pombo round is compared with the mean of
+    // the raw runs on either side of it, and the median of those ratios is the figure (this machine is shared).
+    const raws = [await rawRate(fake.url, ca, path, accessToken, template, RAW_SECONDS)]
+    const rounds: Round[] = []
     const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [] // e.g. --cpu-prof
-    worker = await startPombo(0, workerEnv, 'worker', nodeArgs, { shared })
-    const pid = worker.pid
-    const cpu0 = cpuSeconds(pid)
-    const fakeCpu0 = cpuSeconds(fake.pid)
-    const pgCpu0 = postgresCpuSeconds()
-    const base = (await fake.stats()).delivered
-    let peakRss = 0
-    const samples: Array<{ at: number; n: number }> = []
-    t0 = Date.now()
-    const r = await fetch(`${api.url}/api/v1/notifications`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${app.api_key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ app_id: app.id, included_segments: ['Subscribed Users'], ...SEND_BODY }),
-    })
-    const sent = (await r.json()) as { id?: string; recipients?: number }
-    if (r.status !== 200 || !sent.id) throw new Error(`send: ${r.status} ${JSON.stringify(sent)}`)
-    const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${api.schema}` })
-    await db.connect()
-    let row: Record<string, unknown> | undefined
-    let lastPoll = 0
-    const deadline = Date.now() + Math.max(120_000, DEVICES * 2)
-    for (;;) {
-      const st = procStatus(pid)
-      if (st) peakRss = Math.max(peakRss, st.rssMb)
-      const n = (await fake.stats()).delivered - base
-      samples.push({ at: Date.now(), n })
-      if (Date.now() - lastPoll > 500 || n >= DEVICES) {
-        lastPoll = Date.now()
-        row = (await db.query('SELECT * FROM sends WHERE id = $1', [sent.id])).rows[0]
-        if (row?.completed_at) break
-      }
-      if (Date.now() > deadline) throw new Error(`send did not close: ${n} delivered, ${JSON.stringify(row)}`)
-      await new Promise((res) => setTimeout(res, 200))
+    for (let i = 0; i < ROUNDS; i++) {
+      worker = await startPombo(0, workerEnv, 'worker', nodeArgs, { shared })
+      rounds.push(await oneSend(api, app, worker.pid, fake))
+      await worker.stop()
+      worker = null
+      load.push(loadavg())
+      raws.push(await rawRate(fake.url, ca, path, accessToken, template, RAW_SECONDS))
     }
-    const wall = (Date.now() - t0) / 1000
-    const hwm = procStatus(pid)?.hwmMb ?? 0
-    const cpu = cpuSeconds(pid) - cpu0
-    const fakeCpu = cpuSeconds(fake.pid) - fakeCpu0
-    const pgCpu = postgresCpuSeconds() - pgCpu0
-    await db.end()
-    await worker.stop()
-    worker = null
-    load.push(loadavg())
-    const rawAfter = await rawRate(fake.url, ca, path, accessToken, template, RAW_SECONDS)
-    load.push(loadavg())
-
-    // Steady rate: deliveries between 10% and 90% of the audience over the time they took.
-    const at = (frac: number) => samples.find((s) => s.n >= DEVICES * frac) ?? (samples.at(-1) as { at: number; n: number })
-    const lo = at(0.1)
-    const hi = at(0.9)
-    const steady = (hi.n - lo.n) / Math.max(0.001, (hi.at - lo.at) / 1000)
-    const first = samples.find((s) => s.n > 0) ?? lo
-    const last = samples.at(-1) as { at: number; n: number }
-    const overall = last.n / Math.max(0.001, (last.at - first.at) / 1000)
-    const duration = (row?.pm_metricas as { duracao_ms?: number } | undefined)?.duracao_ms
-    const raw = (rawBefore + rawAfter) / 2
+    const ratios = rounds.map((x, i) => x.steady / (((raws[i] as number) + (raws[i + 1] as number)) / 2))
     console.log(
-      `raw node:http2 client (1 session, ${RAW_IN_FLIGHT} in flight, ${Buffer.byteLength(template)}-byte bodies) ${rawBefore.toFixed(0)}/s before, ${rawAfter.toFixed(0)}/s after`,
+      `raw node:http2 client (1 session, ${RAW_IN_FLIGHT} in flight, ${Buffer.byteLength(template)}-byte bodies), its runs in order: ${raws.map((x) => `${x.toFixed(0)}/s`).join(', ')}`,
+    )
+    rounds.forEach((x, i) => {
+      const row = x.row
+      console.log(
+        `round ${i + 1}: pombo worker ${x.delivered} accepted for ${row?.recipients} recipients (successful ${row?.successful}, failed ${row?.failed}, errored ${row?.errored}, remaining ${row?.remaining})` +
+          ` | steady ${x.steady.toFixed(0)}/s (10%→90%), ${x.overall.toFixed(0)}/s first→last, accepted→closed ${x.wall.toFixed(1)} s | ${(ratios[i] as number).toFixed(2)} of the raw runs beside it` +
+          ` | CPU per delivery: worker ${x.cpuUs.toFixed(0)} µs, fake ${x.fakeUs.toFixed(0)} µs, Postgres ${x.pgUs.toFixed(0)} µs | worker peak VmRSS ${x.peakRss.toFixed(0)} MB, VmHWM ${x.hwm.toFixed(0)} MB`,
+      )
+    })
+    const sorted = [...ratios].sort((a, b) => a - b)
+    console.log(
+      `ratio (pombo ÷ the raw client beside it): median ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(2)} of ${ROUNDS} rounds (range ${(sorted[0] as number).toFixed(2)}–${(sorted.at(-1) as number).toFixed(2)}) | target ≥ 0.70` +
+        ` | worker memory: largest VmHWM ${Math.max(...rounds.map((x) => x.hwm)).toFixed(0)} MB (target < 300 MB)`,
     )
     console.log(
-      `pombo worker: ${last.n} accepted for ${row?.recipients} recipients (successful ${row?.successful}, failed ${row?.failed}, errored ${row?.errored}, remaining ${row?.remaining})` +
-        ` | steady ${steady.toFixed(0)}/s (10%→90%), ${overall.toFixed(0)}/s first→last delivery, send accepted→closed ${wall.toFixed(1)} s` +
-        (duration !== undefined ? ` (duracao_ms ${duration})` : '') +
-        ` | ratio ${(steady / raw).toFixed(2)} of the raw client's mean, ${(steady / Math.max(rawBefore, rawAfter)).toFixed(2)} of its best (target ≥ 0.5)`,
-    )
-    const perDelivery = (secs: number) => `${((secs / DEVICES) * 1e6).toFixed(0)} µs`
-    console.log(
-      `CPU per delivery during the send: worker ${perDelivery(cpu)}, fake FCM ${perDelivery(fakeCpu)}, Postgres ${perDelivery(pgCpu)}` +
-        ` (the machine has ${cpus().length} cores; the raw client's runs cost it ${rawCpuUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} per request plus the fake's share)`,
-    )
-    console.log(`machine load average (1 min) before / after the send / at the end: ${load.join(' / ')} on ${cpus().length} cores (others' work skews every figure)`)
-    console.log(
-      `worker memory: peak VmRSS ${peakRss.toFixed(0)} MB sampled every 200 ms, VmHWM ${hwm.toFixed(0)} MB (target < 300 MB) | worker CPU ${cpu.toFixed(1)} s for ${DEVICES} deliveries (${((cpu / DEVICES) * 1e6).toFixed(0)} µs each)`,
+      `the raw client's runs cost it ${rawCpuUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} per request (plus the fake's share) | machine load average (1 min) at the start and after each round: ${load.join(' / ')} on ${cpus().length} cores`,
     )
   } finally {
     await worker?.stop()

@@ -21,7 +21,8 @@ import { DEFAULT_DELIVERY } from '../src/config'
 import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
-import { accessTokenFor, cli, loadavg, rawRate, seed } from './deliver'
+import { accessTokenFor, cli, loadavg, procStatus, rawRate, seed } from './deliver'
+import { followSend, sendToEveryone } from './lib/follow-send'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
 import { DATABASE_URL, type Pombo, REDIS_URL, startPombo } from './lib/pombo'
 
@@ -40,6 +41,8 @@ interface Run {
   wall: number
   ok: boolean
   slicesBy: number
+  /** The largest VmRSS of any worker process during the send (sampled every 200 ms). */
+  peakRss: number
 }
 
 export async function slices(): Promise<void> {
@@ -76,55 +79,48 @@ export async function slices(): Promise<void> {
     for (const procs of PROCS) {
       for (let i = 0; i < procs; i++) workers.push(await startPombo(0, workerEnv, 'worker', [], { shared }))
       const base = (await fake.stats()).delivered
-      const samples: Array<{ at: number; n: number }> = []
       t0 = Date.now()
-      const r = await fetch(`${api.url}/api/v1/notifications`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${app.api_key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ app_id: app.id, included_segments: ['Subscribed Users'], ...SEND_BODY }),
+      const sendId = await sendToEveryone(api.url, app, SEND_BODY)
+      let peakRss = 0
+      const f = await followSend({
+        db,
+        sendId,
+        devices: DEVICES,
+        fake,
+        base,
+        t0,
+        timeoutMs: Math.max(300_000, DEVICES * 10),
+        onSample: () => {
+          for (const w of workers) peakRss = Math.max(peakRss, procStatus(w.pid)?.rssMb ?? 0)
+        },
       })
-      const sent = (await r.json()) as { id?: string }
-      if (r.status !== 200 || !sent.id) throw new Error(`send: ${r.status} ${JSON.stringify(sent)}`)
-      let row: Record<string, unknown> | undefined
-      let lastPoll = 0
-      const deadline = Date.now() + Math.max(300_000, DEVICES * 10)
-      for (;;) {
-        const n = (await fake.stats()).delivered - base
-        samples.push({ at: Date.now(), n })
-        if (Date.now() - lastPoll > 500 || n >= DEVICES) {
-          lastPoll = Date.now()
-          row = (await db.query('SELECT * FROM sends WHERE id = $1', [sent.id])).rows[0]
-          if (row?.completed_at) break
-        }
-        if (Date.now() > deadline) throw new Error(`send did not close: ${n} delivered, ${JSON.stringify(row)}`)
-        await new Promise((res) => setTimeout(res, 200))
-      }
-      const wall = (Date.now() - t0) / 1000
-      const owners = await db.query<{ n: number }>('SELECT count(DISTINCT owner)::int AS n FROM send_slices WHERE send_id = $1', [sent.id])
+      const row = f.row
+      const owners = await db.query<{ n: number }>('SELECT count(DISTINCT owner)::int AS n FROM send_slices WHERE send_id = $1', [sendId])
       await Promise.all(workers.splice(0).map((w) => w.stop()))
-      const at = (frac: number) => samples.find((s) => s.n >= DEVICES * frac) ?? (samples.at(-1) as { at: number; n: number })
-      const lo = at(0.1)
-      const hi = at(0.9)
-      const first = samples.find((s) => s.n > 0) ?? lo
-      const last = samples.at(-1) as { at: number; n: number }
       runs.push({
         procs,
-        steady: (hi.n - lo.n) / Math.max(0.001, (hi.at - lo.at) / 1000),
-        overall: last.n / Math.max(0.001, (last.at - first.at) / 1000),
-        wall,
+        steady: f.steady,
+        overall: f.overall,
+        wall: f.wall,
         ok: row?.successful === DEVICES && row?.remaining === 0,
         slicesBy: owners.rows[0]?.n ?? 0,
+        peakRss,
       })
       const x = runs.at(-1) as Run
       console.log(
-        `${procs} worker process(es): steady ${x.steady.toFixed(0)}/s (10%→90%), ${x.overall.toFixed(0)}/s first→last, accepted→closed ${wall.toFixed(1)} s,` +
-          ` slices delivered by ${x.slicesBy} process(es), successful ${row?.successful} of ${DEVICES}${x.ok ? '' : ' (NOT all delivered)'} | load ${loadavg()}`,
+        `${procs} worker process(es): steady ${x.steady.toFixed(0)}/s (10%→90%), ${x.overall.toFixed(0)}/s first→last, accepted→closed ${x.wall.toFixed(1)} s,` +
+          ` slices delivered by ${x.slicesBy} process(es), successful ${row?.successful} of ${DEVICES}${x.ok ? '' : ' (NOT all delivered)'}, largest worker VmRSS ${peakRss.toFixed(0)} MB | load ${loadavg()}`,
       )
     }
     const one = runs[0]?.steady ?? 1
     console.log(
-      `\n| worker processes | deliveries/s (steady) | first→last | accepted→closed | vs 1 process |\n|---|---|---|---|---|\n` +
-        runs.map((x) => `| ${x.procs} | ${x.steady.toFixed(0)} | ${x.overall.toFixed(0)} | ${x.wall.toFixed(1)} s | ${(x.steady / one).toFixed(2)}× |`).join('\n'),
+      `\n| worker processes | deliveries/s (steady) | first→last | accepted→closed | vs 1 process | largest worker RSS |\n|---|---|---|---|---|---|\n` +
+        runs
+          .map(
+            (x) =>
+              `| ${x.procs} | ${x.steady.toFixed(0)} | ${x.overall.toFixed(0)} | ${x.wall.toFixed(1)} s | ${(x.steady / one).toFixed(2)}× | ${x.peakRss.toFixed(0)} MB |`,
+          )
+          .join('\n'),
     )
     console.log(
       `same run: raw node:http2 client with 256 in flight ${raw.toFixed(0)}/s against this fake; ideal one process ${((inflight * 1000) / DELAY_MS).toFixed(0)}/s (${inflight} in flight / ${DELAY_MS} ms)`,
