@@ -12,6 +12,7 @@ import { ALL_ROLES, type Role, Service } from './service'
 import { serveParent } from './group/member'
 import { GROUP_MEMBER_ENV } from './group/messages'
 import { groupBudget, WorkerGroup } from './group/supervisor'
+import { releaseDeadWorker } from './delivery/worker'
 import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
 import { WebhookCliError, webhookCommand } from './cli/webhook'
@@ -69,7 +70,9 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   const own = grouped ? roles.filter((r) => r !== 'worker') : roles
   log.info({ config: redacted(cfg), roles: own, ...(budget ? { worker_processes: cfg.serveWorkers, pg_pool: budget } : {}) }, 'starting')
   const svc = await Service.start(budget ? { ...cfg, limits: { ...cfg.limits, pgPool: budget.parent } } : cfg, { roles: own, log })
-  const group = budget ? new WorkerGroup({ workers: cfg.serveWorkers, budget, log, metrics: svc.deps.metrics }) : null
+  const d = svc.deps
+  const release = (pid: number) => releaseDeadWorker({ ...d, partitions: cfg.partitions }, pid)
+  const group = budget ? new WorkerGroup({ workers: cfg.serveWorkers, budget, log, metrics: d.metrics, release }) : null
   group?.start()
   if (svc.api) log.info({ url: `http://${cfg.host}:${svc.api.port}` }, 'API listening')
   if (svc.dashboard) log.info({ url: `http://${cfg.host}:${svc.dashboard.port}` }, 'dashboard listening')

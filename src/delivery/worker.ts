@@ -38,8 +38,32 @@ const GROUP = WORK_GROUP
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`
 
+/** A worker's id: its host and process, and a nonce (a reused pid is another worker). */
+function workerIdPrefix(pid: number): string {
+  return `${hostname()}:${pid}:`
+}
+
+/**
+ * What a worker process that died held, given back at once by whoever saw it exit (its process group's parent,
+ * src/group/): its partition leases and its place among the live workers (Redis), and its slice leases (Postgres).
+ * The next owner then takes them at its next look instead of after PM_LEASE_MS; its pending stream entries are
+ * claimed by that owner as usual. Only the worker ids of `pid` on this host are touched. Answers the ids released.
+ */
+export async function releaseDeadWorker(d: { redis: RedisClient; keys: Keys; db: Db; partitions: number }, pid: number): Promise<string[]> {
+  const prefix = workerIdPrefix(pid)
+  const ids = (await d.redis.zrange(d.keys.workers(), '0', '-1')).filter((id) => id.startsWith(prefix))
+  for (const id of ids) {
+    for (let p = 0; p < d.partitions; p++) await d.redis.eval(RELEASE, 1, d.keys.lease(p), id)
+    await d.redis.zrem(d.keys.workers(), id)
+  }
+  if (ids.length > 0) {
+    await query(d.db, `UPDATE send_slices SET lease_until = '-infinity' WHERE owner = ANY($1::text[]) AND done_at IS NULL`, [ids])
+  }
+  return ids
+}
+
 export class DeliveryWorker {
-  readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`
+  readonly id = `${workerIdPrefix(process.pid)}${randomBytes(3).toString('hex')}`
   readonly #owned = new Set<number>()
   readonly #actors = new Map<string, AppActor>()
   /** Actors walking leased slices, per app. */

@@ -3,8 +3,9 @@
 // and delivering took turns on one core while the machine's other core sat half idle (send-e2e: the same load was
 // accepted ~25% faster with the worker in a process of its own). So the serving process runs the API and the
 // dashboard and starts PM_SERVE_WORKERS delivery workers, each `pombo serve --roles worker` in a child process:
-//  - a worker that exits on its own is started again (1 s, doubling to 30 s while it keeps failing); what it had
-//    taken and not acknowledged is taken over by the next owner of its partitions, as with any worker;
+//  - a worker that exits on its own is started again (1 s, doubling to 30 s while it keeps failing); its partition
+//    and slice leases are given back at once, so what it had taken and not acknowledged is taken over by the next
+//    owner without waiting for the leases to lapse;
 //  - the group stops together: SIGTERM/SIGINT reaches every worker, each drains, the parent waits for them; a worker
 //    whose parent is gone (even SIGKILLed) sees its IPC channel close and drains and exits by itself;
 //  - the group's connection budget is PM_PG_POOL, shared (groupBudget); the operations port is the parent's, and its
@@ -38,6 +39,9 @@ export interface GroupOptions {
   metrics: Metrics
   /** The program and node flags to start a worker with (default: this process's own). */
   entry?: { file: string; execArgv: string[] }
+  /** Gives back what a worker that died held (delivery/worker.ts releaseDeadWorker), so its replacement, or any
+   *  other worker, takes its partitions and slices at once instead of after PM_LEASE_MS. */
+  release?: (pid: number) => Promise<unknown>
   /** Restart back-off (tests shorten it). */
   restartMinMs?: number
   restartMaxMs?: number
@@ -144,6 +148,9 @@ export class WorkerGroup {
       m.child = null
       for (const answer of [...m.asks.values()]) answer(null)
       if (this.#stopping) return
+      if (child.pid !== undefined && this.o.release) {
+        this.o.release(child.pid).catch((err) => log.warn({ err, worker: m.slot }, 'could not give back what the worker held; its leases lapse instead'))
+      }
       const ranMs = Date.now() - m.startedAt
       m.failures = ranMs >= HEALTHY_MS ? 1 : m.failures + 1
       const min = this.o.restartMinMs ?? 1_000

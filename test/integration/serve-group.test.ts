@@ -99,8 +99,8 @@ function workerPids(p: ServeChild): number[] {
 }
 
 t.test('the default serve delivers through a worker process of its group, restarts it, and stops with it', async (t) => {
-  // The restarted worker takes the dead one's partitions over once their leases lapse (PM_LEASE_MS, shortened here).
-  const g = await group(t, { PM_LEASE_MS: '2000' })
+  // The default lease (10 s): the parent gives the dead worker's leases back, so the restarted one need not wait.
+  const g = await group(t)
   const first = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0])
   t.not(first, g.p.child.pid, 'the worker is a process of its own')
   t.same(workerPids(g.p), [first], 'the parent logged the worker it started')
@@ -122,10 +122,12 @@ t.test('the default serve delivers through a worker process of its group, restar
 
   // A worker that dies is started again, and the next send is delivered by the new one.
   process.kill(first, 'SIGKILL')
+  const killedAt = Date.now()
   const second = await until('a new worker process', () => childrenOf(g.p.child.pid as number).find((x) => x !== first))
   t.match(g.p.logs(), /delivery worker process exited; starting it again/)
   const s2 = await g.sendAndWait(2)
   t.equal(s2.successful, 1, 'delivered by the restarted worker')
+  t.ok(Date.now() - killedAt < 6_500, `delivered ${Date.now() - killedAt} ms after the kill, before the dead worker's 10 s leases lapsed`)
   t.match(await g.metrics(), /pombo_group_worker_restarts 1\n/)
 
   // SIGTERM stops the group: the parent exits 0 after its worker.
