@@ -53,12 +53,23 @@ const ASK_TIMEOUT_MS = 1_500
 /** A worker process that ran this long before exiting starts again after the shortest wait. */
 const HEALTHY_MS = 60_000
 
+/**
+ * V8's young generation of a worker process. A delivery leaves only short-lived garbage (its body, its request, its
+ * promises), collected by scavenges whose count falls as the semi-space grows: the deliver bench measured the
+ * worker's CPU per delivery at 98 µs with V8's default and 91 µs with 32 MB, for about 30 MB more memory. An
+ * operator's own `--max-semi-space-size` (node flags or NODE_OPTIONS) wins.
+ */
+export const WORKER_SEMI_SPACE_FLAG = '--max-semi-space-size=32'
+
 /** The script and node flags this process was started with, so a worker runs the same build the same way. */
 export function ownEntry(): { file: string; execArgv: string[] } {
   const file = process.argv[1] as string
   // `bin/pombo` loads tsx in-process rather than by flag: a worker of a .ts entry needs the flag itself.
   const needsTsx = file.endsWith('.ts') && !process.execArgv.some((a) => a.includes('tsx'))
-  return { file, execArgv: needsTsx ? [...process.execArgv, '--import', 'tsx'] : process.execArgv }
+  const execArgv = needsTsx ? [...process.execArgv, '--import', 'tsx'] : [...process.execArgv]
+  const setByOperator = [...execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => a.startsWith('--max-semi-space-size'))
+  if (!setByOperator) execArgv.push(WORKER_SEMI_SPACE_FLAG)
+  return { file, execArgv }
 }
 
 class Member {

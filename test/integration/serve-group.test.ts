@@ -104,6 +104,9 @@ t.test('the default serve delivers through a worker process of its group, restar
   const first = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0])
   t.not(first, g.p.child.pid, 'the worker is a process of its own')
   t.same(workerPids(g.p), [first], 'the parent logged the worker it started')
+  const argv = readFileSync(`/proc/${first}/cmdline`, 'utf8').split('\0').filter(Boolean)
+  t.ok(argv.includes('--max-semi-space-size=32'), `the worker runs with the larger young generation (${argv.join(' ')})`)
+  t.same(argv.slice(-3), ['serve', '--roles', 'worker'])
 
   const s1 = await g.sendAndWait(1)
   t.equal(s1.successful, 1, 'the send was delivered')
