@@ -22,6 +22,7 @@ import pg from 'pg'
 import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
+import { WORKER_SEMI_SPACE_FLAG } from '../src/group/supervisor'
 import { copyRows } from './lib/copy-rows'
 import { type Followed, followSend, sendToEveryone } from './lib/follow-send'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
@@ -257,7 +258,9 @@ export async function deliver(): Promise<void> {
     // the raw runs on either side of it, and the median of those ratios is the figure (this machine is shared).
     const raws = [await rawRate(fake.url, ca, path, accessToken, template, RAW_SECONDS)]
     const rounds: Round[] = []
-    const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [] // e.g. --cpu-prof
+    // The worker runs as deployed (compose.yaml, the group's workers): with WORKER_SEMI_SPACE_FLAG, unless
+    // BENCH_WORKER_NODE_ARGS names flags of its own (e.g. --cpu-prof, or another --max-semi-space-size).
+    const nodeArgs = process.env.BENCH_WORKER_NODE_ARGS?.split(' ').filter(Boolean) ?? [WORKER_SEMI_SPACE_FLAG]
     for (let i = 0; i < ROUNDS; i++) {
       worker = await startPombo(0, workerEnv, 'worker', nodeArgs, { shared })
       rounds.push(await oneSend(api, app, worker.pid, fake))
