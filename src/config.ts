@@ -20,6 +20,9 @@ export interface Config {
   /** PM_SERVE_WORKERS: delivery worker processes `pombo serve` starts beside its other roles (src/group/): the API
    *  and the workers then use separate cores. 0: the worker role runs in the serving process itself. */
   readonly serveWorkers: number
+  /** NODE_OPTIONS as given: Node reads it itself; the group only looks whether it names the workers' young
+   *  generation (src/group/supervisor.ts). */
+  readonly nodeOptions: string
   readonly host: string
   readonly databaseUrl: string
   /** PM_DATABASE_DIRECT_URL: a session of its own (Postgres itself, or PgBouncer in session mode) for what a
@@ -695,6 +698,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     accessLog: accessLog(env.PM_ACCESS_LOG),
     drainTimeoutMs: int(env, 'PM_DRAIN_TIMEOUT_MS', 30_000, 1),
     serveWorkers: atMost('PM_SERVE_WORKERS', int(env, 'PM_SERVE_WORKERS', 1), 64),
+    nodeOptions: env.NODE_OPTIONS ?? '',
     host,
     databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
     databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,

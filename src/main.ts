@@ -72,7 +72,7 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   const svc = await Service.start(budget ? { ...cfg, limits: { ...cfg.limits, pgPool: budget.parent } } : cfg, { roles: own, log })
   const d = svc.deps
   const release = (pid: number) => releaseDeadWorker({ ...d, partitions: cfg.partitions }, pid)
-  const group = budget ? new WorkerGroup({ workers: cfg.serveWorkers, budget, log, metrics: d.metrics, release }) : null
+  const group = budget ? new WorkerGroup({ workers: cfg.serveWorkers, budget, log, metrics: d.metrics, release, nodeOptions: cfg.nodeOptions }) : null
   group?.start()
   if (svc.api) log.info({ url: `http://${cfg.host}:${svc.api.port}` }, 'API listening')
   if (svc.dashboard) log.info({ url: `http://${cfg.host}:${svc.dashboard.port}` }, 'dashboard listening')

@@ -37,6 +37,8 @@ export interface GroupOptions {
   budget: GroupBudget
   log: Logger
   metrics: Metrics
+  /** NODE_OPTIONS (config.ts): an operator's young generation there wins over WORKER_SEMI_SPACE_FLAG. */
+  nodeOptions: string
   /** The program and node flags to start a worker with (default: this process's own). */
   entry?: { file: string; execArgv: string[] }
   /** Gives back what a worker that died held (delivery/worker.ts releaseDeadWorker), so its replacement, or any
@@ -62,12 +64,12 @@ const HEALTHY_MS = 60_000
 export const WORKER_SEMI_SPACE_FLAG = '--max-semi-space-size=32'
 
 /** The script and node flags this process was started with, so a worker runs the same build the same way. */
-export function ownEntry(): { file: string; execArgv: string[] } {
+export function ownEntry(nodeOptions: string): { file: string; execArgv: string[] } {
   const file = process.argv[1] as string
   // `bin/pombo` loads tsx in-process rather than by flag: a worker of a .ts entry needs the flag itself.
   const needsTsx = file.endsWith('.ts') && !process.execArgv.some((a) => a.includes('tsx'))
   const execArgv = needsTsx ? [...process.execArgv, '--import', 'tsx'] : [...process.execArgv]
-  const setByOperator = [...execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => a.startsWith('--max-semi-space-size'))
+  const setByOperator = [...execArgv, ...nodeOptions.split(/\s+/)].some((a) => a.startsWith('--max-semi-space-size'))
   if (!setByOperator) execArgv.push(WORKER_SEMI_SPACE_FLAG)
   return { file, execArgv }
 }
@@ -92,7 +94,7 @@ export class WorkerGroup {
   restarts = 0
 
   constructor(private readonly o: GroupOptions) {
-    this.#entry = o.entry ?? ownEntry()
+    this.#entry = o.entry ?? ownEntry(o.nodeOptions)
     this.#members = Array.from({ length: o.workers }, (_, i) => new Member(i + 1))
     const running = o.metrics.gauge('pombo_group_workers_running', 'Delivery worker processes of this group running now.', [])
     const restarts = o.metrics.gauge(

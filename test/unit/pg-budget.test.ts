@@ -3,7 +3,6 @@
 import t from 'tap'
 import { MIN_PG_BUDGET, splitBudget } from '../../src/db/budget'
 import { ConfigError, loadConfig } from '../../src/config'
-import { groupBudget } from '../../src/group/supervisor'
 
 t.test('the split of the default budget by roles', async (t) => {
   t.same(splitBudget(32, { dispatcher: true, webhookConcurrency: 32, listener: true }), { main: 23, webhooks: 8, listener: 1 }, 'all roles')
@@ -38,19 +37,4 @@ t.test('PM_PG_POOL below the minimum is refused; the PgBouncer and migration set
   t.throws(() => loadConfig({ PM_MIGRATE_ON_START: 'maybe' }), ConfigError)
   t.equal(loadConfig({ DATABASE_URL: 'postgres://a@b/c' }).databaseDirectUrl, 'postgres://a@b/c', 'direct defaults to DATABASE_URL')
   t.equal(loadConfig({ DATABASE_URL: 'postgres://a@b:6432/c', PM_DATABASE_DIRECT_URL: 'postgres://a@b/c' }).databaseDirectUrl, 'postgres://a@b/c')
-})
-
-t.test('a process group shares PM_PG_POOL: the workers half, the serving process the rest, none below the minimum', async (t) => {
-  t.same(groupBudget(32, 1), { parent: 16, worker: 16 }, 'the default group')
-  t.same(groupBudget(32, 2), { parent: 16, worker: 8 })
-  t.same(groupBudget(33, 2), { parent: 17, worker: 8 }, 'the odd connection stays with the API')
-  t.same(groupBudget(32, 4), { parent: 8, worker: 6 }, 'a worker never gets less than the minimum (the group then opens 32)')
-  t.same(groupBudget(12, 4), { parent: MIN_PG_BUDGET, worker: MIN_PG_BUDGET }, 'above PM_PG_POOL only when the minimums demand it')
-  for (let total = MIN_PG_BUDGET; total <= 200; total++) {
-    for (let workers = 1; workers <= 8; workers++) {
-      const b = groupBudget(total, workers)
-      const within = b.parent + b.worker * workers <= Math.max(total, MIN_PG_BUDGET * (workers + 1))
-      if (!within || b.parent < MIN_PG_BUDGET || b.worker < MIN_PG_BUDGET) t.fail(`${total}/${workers}: ${JSON.stringify(b)}`)
-    }
-  }
 })
