@@ -12,6 +12,7 @@
 //    /metrics merges the workers' series (asked over IPC at every scrape: counters summed, gauges by their merge).
 import { type ChildProcess, fork } from 'node:child_process'
 import type { Logger } from 'pino'
+import { Counter } from 'prom-client'
 import { MIN_PG_BUDGET } from '../db/budget'
 import type { MetricsJson, Metrics } from '../ops/metrics'
 import { type FromMember, type ToMember, GROUP_MEMBER_ENV } from './messages'
@@ -90,21 +91,19 @@ export class WorkerGroup {
   readonly #entry: { file: string; execArgv: string[] }
   #stopping = false
   #askSeq = 0
-  /** Workers started again after exiting on their own (pombo_group_worker_restarts_total). */
-  restarts = 0
+  readonly #restarts: Counter
 
   constructor(private readonly o: GroupOptions) {
     this.#entry = o.entry ?? ownEntry(o.nodeOptions)
     this.#members = Array.from({ length: o.workers }, (_, i) => new Member(i + 1))
     const running = o.metrics.gauge('pombo_group_workers_running', 'Delivery worker processes of this group running now.', [])
-    const restarts = o.metrics.gauge(
-      'pombo_group_worker_restarts',
-      'Worker processes of this group started again after exiting on their own.',
-      [],
-    )
+    this.#restarts = new Counter({
+      name: 'pombo_group_worker_restarts_total',
+      help: 'Worker processes of this group started again after exiting on their own.',
+      registers: [o.metrics.registry],
+    })
     o.metrics.onScrape('group', () => {
       running.set(this.running)
-      restarts.set(this.restarts)
     })
     o.metrics.addPeer(() => this.#gather())
   }
@@ -112,11 +111,6 @@ export class WorkerGroup {
   /** Worker processes alive now. */
   get running(): number {
     return this.#members.filter((m) => m.child !== null).length
-  }
-
-  /** The worker processes' ids (tests, logs). */
-  get pids(): number[] {
-    return this.#members.flatMap((m) => (m.child?.pid ? [m.child.pid] : []))
   }
 
   start(): void {
@@ -175,7 +169,7 @@ export class WorkerGroup {
       m.timer = setTimeout(() => {
         m.timer = null
         if (this.#stopping) return
-        this.restarts++
+        this.#restarts.inc()
         this.#spawn(m)
       }, wait)
     })

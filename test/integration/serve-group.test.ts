@@ -131,7 +131,7 @@ t.test('the default serve delivers through a worker process of its group, restar
   const s2 = await g.sendAndWait(2)
   t.equal(s2.successful, 1, 'delivered by the restarted worker')
   t.ok(Date.now() - killedAt < 6_500, `delivered ${Date.now() - killedAt} ms after the kill, before the dead worker's 10 s leases lapsed`)
-  t.match(await g.metrics(), /pombo_group_worker_restarts 1\n/)
+  t.match(await g.metrics(), /pombo_group_worker_restarts_total 1\n/)
 
   // SIGTERM stops the group: the parent exits 0 after its worker.
   g.p.child.kill('SIGTERM')
