@@ -70,9 +70,16 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   const own = grouped ? roles.filter((r) => r !== 'worker') : roles
   log.info({ config: redacted(cfg), roles: own, ...(budget ? { worker_processes: cfg.serveWorkers, pg_pool: budget } : {}) }, 'starting')
   const svc = await Service.start(budget ? { ...cfg, limits: { ...cfg.limits, pgPool: budget.parent } } : cfg, { roles: own, log })
-  const d = svc.deps
-  const release = (pid: number) => releaseDeadWorker({ ...d, partitions: cfg.partitions }, pid)
-  const group = budget ? new WorkerGroup({ workers: cfg.serveWorkers, budget, log, metrics: d.metrics, release, nodeOptions: cfg.nodeOptions }) : null
+  const group = budget
+    ? new WorkerGroup({
+        workers: cfg.serveWorkers,
+        budget,
+        log,
+        metrics: svc.deps.metrics,
+        nodeOptions: cfg.nodeOptions,
+        release: (pid) => releaseDeadWorker({ ...svc.deps, partitions: cfg.partitions }, pid),
+      })
+    : null
   group?.start()
   if (svc.api) log.info({ url: `http://${cfg.host}:${svc.api.port}` }, 'API listening')
   if (svc.dashboard) log.info({ url: `http://${cfg.host}:${svc.dashboard.port}` }, 'dashboard listening')
