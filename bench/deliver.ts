@@ -32,7 +32,8 @@ const DEVICES = Number(process.env.BENCH_DELIVER_DEVICES ?? 200_000)
 const RAW_SECONDS = Number(process.env.BENCH_DURATION_S ?? 8)
 const RAW_IN_FLIGHT = 256
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
-const VAULT_KEY = 'cd'.repeat(32)
+/** The vault key of every benchmark's Pombo processes. */
+export const VAULT_KEY = 'cd'.repeat(32)
 const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42, tag: 'x' } }
 
 /** An FCM registration token's shape and length (~163 characters), unique per device. */
@@ -62,6 +63,19 @@ export function cli(args: string[], env: Record<string, string>): Promise<string
       err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout),
     ),
   )
+}
+
+/** An app of `api`'s deployment with an FCM credential for the fake, stored through the real CLI; the app's
+ *  rate_por_min is high enough never to pace. */
+export async function appWithFcm(
+  api: { schema: string; prefix: string; createApp(body: Record<string, unknown>): Promise<{ id: string; api_key: string }> },
+  fake: { serviceAccount: unknown },
+): Promise<{ id: string; api_key: string }> {
+  const app = await api.createApp({ rate_por_min: 10_000_000 })
+  const saFile = join(process.env.PM_TEST_TLS_DIR as string, `sa-${app.id}.json`)
+  writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
+  await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: api.schema, PM_REDIS_PREFIX: api.prefix, PM_VAULT_KEY: VAULT_KEY })
+  return app
 }
 
 /** CPU per accepted request of each raw-client run (the bench process does nothing else meanwhile). */
@@ -236,10 +250,7 @@ export async function deliver(): Promise<void> {
   const workerEnv = { PM_FCM_BASE_URL: fake.url, PM_VAULT_KEY: VAULT_KEY, ...tuned, ...trustEnv() }
   let worker: Awaited<ReturnType<typeof startPombo>> | null = null
   try {
-    const app = await api.createApp({ rate_por_min: 10_000_000 })
-    const saFile = join(process.env.PM_TEST_TLS_DIR, `sa-${app.id}.json`)
-    writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
-    await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: shared.schema, PM_REDIS_PREFIX: shared.prefix, PM_VAULT_KEY: VAULT_KEY })
+    const app = await appWithFcm(api, fake)
     const t0 = Date.now()
     await seed(api.schema, app.id, DEVICES)
     const changed = Object.entries(tuned).map(([k, v]) => `${k}=${v}`)

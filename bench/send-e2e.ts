@@ -13,22 +13,21 @@
 // runs); the app's rate_por_min = 10,000,000; the fake advertises 1,000 streams per connection. BENCH_NODE_ARGS adds
 // node flags to the Pombo process (--cpu-prof).
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
-import { accessTokenFor, cli, cpuSeconds, loadavg, postgresCpuSeconds, procStatus, rawRate, seed } from './deliver'
+import { accessTokenFor, appWithFcm, cpuSeconds, loadavg, postgresCpuSeconds, procStatus, rawRate, seed, VAULT_KEY } from './deliver'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
-import { DATABASE_URL, REDIS_URL, startPombo } from './lib/pombo'
+import { DATABASE_URL, startPombo } from './lib/pombo'
 import { ensureWrk, wrk } from './lib/wrk'
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8)
 const DEVICES = 1_000
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
-const VAULT_KEY = 'cd'.repeat(32)
 const CONTENTS = { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }
 
 interface E2e {
@@ -119,10 +118,7 @@ async function e2eRun(fake: Awaited<ReturnType<typeof startFakeFcmProcess>>, ca:
     process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [], // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof
   )
   try {
-    const app = await pombo.createApp({ rate_por_min: 10_000_000 })
-    const saFile = join(process.env.PM_TEST_TLS_DIR as string, `sa-${app.id}.json`)
-    writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
-    await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: pombo.schema, PM_REDIS_PREFIX: pombo.prefix, PM_VAULT_KEY: VAULT_KEY })
+    const app = await appWithFcm(pombo, fake)
     const ids = Array.from({ length: DEVICES }, () => randomUUID())
     await seed(pombo.schema, app.id, DEVICES, (i) => ids[i] as string)
 

@@ -12,7 +12,7 @@
 // BENCH_SLICES_DEVICES sets the audience (default 100,000, a few minutes; the README's 2,000,000-device table, with
 // BENCH_FCM_DELAY_MS=100 BENCH_SLICE_DEVICES=20000, took 27 minutes here), BENCH_FCM_DELAY_MS the fake's delay
 // (default 200), BENCH_SLICES_PROCS the process counts (default 1,2,4).
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { randomUUID } from 'node:crypto'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -21,17 +21,16 @@ import { DEFAULT_DELIVERY } from '../src/config'
 import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
-import { accessTokenFor, cli, loadavg, procStatus, rawRate, seed } from './deliver'
+import { accessTokenFor, appWithFcm, loadavg, procStatus, rawRate, seed, VAULT_KEY } from './deliver'
 import { followSend, sendToEveryone } from './lib/follow-send'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
-import { DATABASE_URL, type Pombo, REDIS_URL, startPombo } from './lib/pombo'
+import { DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
 
 const DEVICES = Number(process.env.BENCH_SLICES_DEVICES ?? 100_000)
 const DELAY_MS = Number(process.env.BENCH_FCM_DELAY_MS ?? 200)
 const SLICE_DEVICES = Number(process.env.BENCH_SLICE_DEVICES ?? Math.ceil(DEVICES / 32))
 const PROCS = (process.env.BENCH_SLICES_PROCS ?? '1,2,4').split(',').map(Number)
 const RAW_SECONDS = Number(process.env.BENCH_DURATION_S ?? 8)
-const VAULT_KEY = 'cd'.repeat(32)
 const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42 } }
 
 interface Run {
@@ -56,10 +55,7 @@ export async function slices(): Promise<void> {
   const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${api.schema}` })
   await db.connect()
   try {
-    const app = await api.createApp({ rate_por_min: 10_000_000 })
-    const saFile = join(process.env.PM_TEST_TLS_DIR, `sa-${app.id}.json`)
-    writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
-    await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: shared.schema, PM_REDIS_PREFIX: shared.prefix, PM_VAULT_KEY: VAULT_KEY })
+    const app = await appWithFcm(api, fake)
     let t0 = Date.now()
     await seed(api.schema, app.id, DEVICES)
     const inflight = Number(process.env.PM_INFLIGHT_PER_APP ?? DEFAULT_DELIVERY.inflightPerApp)
