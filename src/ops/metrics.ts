@@ -4,6 +4,7 @@
 // scraped (src/ops/collect.ts), into prom-client gauges.
 import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client'
 import { type CounterSeries, HotCounter, HotHistogram } from './hot'
+import { succeedsWithin, within } from './within'
 
 /** Buckets of the API's own latency: the cheapest routes answer in ~50 µs (in-app `pending` p99 2 ms), a send or
  *  receipt waits for a group commit (the benches: sends p50 5 ms, p99 20-60 ms against a 50 ms target;
@@ -174,7 +175,7 @@ export class Metrics {
   async render(timeoutMs = 2_000): Promise<string> {
     await this.#collect(timeoutMs)
     if (this.#peers.length === 0) return this.registry.metrics()
-    const theirs = await Promise.all(this.#peers.map((p) => within(p(), timeoutMs, null).catch(() => null)))
+    const theirs = await Promise.all(this.#peers.map((p) => within(p().catch(() => null), timeoutMs, null)))
     const all = [await this.registry.getMetricsAsJSON(), ...theirs.filter((x): x is MetricsJson => x !== null)]
     return AggregatorRegistry.aggregate(all as never).metrics()
   }
@@ -188,28 +189,8 @@ export class Metrics {
   async #collect(timeoutMs: number): Promise<void> {
     await Promise.all(
       [...this.#collectors].map(async ([name, f]) => {
-        let timer: NodeJS.Timeout | undefined
-        try {
-          await Promise.race([
-            f(),
-            new Promise((_, reject) => {
-              timer = setTimeout(() => reject(new Error('timeout')), timeoutMs)
-            }),
-          ])
-        } catch {
-          this.scrapeErrors.labels(name).inc()
-        } finally {
-          clearTimeout(timer)
-        }
+        if (!(await succeedsWithin(f, timeoutMs))) this.scrapeErrors.labels(name).inc()
       }),
     )
   }
-}
-
-/** `p`, or `fallback` once `ms` pass first. */
-function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([p, new Promise<T>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]).finally(() =>
-    clearTimeout(timer),
-  )
 }

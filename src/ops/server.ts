@@ -6,24 +6,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import type { Logger } from 'pino'
 import type { Metrics } from './metrics'
+import { succeedsWithin } from './within'
 
 export interface Readiness {
   /** Each resolves when the dependency answered (the check bounds the wait); a rejection means "not ready". */
   postgres(): Promise<unknown>
   redis(): Promise<unknown>
-}
-
-function within(p: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  return Promise.race([
-    p.then(
-      () => true,
-      () => false,
-    ),
-    new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), ms)
-    }),
-  ]).finally(() => clearTimeout(timer))
 }
 
 export class OpsServer {
@@ -100,8 +88,8 @@ export class OpsServer {
         return answer(res, 200, { ok: true })
       case '/readyz': {
         const [postgres, redis] = await Promise.all([
-          within(this.ready.postgres(), this.checkTimeoutMs),
-          within(this.ready.redis(), this.checkTimeoutMs),
+          succeedsWithin(() => this.ready.postgres(), this.checkTimeoutMs),
+          succeedsWithin(() => this.ready.redis(), this.checkTimeoutMs),
         ])
         const draining = this.#draining
         const starting = !this.#up && !draining
