@@ -133,14 +133,7 @@ export async function streamApp(s: TestService, modo = 'grpc') {
   }
 }
 
-/** Polls `f` until it answers true. */
-export async function until(what: string, f: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!(await f())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+export { until } from './until'
 
 /** seq strictly increasing by one from `first`. */
 export function contiguous(events: Evento[], first: number): boolean {

@@ -10,6 +10,7 @@ import t, { type Test } from 'tap'
 import { startFakeProviders } from '../fakes'
 import { serveChild, type ServeChild } from '../helpers/serve-child'
 import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, VAULT_KEY } from '../helpers/service'
+import { until } from '../helpers/until'
 
 const MAIN = join(__dirname, '..', '..', 'src', 'main.ts')
 const ALL = 'api,worker,dashboard'
@@ -28,16 +29,6 @@ function alive(pid: number): boolean {
     return true
   } catch {
     return false
-  }
-}
-
-async function until<T>(what: string, f: () => T | Promise<T>, timeoutMs = 20_000): Promise<NonNullable<T>> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await f()
-    if (v) return v as NonNullable<T>
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
   }
 }
 
@@ -87,7 +78,7 @@ async function group(tt: Test, env: Record<string, string> = {}) {
         remaining: number
       }
       return s.completed_at ? s : null
-    })
+    }, 20_000)
   }
   const metrics = async () => (await fetch(`http://127.0.0.1:${p.opsPort}/metrics`)).text()
   return { p, fakes, sendAndWait, metrics }
@@ -101,7 +92,7 @@ function workerPids(p: ServeChild): number[] {
 t.test('the default serve delivers through a worker process of its group, restarts it, and stops with it', async (t) => {
   // The default lease (10 s): the parent gives the dead worker's leases back, so the restarted one need not wait.
   const g = await group(t)
-  const first = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0])
+  const first = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0], 20_000)
   t.not(first, g.p.child.pid, 'the worker is a process of its own')
   t.same(workerPids(g.p), [first], 'the parent logged the worker it started')
   const argv = readFileSync(`/proc/${first}/cmdline`, 'utf8').split('\0').filter(Boolean)
@@ -126,7 +117,7 @@ t.test('the default serve delivers through a worker process of its group, restar
   // A worker that dies is started again, and the next send is delivered by the new one.
   process.kill(first, 'SIGKILL')
   const killedAt = Date.now()
-  const second = await until('a new worker process', () => childrenOf(g.p.child.pid as number).find((x) => x !== first))
+  const second = await until('a new worker process', () => childrenOf(g.p.child.pid as number).find((x) => x !== first), 20_000)
   t.match(g.p.logs(), /delivery worker process exited; starting it again/)
   const s2 = await g.sendAndWait(2)
   t.equal(s2.successful, 1, 'delivered by the restarted worker')
@@ -141,8 +132,8 @@ t.test('the default serve delivers through a worker process of its group, restar
 
 t.test('a worker whose parent is SIGKILLed drains and exits by itself', async (t) => {
   const g = await group(t)
-  const worker = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0])
-  await until('the worker started', () => g.p.logs().includes('"roles":["worker"]'))
+  const worker = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0], 20_000)
+  await until('the worker started', () => g.p.logs().includes('"roles":["worker"]'), 20_000)
   g.p.child.kill('SIGKILL')
   await until('the orphaned worker exits', () => !alive(worker), 30_000)
   t.notOk(alive(worker), 'no worker outlives its group')
