@@ -20,6 +20,7 @@ const CLUSTER_SUITES = [
   'test/integration/sends-create.test.ts',
   'test/integration/receipts.test.ts',
   'test/integration/pace-shared.test.ts',
+  'test/integration/group-release.test.ts',
 ]
 
 const log = (msg) => console.error(`[pombo test] ${msg}`)

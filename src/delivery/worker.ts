@@ -15,7 +15,7 @@ import { query } from '../db/pool'
 import { duplicateClient, isCluster, type RedisClient, slotConnection } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { partitionOf, WORK_GROUP } from '../redis/partitions'
-import { keySlot, pipelineBySlot } from '../redis/slots'
+import { firstError, keySlot, pipelineBySlot } from '../redis/slots'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
 import { abortableSleep } from './pacer'
@@ -52,13 +52,16 @@ function workerIdPrefix(pid: number): string {
 export async function releaseDeadWorker(d: { redis: RedisClient; keys: Keys; db: Db; partitions: number }, pid: number): Promise<string[]> {
   const prefix = workerIdPrefix(pid)
   const ids = (await d.redis.zrange(d.keys.workers(), '0', '-1')).filter((id) => id.startsWith(prefix))
-  for (const id of ids) {
-    for (let p = 0; p < d.partitions; p++) await d.redis.eval(RELEASE, 1, d.keys.lease(p), id)
-    await d.redis.zrem(d.keys.workers(), id)
-  }
-  if (ids.length > 0) {
-    await query(d.db, `UPDATE send_slices SET lease_until = '-infinity' WHERE owner = ANY($1::text[]) AND done_at IS NULL`, [ids])
-  }
+  if (ids.length === 0) return ids
+  // Every partition's lease, owner-checked, in one pipeline per cluster slot.
+  const leases = ids.flatMap((id) => Array.from({ length: d.partitions }, (_, p) => ({ key: d.keys.lease(p), id })))
+  const res = await pipelineBySlot(d.redis, leases, (l) => l.key, (pipe, l) => {
+    pipe.eval(RELEASE, 1, l.key, l.id)
+  })
+  const failed = firstError(res)
+  if (failed) throw failed
+  await d.redis.zrem(d.keys.workers(), ...ids)
+  await query(d.db, `UPDATE send_slices SET lease_until = '-infinity' WHERE owner = ANY($1::text[]) AND done_at IS NULL`, [ids])
   return ids
 }
 
