@@ -6,11 +6,14 @@ import type { FromMember, ToMember } from './messages'
 export function serveParent(metrics: Metrics, stop: (why: string) => void): void {
   const send = process.send?.bind(process)
   if (!send) return
+  // An answer racing the parent's exit finds the channel closed: dropped (the disconnect below stops this process),
+  // never an 'error' event that would end it before its drain.
+  const answer = (m: FromMember) => send(m, undefined, undefined, () => {})
   process.on('message', (msg: ToMember) => {
     if (msg?.t !== 'metrics') return
     metrics.json().then(
-      (json) => send({ t: 'metrics', id: msg.id, json } satisfies FromMember),
-      () => send({ t: 'metrics', id: msg.id, json: null } satisfies FromMember),
+      (json) => answer({ t: 'metrics', id: msg.id, json }),
+      () => answer({ t: 'metrics', id: msg.id, json: null }),
     )
   })
   // The parent may have gone while this process was starting (the event came before anyone listened).
