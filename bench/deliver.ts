@@ -24,6 +24,7 @@ import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
 import { WORKER_SEMI_SPACE_FLAG } from '../src/group/supervisor'
 import { copyRows } from './lib/copy-rows'
+import { medianOf } from './lib/report'
 import { type Followed, followSend, sendToEveryone } from './lib/follow-send'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
 import { DATABASE_URL, REDIS_URL, ROOT, startPombo } from './lib/pombo'
@@ -292,9 +293,8 @@ export async function deliver(): Promise<void> {
           ` | CPU per delivery: worker ${x.cpuUs.toFixed(0)} µs, fake ${x.fakeUs.toFixed(0)} µs, Postgres ${x.pgUs.toFixed(0)} µs | worker peak VmRSS ${x.peakRss.toFixed(0)} MB, VmHWM ${x.hwm.toFixed(0)} MB`,
       )
     })
-    const sorted = [...ratios].sort((a, b) => a - b)
     console.log(
-      `ratio (pombo ÷ the raw client beside it): median ${(sorted[Math.floor(sorted.length / 2)] as number).toFixed(2)} of ${ROUNDS} rounds (range ${(sorted[0] as number).toFixed(2)}–${(sorted.at(-1) as number).toFixed(2)}) | target ≥ 0.70` +
+      `ratio (pombo ÷ the raw client beside it): median ${medianOf(ratios).toFixed(2)} of ${ROUNDS} rounds (range ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | target ≥ 0.70` +
         ` | worker memory: largest VmHWM ${Math.max(...rounds.map((x) => x.hwm)).toFixed(0)} MB (target < 300 MB)`,
     )
     console.log(

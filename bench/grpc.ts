@@ -19,11 +19,11 @@ import { confirmacoes, type Evento } from '../src/confirmations/proto'
 import { trustEnv } from '../test/fakes/tls'
 import { childEntry, DATABASE_URL, ROOT, startPombo } from './lib/pombo'
 import { Receiver } from './webhooks'
+import { medianOf } from './lib/report'
 
 const N = Number(process.env.BENCH_GRPC_EVENTS ?? 10_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
 
 /** One consumer: counts events, checks seq grows by one, resolves when `expect(n)` more arrived. */
@@ -194,9 +194,9 @@ export async function grpcBench(): Promise<void> {
     await all
     const replayRate = (N * ROUNDS) / ((performance.now() - t2) / 1000)
     replay.close()
-    const s = median(streamRates)
-    const h = median(hookRates)
-    const b = median(bareRates)
+    const s = medianOf(streamRates)
+    const h = medianOf(hookRates)
+    const b = medianOf(bareRates)
     console.log(
       `  median: stream ${fmt(s)} events/s | webhook ${fmt(h)} events/s (stream/webhook ${(s / h).toFixed(1)}×) | bare grpc-js ${fmt(b)} msgs/s (stream/bare ${(s / b).toFixed(2)})`,
     )

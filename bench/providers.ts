@@ -14,6 +14,7 @@ import { startFakeFcm } from '../test/fakes/fcm'
 import { testCa } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
 import { childEntry } from './lib/pombo'
+import { medianOf } from './lib/report'
 
 interface Ready {
   url: string
@@ -80,10 +81,9 @@ async function main(): Promise<void> {
       provs.push(p)
       rows.push(`round ${round}: raw ${r.toFixed(0)}/s  provider ${p.toFixed(0)}/s  ratio ${(p / r).toFixed(2)}`)
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number
     console.log(`fake FCM in its own process; ${seconds} s per run; ${concurrency} in flight; client rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`)
     for (const row of rows) console.log(row)
-    console.log(`median: raw ${median(raws).toFixed(0)}/s  provider ${median(provs).toFixed(0)}/s  ratio ${(median(provs) / median(raws)).toFixed(2)}`)
+    console.log(`median: raw ${medianOf(raws).toFixed(0)}/s  provider ${medianOf(provs).toFixed(0)}/s  ratio ${(medianOf(provs) / medianOf(raws)).toFixed(2)}`)
     raw.close()
     await pool.close()
   } finally {

@@ -23,6 +23,7 @@ import { pushFor } from '../test/helpers/push'
 import { accessTokenFor, appWithFcm, cpuSeconds, loadavg, postgresCpuSeconds, procStatus, rawRate, seed, VAULT_KEY } from './deliver'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
 import { DATABASE_URL, startPombo } from './lib/pombo'
+import { medianOf } from './lib/report'
 import { ensureWrk, wrk } from './lib/wrk'
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8)
@@ -84,11 +85,11 @@ export async function sendE2e(): Promise<void> {
         )
       }
     }
-    const [group, single] = shapes.map((x) => ({ accepted: median(x.runs.map((r) => r.accepted)), e2e: median(x.runs.map((r) => r.e2e)) })) as [
+    const [group, single] = shapes.map((x) => ({ accepted: medianOf(x.runs.map((r) => r.accepted)), e2e: medianOf(x.runs.map((r) => r.e2e)) })) as [
       { accepted: number; e2e: number },
       { accepted: number; e2e: number },
     ]
-    const raw = median(shapes.flatMap((x) => x.runs.flatMap((r) => [r.rawBefore, r.rawAfter])))
+    const raw = medianOf(shapes.flatMap((x) => x.runs.flatMap((r) => [r.rawBefore, r.rawAfter])))
     console.log(
       `\nmedians: the group accepted ${group.accepted.toFixed(0)}/s (target ≥ 6,000/s) and delivered end to end ${group.e2e.toFixed(0)}/s (target ≥ 5,000/s); one process ${single.accepted.toFixed(0)}/s and ${single.e2e.toFixed(0)}/s` +
         ` | the group ÷ one process: accepted ${(group.accepted / single.accepted).toFixed(2)}, delivered ${(group.e2e / single.e2e).toFixed(2)} | the raw client's median ${raw.toFixed(0)}/s: the group's deliveries ${(group.e2e / raw).toFixed(2)} of it`,
@@ -251,10 +252,4 @@ async function waitClosed(db: pg.Client, timeoutMs: number): Promise<void> {
     if (Date.now() > until) throw new Error(`${open} sends still open after ${timeoutMs} ms`)
     await new Promise((r) => setTimeout(r, 100))
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = Math.floor(s.length / 2)
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2
 }

@@ -17,6 +17,13 @@ export function row(name: string, base: WrkResult, head: WrkResult, sameWork = t
   ].join(' | ')
 }
 
+/** The median of numbers (the mean of the two middle ones when there are an even number). */
+export function medianOf(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = Math.floor(s.length / 2)
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2
+}
+
 /** Median of alternating runs: base, head, base, head … */
 export function median(xs: WrkResult[]): WrkResult {
   const s = [...xs].sort((a, b) => a.rps - b.rps)
