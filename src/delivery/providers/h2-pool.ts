@@ -16,6 +16,7 @@
 //   adds to its default store at start-up.
 import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
 import { rootCertificates } from 'node:tls'
+import { installLeanAsyncBind } from './h2-bind'
 import { failure, type GroupStats, type H2PoolOptions, type H2Result, type RequestOptions } from './h2-types'
 
 export type { GroupStats, H2Failure, H2PoolOptions, H2Response, H2Result, RequestOptions } from './h2-types'
@@ -69,6 +70,7 @@ export class H2Pool {
   streamsResent = 0
 
   constructor(o: H2PoolOptions = {}) {
+    installLeanAsyncBind()
     this.#sessions = Math.max(1, o.sessionsPerOrigin ?? 2)
     this.#timeoutMs = o.timeoutMs ?? 10_000
     this.#maxStreamsCap = o.maxStreamsCap ?? 1_000
