@@ -1,7 +1,7 @@
 // What a worker does once per send, done once per batch of sends: a typical sender's sends are one device
 // each, so per-send statements, not deliveries, were the worker's cost. Sends of every app of the process arriving
 // in one event-loop turn (or while the previous batch is in Postgres) are taken together:
-//  - load: their meta, marked picked (unless just queued), and the first page of each list send (two statements, run side by side);
+//  - load: their meta, marked picked (unless just queued), and the first page of each list send (one statement);
 //  - close: completed_at and the notification.completed event of every send done (one statement), skipped for the
 //    sends the outcome batch already closed (most of them: it closes a send whose last device it records).
 // Each caller is answered after its batch, as if it had run the statement alone.
@@ -9,14 +9,10 @@ import { DEFAULT_DELIVERY } from '../config'
 import { GroupCommit } from '../db/group-commit'
 import type { Db } from '../db/pool'
 import type { Clock } from '../time'
-import { type Candidate, firstListPages, loadSends, type SendMeta, type SendRef } from './audience'
+import { type LoadedSend, loadSends, type SendRef } from './audience'
 import { closeIfDone } from './outcomes'
 
-export interface LoadedSend {
-  meta: SendMeta
-  /** List sends: positions 1..pageSize, minus devices already final. Null for segments (expanded by the actor). */
-  firstPage: Candidate[] | null
-}
+export type { LoadedSend } from './audience'
 
 export class SendBatches {
   readonly #load: GroupCommit<SendRef, LoadedSend | null>
@@ -68,11 +64,10 @@ export class SendBatches {
   async #loadBatch(refs: SendRef[]): Promise<Array<LoadedSend | null>> {
     this.counts.loadBatches++
     this.counts.loaded += refs.length
-    const [metas, pages] = await Promise.all([loadSends(this.db, refs, new Date(this.clock()), this.freshMs), firstListPages(this.db, refs, this.pageSize)])
+    const loaded = await loadSends(this.db, refs, new Date(this.clock()), this.freshMs, this.pageSize)
     return refs.map((r) => {
-      const meta = metas.get(r.sendId)
-      if (!meta || meta.appId !== r.appId) return null
-      return { meta, firstPage: meta.targetKind === 'segments' ? null : (pages.get(r.sendId) ?? []) }
+      const l = loaded.get(r.sendId)
+      return l && l.meta.appId === r.appId ? l : null
     })
   }
 

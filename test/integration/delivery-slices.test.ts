@@ -117,7 +117,7 @@ t.test('a slice with a pending device left in its range is not marked done: it i
   })
   const sendId = r.json.id as string
   const { db, log } = s.svc.deps
-  const meta = (await loadSends(db, [{ appId: app.id, sendId }], new Date())).get(sendId)
+  const meta = (await loadSends(db, [{ appId: app.id, sendId }], new Date())).get(sendId)?.meta
   if (!meta) throw new Error('no send')
   await planSlices(db, meta, 1)
   const leased: SliceLease[] = []
