@@ -59,7 +59,7 @@ function makeTemplate(json: string): Template {
 
 export class FcmProvider implements Provider {
   /** Per message object (one per send in the actor), so a template can never outlive or mix up its message. */
-  readonly #templates = new WeakMap<object, Map<string, Template>>()
+  readonly #templates = new WeakMap<object, Map<string, Template | null>>()
   readonly auth: FcmAuth
   readonly #origin: string
   readonly #path: string
@@ -99,10 +99,15 @@ export class FcmProvider implements Provider {
       this.#templates.set(push.message, byKey)
     }
     let tpl = byKey.get(key)
-    if (!tpl) {
-      const json = JSON.stringify(fcmMessage({ ...target, token: TOKEN_MARK }, { ...push, proof: PROOF_MARK }, now))
-      tpl = makeTemplate(json)
+    if (tpl === undefined) {
+      // A body's first rendering is built directly and its template only from the second: most sends are one
+      // device, and a template used once costs a second build and a split on top of the body.
       if (byKey.size >= TEMPLATES_MAX) byKey.clear()
+      byKey.set(key, null)
+      return JSON.stringify(fcmMessage(target, push, now))
+    }
+    if (tpl === null) {
+      tpl = makeTemplate(JSON.stringify(fcmMessage({ ...target, token: TOKEN_MARK }, { ...push, proof: PROOF_MARK }, now)))
       byKey.set(key, tpl)
     }
     let out = tpl.parts[0] as string
