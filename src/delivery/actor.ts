@@ -8,6 +8,7 @@
 //    current one is dispatched; SliceWatch stands in for it on a sliced send, whose devices are walked by slices;
 //  - RetryQueue: one send's devices waiting for another attempt, each with the time it falls due;
 //  - InflightWindow: the app's provider requests in flight, bounded;
+//  - Lane (lane.ts): each lane's sends with work, oldest first, picked without walking those already gone;
 //  - the loop (#run): takes the next ready device, transactional first, and waits in one place only (#sleep) when
 //    nothing is ready or the window is full; anything that can make work ready (a new send, a page read, a request
 //    answered, a retry falling due) wakes it. The pace (Pacer) is the other wait: a token per device.
@@ -21,6 +22,7 @@ import { abortableSleep, type PaceCause, Pacer, type PaceStore } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
 import { invalidateBadTokens } from './bad-tokens'
+import { Lane } from './lane'
 import type { Platform } from './credentials-types'
 import type { LoadedSend } from './send-batches'
 import { expandSlice, planSlices, type SliceLease, sliceCount, sliceKey, sliceProgress } from './slices'
@@ -352,7 +354,7 @@ interface Active {
 
 export class AppActor {
   /** Sends with work to do or retries to wait for, oldest first: transactional [0], marketing [1]. */
-  readonly #lanes: [Map<string, Active>, Map<string, Active>] = [new Map(), new Map()]
+  readonly #lanes: [Lane<Active>, Lane<Active>] = [new Lane(), new Lane()]
   /** Every send this actor holds, including those only waiting for their last answers or their close. */
   readonly #sends = new Map<string, Active>()
   /** Sends being loaded by add(): an actor with one is not idle, and a duplicate entry does not load it twice. */
@@ -450,7 +452,7 @@ export class AppActor {
       unrecorded: false,
     }
     this.#sends.set(key, s)
-    this.#lanes[meta.lane].set(key, s)
+    this.#lanes[meta.lane].add(s)
     this.start()
     this.#settle(s)
     this.#nudge()
@@ -515,7 +517,9 @@ export class AppActor {
     }
     let ms = IDLE_TICK_MS
     const now = this.#clock()
-    for (const lane of this.#lanes) for (const s of lane.values()) ms = Math.min(ms, Math.max(1, s.retries.nextAt() - now))
+    for (const lane of this.#lanes) lane.forEach((s) => {
+      ms = Math.min(ms, Math.max(1, s.retries.nextAt() - now))
+    })
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms)
       this.#wake = done
@@ -534,10 +538,12 @@ export class AppActor {
   #anyReady(): boolean {
     const now = this.#clock()
     for (const lane of this.#lanes) {
-      for (const s of lane.values()) {
+      const ready = lane.first((s) => {
         if (s.cursor.buffered > 0 || s.retries.nextAt() <= now) return true
         s.cursor.ask() // nothing buffered: a page is asked for (a no-op while one is on its way)
-      }
+        return undefined
+      })
+      if (ready) return true
     }
     return false
   }
@@ -546,10 +552,11 @@ export class AppActor {
   #nextReady(): { s: Active; item: Item } | undefined {
     const now = this.#clock()
     for (const lane of this.#lanes) {
-      for (const s of lane.values()) {
+      const pick = lane.first((s) => {
         const item = s.retries.takeDue(now) ?? s.cursor.shift()
-        if (item) return { s, item }
-      }
+        return item ? { s, item } : undefined
+      })
+      if (pick) return pick
     }
     return undefined
   }
@@ -562,7 +569,7 @@ export class AppActor {
     if (s.finishing) return
     const lane = this.#lanes[s.meta.lane]
     if (!s.cursor.done || s.retries.size > 0) {
-      if (!lane.has(s.key)) lane.set(s.key, s)
+      lane.add(s)
       return
     }
     lane.delete(s.key)
