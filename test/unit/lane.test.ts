@@ -83,3 +83,18 @@ t.test('a long FIFO backlog costs a pick about what a short one does', async (t)
   // because this machine is shared.
   t.ok(long < short * 8, `a pick with 20,000 waiting ${(long * 1000).toFixed(2)} µs, with 100 ${(short * 1000).toFixed(2)} µs`)
 })
+
+t.test('the slots never hold many more sends than the lane', async (t) => {
+  const lane = new Lane<{ key: string }>()
+  let n = 0
+  for (let round = 0; round < 50; round++) {
+    for (let i = 0; i < 500; i++) lane.add(item(`s${n++}`))
+    // Picked from the front, as the actor dispatches them, down to a few left.
+    while (lane.size > 3) lane.delete(lane.first((x) => x.key) as string)
+  }
+  const slots = lane.slotCount
+  t.ok(slots <= 2 * lane.size + 130, `slots ${slots} for ${lane.size} sends`)
+  while (lane.size > 0) lane.delete(lane.first((x) => x.key) as string)
+  t.equal(lane.slotCount, 0, 'an empty lane holds nothing')
+})
+
