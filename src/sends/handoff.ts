@@ -1,9 +1,8 @@
-// Hands committed sends to the data plane: an entry on the app's partition stream (XADD, pipelined per event-loop
-// turn). Redis may lose its data, so Postgres stays the truth: a sweeper re-enqueues every due, unfinished send that
-// no worker has touched for a grace period (workers refresh `picked_at` while they work on a send; a scheduled send
-// is first enqueued by the sweeper when its time comes). Workers treat a duplicate
-// entry as a no-op, so re-enqueueing is always safe; stream length is capped because the sweeper re-derives
-// anything trimmed.
+// Hands committed sends to the data plane: an entry on the app's partition stream (XADD, one script per stream per
+// event-loop turn). Redis may lose its data, so Postgres stays the truth: a sweeper re-enqueues every due,
+// unfinished send that no worker has touched for a grace period (workers refresh `picked_at` while they work on a
+// send; a scheduled send is first enqueued by the sweeper when its time comes). Workers treat a duplicate entry as
+// a no-op, so re-enqueueing is always safe; stream length is capped because the sweeper re-derives anything trimmed.
 import type { Logger } from 'pino'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
@@ -20,6 +19,13 @@ export interface HandoffSettings {
   /** Approximate cap of each work stream (XADD MAXLEN ~). */
   streamMaxLen: number
 }
+
+// KEYS: the stream. ARGV: the approximate cap (MAXLEN ~), then app, send, lane of each entry, in order.
+const XADD_EACH = `
+for i = 2, #ARGV, 3 do
+  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'a', ARGV[i], 's', ARGV[i + 1], 'l', ARGV[i + 2])
+end
+return (#ARGV - 1) / 3`
 
 interface Entry {
   appId: string
@@ -63,13 +69,22 @@ export class Handoff {
 
   async #xadd(entries: Entry[]): Promise<void> {
     if (entries.length === 0) return
-    // Partitions hash to different cluster slots: one pipeline per slot, sent together.
+    // One script per stream, not one XADD per send: at thousands of sends a second the client's per-command cost
+    // (a command object, its encoding, its reply) was most of the hand-off. Streams hash to different cluster
+    // slots: one pipeline per slot, sent together.
+    const byStream = new Map<string, string[]>()
+    for (const e of entries) {
+      const stream = this.streamOf(e.appId)
+      const args = byStream.get(stream)
+      if (args) args.push(e.appId, e.sendId, String(e.lane))
+      else byStream.set(stream, [e.appId, e.sendId, String(e.lane)])
+    }
     const res = await pipelineBySlot(
       this.redis,
-      entries,
-      (e) => this.streamOf(e.appId),
-      (pipe, e) => {
-        pipe.xadd(this.streamOf(e.appId), 'MAXLEN', '~', this.s.streamMaxLen, '*', 'a', e.appId, 's', e.sendId, 'l', String(e.lane))
+      [...byStream],
+      ([stream]) => stream,
+      (pipe, [stream, args]) => {
+        pipe.eval(XADD_EACH, 1, stream, this.s.streamMaxLen, ...args)
       },
     )
     const failed = firstError(res)
