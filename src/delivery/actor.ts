@@ -480,7 +480,8 @@ export class AppActor {
         await this.#sleep()
         continue
       }
-      if (!(await this.#pacer.take(signal, this.#lanes[0].size > 0 ? 0 : 1))) break
+      const pacer = this.#pacer
+      if (!pacer.tryTake(signal) && !(await pacer.take(signal, this.#lanes[0].size > 0 ? 0 : 1))) break
       // Picked after the token: a transactional device that arrived meanwhile goes first (lanes, between devices).
       const pick = this.#nextReady()
       if (!pick) continue

@@ -107,6 +107,23 @@ export class Pacer {
     this.#tokens = Math.min(this.#tokens, this.#burst())
   }
 
+  /**
+   * A token at once when one is at hand (granted earlier by the shared bucket, or in the local one), without a
+   * wait or an ask; false sends the caller to take(). Spares the actor's loop a promise per device.
+   */
+  tryTake(signal: AbortSignal): boolean {
+    if (signal.aborted || this.clock() < this.#pausedUntil) return false
+    if (this.store) {
+      if (this.#stash === 0) return false
+      this.#stash--
+      return true
+    }
+    this.#refill()
+    if (this.#tokens < 1) return false
+    this.#tokens -= 1
+    return true
+  }
+
   /** Waits for a token for a device of `lane`; false when stopped first. */
   async take(signal: AbortSignal, lane: 0 | 1 = 0): Promise<boolean> {
     for (;;) {

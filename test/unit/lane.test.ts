@@ -7,7 +7,9 @@ import { Lane } from '../../src/delivery/lane'
 const item = (key: string) => ({ key })
 const keys = (lane: Lane<{ key: string }>) => {
   const out: string[] = []
-  lane.forEach((x) => out.push(x.key))
+  lane.forEach((x) => {
+    out.push(x.key)
+  })
   return out
 }
 
