@@ -166,18 +166,31 @@ export function procStatus(pid: number): { rssMb: number; hwmMb: number } | null
 
 /** CPU seconds of every Postgres server process (backends, WAL writer, checkpointer …) on the machine. */
 export function postgresCpuSeconds(): number {
+  return commandCpuSeconds('postgres')
+}
+
+/** CPU seconds of every process on the machine whose command name (/proc/<pid>/stat) is `comm`. */
+export function commandCpuSeconds(comm: string): number {
   let total = 0
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8')
-      if (!stat.includes('(postgres)')) continue
+      if (!stat.includes(`(${comm})`)) continue
       total += cpuSeconds(Number(d))
     } catch {
       // the process ended meanwhile
     }
   }
   return total
+}
+
+/** CPU seconds the whole machine has been busy (every core, every process: /proc/stat less idle, iowait and steal). */
+export function machineBusySeconds(): number {
+  const f = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number)
+  // user nice system idle iowait irq softirq steal (guest time is already inside user)
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = f
+  return (user + nice + system + irq + softirq) / 100
 }
 
 /** CPU seconds (user + system) the process has used. */

@@ -6,8 +6,9 @@
 //  - accepted/s: sends stored during the load over its duration (wrk's 2xx answers, checked against the table);
 //  - delivered end to end/s: sends stored / (first request → the last send's completed_at), every send checked
 //    closed with remaining 0 and successful 1, and the fake's accepted count equal to the sends;
-//  - beside a raw node:http2 client to the same fake in the same run (before and after each), and CPU per send of
-//    Pombo (every process of the group) and of Postgres;
+//  - beside a raw node:http2 client to the same fake in the same run (before and after each), and where the machine's
+//    CPU went per send: the serving process, the worker processes, Postgres, Redis, the fake FCM (per message), and
+//    every core's busy time (wrk and anything else running included);
 //  - beside the same load against `pombo serve --roles api` alone in the same run (what the worker costs the API).
 // Settings changed: PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0, PM_LIMIT_SENDS_PER_SEC=1000000 (the quota still
 // runs); the app's rate_por_min = 10,000,000; the fake advertises 1,000 streams per connection. BENCH_NODE_ARGS adds
@@ -20,7 +21,7 @@ import pg from 'pg'
 import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
-import { accessTokenFor, appWithFcm, cpuSeconds, loadavg, postgresCpuSeconds, procStatus, rawRate, seed, VAULT_KEY } from './deliver'
+import { accessTokenFor, appWithFcm, commandCpuSeconds, cpuSeconds, loadavg, machineBusySeconds, postgresCpuSeconds, procStatus, rawRate, seed, VAULT_KEY } from './deliver'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
 import { DATABASE_URL, startPombo } from './lib/pombo'
 import { medianOf } from './lib/report'
@@ -43,7 +44,16 @@ interface E2e {
   delivered: number
   wrk: { rps: number; p50Ms: number; p99Ms: number; non2xx: number; errors: number }
   cpuUs: number
+  /** The serving process alone (the API and dashboard; with PM_SERVE_WORKERS=0 every role). */
+  servingUs: number
+  /** The group's worker processes together (none with PM_SERVE_WORKERS=0). */
+  workersUs: number
   pgUs: number
+  redisUs: number
+  /** The fake FCM per message it accepted. */
+  fakeUs: number
+  /** Every core's busy time over the run (wrk, the fake, everything else on the machine included). */
+  machineUs: number
   hwmMb: number
   rawBefore: number
   rawAfter: number
@@ -81,7 +91,7 @@ export async function sendE2e(): Promise<void> {
           `  accepted ${x.accepted.toFixed(0)}/s (${x.during} sends stored during the load, ${x.stored} in all; wrk p50 ${x.wrk.p50Ms.toFixed(1)} ms, p99 ${x.wrk.p99Ms.toFixed(1)} ms, non-2xx ${x.wrk.non2xx}, errors ${x.wrk.errors})` +
             ` | delivered end to end ${x.e2e.toFixed(0)}/s (first request → last send closed in ${x.e2eS.toFixed(1)} s; ${x.backlogAtEnd} open when the load stopped, drained ${x.drainS.toFixed(1)} s later; every send closed with successful 1: ${x.allClosedOk ? 'yes' : 'NO'}; fake FCM accepted ${x.delivered})` +
             ` | raw node:http2 client ${x.rawBefore.toFixed(0)}/s before, ${x.rawAfter.toFixed(0)}/s after: end to end = ${(x.e2e / ((x.rawBefore + x.rawAfter) / 2)).toFixed(2)} of it` +
-            ` | CPU per send: pombo ${x.cpuUs.toFixed(0)} µs (every process), Postgres ${x.pgUs.toFixed(0)} µs | largest VmHWM ${x.hwmMb.toFixed(0)} MB`,
+            ` | CPU per send: pombo ${x.cpuUs.toFixed(0)} µs (serving process ${x.servingUs.toFixed(0)}, worker processes ${x.workersUs.toFixed(0)}), Postgres ${x.pgUs.toFixed(0)} µs, Redis ${x.redisUs.toFixed(0)} µs, the fake FCM ${x.fakeUs.toFixed(0)} µs a message; the machine busy ${x.machineUs.toFixed(0)} µs a send over its ${cpus().length} cores | largest VmHWM ${x.hwmMb.toFixed(0)} MB`,
         )
       }
     }
@@ -148,15 +158,23 @@ async function e2eRun(fake: Awaited<ReturnType<typeof startFakeFcmProcess>>, ca:
     const before = Number((await db.query('SELECT count(*)::int AS n FROM sends')).rows[0].n)
 
     const pids = groupPids(pombo.pid)
-    const cpu0 = pids.reduce((a, p) => a + cpuSeconds(p), 0)
+    const workers0 = pids.slice(1).reduce((a, p) => a + cpuSeconds(p), 0)
+    const serving0 = cpuSeconds(pombo.pid)
     const pg0 = postgresCpuSeconds()
+    const redis0 = commandCpuSeconds('redis-server')
+    const fakeCpu0 = cpuSeconds(fake.pid)
+    const machine0 = machineBusySeconds()
     const t0 = Date.now()
     const w = await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: DURATION_S, lua })
     const loadEnd = Date.now()
     const backlogAtEnd = Number((await db.query('SELECT count(*)::int AS n FROM sends WHERE completed_at IS NULL')).rows[0].n)
     await waitClosed(db, 600_000)
-    const cpu = pids.reduce((a, p) => a + cpuSeconds(p), 0) - cpu0
+    const serving = cpuSeconds(pombo.pid) - serving0
+    const workers = pids.slice(1).reduce((a, p) => a + cpuSeconds(p), 0) - workers0
     const pgCpu = postgresCpuSeconds() - pg0
+    const redisCpu = commandCpuSeconds('redis-server') - redis0
+    const fakeCpu = cpuSeconds(fake.pid) - fakeCpu0
+    const machine = machineBusySeconds() - machine0
     const r = (
       await db.query(
         `SELECT count(*)::int AS n, count(*) FILTER (WHERE successful = 1 AND remaining = 0)::int AS ok,
@@ -182,8 +200,13 @@ async function e2eRun(fake: Awaited<ReturnType<typeof startFakeFcmProcess>>, ca:
       allClosedOk: r.ok === stored && r.n === stored,
       delivered,
       wrk: w,
-      cpuUs: (cpu / stored) * 1e6,
+      cpuUs: ((serving + workers) / stored) * 1e6,
+      servingUs: (serving / stored) * 1e6,
+      workersUs: (workers / stored) * 1e6,
       pgUs: (pgCpu / stored) * 1e6,
+      redisUs: (redisCpu / stored) * 1e6,
+      fakeUs: (fakeCpu / Math.max(1, delivered)) * 1e6,
+      machineUs: (machine / stored) * 1e6,
       hwmMb,
       rawBefore,
       rawAfter,
