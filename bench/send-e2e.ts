@@ -91,7 +91,7 @@ export async function sendE2e(): Promise<void> {
           `  accepted ${x.accepted.toFixed(0)}/s (${x.during} sends stored during the load, ${x.stored} in all; wrk p50 ${x.wrk.p50Ms.toFixed(1)} ms, p99 ${x.wrk.p99Ms.toFixed(1)} ms, non-2xx ${x.wrk.non2xx}, errors ${x.wrk.errors})` +
             ` | delivered end to end ${x.e2e.toFixed(0)}/s (first request → last send closed in ${x.e2eS.toFixed(1)} s; ${x.backlogAtEnd} open when the load stopped, drained ${x.drainS.toFixed(1)} s later; every send closed with successful 1: ${x.allClosedOk ? 'yes' : 'NO'}; fake FCM accepted ${x.delivered})` +
             ` | raw node:http2 client ${x.rawBefore.toFixed(0)}/s before, ${x.rawAfter.toFixed(0)}/s after: end to end = ${(x.e2e / ((x.rawBefore + x.rawAfter) / 2)).toFixed(2)} of it` +
-            ` | CPU per send: pombo ${x.cpuUs.toFixed(0)} µs (serving process ${x.servingUs.toFixed(0)}, worker processes ${x.workersUs.toFixed(0)}), Postgres ${x.pgUs.toFixed(0)} µs, Redis ${x.redisUs.toFixed(0)} µs, the fake FCM ${x.fakeUs.toFixed(0)} µs a message; the machine busy ${x.machineUs.toFixed(0)} µs a send over its ${cpus().length} cores | largest VmHWM ${x.hwmMb.toFixed(0)} MB`,
+            ` | CPU per send: pombo ${x.cpuUs.toFixed(0)} µs (serving process ${x.servingUs.toFixed(0)}, worker processes ${x.workersUs.toFixed(0)}), Postgres ${x.pgUs.toFixed(0)} µs, Redis ${x.redisUs.toFixed(0)} µs, the fake FCM ${x.fakeUs.toFixed(0)} µs a message; the machine busy ${x.machineUs.toFixed(0)} µs a send over its ${cpus().length} cores (at that cost they allow at most ${((cpus().length * 1e6) / x.machineUs).toFixed(0)} sends/s) | largest VmHWM ${x.hwmMb.toFixed(0)} MB`,
         )
       }
     }
