@@ -83,6 +83,8 @@ interface Item {
 
 /** After a failed page read, the cursor waits this long before reading again (Postgres away for a moment). */
 const PAGE_RETRY_MS = 1_000
+/** Proofs computed together, ahead of the deliveries that use them (#proveAhead). */
+const PROOFS_AHEAD = 64
 /** The loop looks again at least this often even if nothing wakes it. */
 const IDLE_TICK_MS = 250
 
@@ -91,6 +93,8 @@ interface Cursor {
   readonly buffered: number
   readonly done: boolean
   shift(): Item | undefined
+  /** Calls f with up to n of the devices buffered next, in order, leaving them in place. */
+  eachAhead(n: number, f: (item: Item) => void): void
   ask(): void
   /** Walks nothing more (its slice was taken over). */
   abandon(): void
@@ -143,6 +147,11 @@ export class PageCursor implements Cursor {
   /** Nothing buffered, nothing being read, nothing left to read. */
   get done(): boolean {
     return this.#walked && !this.#reading && this.buffered === 0
+  }
+
+  eachAhead(n: number, f: (item: Item) => void): void {
+    const end = Math.min(this.#buffer.length, this.#head + n)
+    for (let i = this.#head; i < end; i++) f(this.#buffer[i] as Item)
   }
 
   /** The next device, or undefined while a page is on its way (one is then asked for). */
@@ -240,6 +249,8 @@ export class SliceWatch implements Cursor {
     this.ask()
     return undefined
   }
+
+  eachAhead(): void {}
 
   ask(): void {
     if (this.#done || this.#reading || this.clock() < this.#next) return
@@ -595,12 +606,12 @@ export class AppActor {
         return void (await record(STATUS.errored, attempts))
       }
       this.#receiptKey ??= await this.d.receiptKey(this.appId)
-      const key = this.#receiptKey
+      if (c.proof === undefined) this.#proveAhead(s, this.#receiptKey, c)
       // A late attempt gives the provider only what is left of the send's ttl, never a fresh one.
       const ttlS = s.meta.ttlS > 0 ? Math.max(1, Math.ceil((s.meta.startMs + s.meta.ttlS * 1000 - this.#clock()) / 1000)) : 0
       const outcome = await provider.send(
         { deviceId: c.deviceId, token: c.token, deviceType: c.deviceType },
-        { sendId: s.meta.id, message: s.meta.message, proof: proof(key, s.meta.id, c.deviceId), ttlS, lane: s.meta.lane },
+        { sendId: s.meta.id, message: s.meta.message, proof: c.proof as string, ttlS, lane: s.meta.lane },
       )
       await this.#apply(s, c, attempts + 1, platform, outcome, record)
     } catch (err) {
@@ -608,6 +619,18 @@ export class AppActor {
       this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'delivery attempt failed locally')
       await this.#retry(s, c, attempts + 1, undefined, record)
     }
+  }
+
+  /**
+   * The proof of this device and of the next ones buffered for its send, in one loop. An HMAC costs ~3 µs in a tight
+   * loop and ~10 µs alone between deliveries, whose work has evicted OpenSSL's code and tables from the CPU's caches
+   * (measured: 8% of a worker's CPU while it fanned a send out). A device skipped later wasted one.
+   */
+  #proveAhead(s: Active, key: Buffer, c: Candidate): void {
+    c.proof = proof(key, s.meta.id, c.deviceId)
+    s.cursor.eachAhead(PROOFS_AHEAD, (item) => {
+      if (item.c.proof === undefined && item.c.token && item.c.valid) item.c.proof = proof(key, s.meta.id, item.c.deviceId)
+    })
   }
 
   async #apply(

@@ -23,6 +23,8 @@ export interface Candidate {
   transporte: 'fcm' | 'apns'
   /** Still a valid, subscribed device (it may have died since the send was accepted). */
   valid: boolean
+  /** Its proof of arrival for this send, once the actor has computed it (ahead, in batches: actor.ts). */
+  proof?: string
 }
 
 export interface SendMeta {

@@ -152,3 +152,22 @@ t.test('a segment is expanded in pages and delivered; recipients become exact at
   t.equal(row.successful, 30)
   t.equal(new Set(d.fcm.delivered.map((r) => r.target)).size, 30, 'each device once')
 })
+
+t.test('every device carries its own proof, computed ahead in batches across pages and retries', async (t) => {
+  // 151 registrations from one address: the per-IP limit is not what this test is about.
+  const d = await startDelivery(t, { env: { PM_DELIVERY_PAGE: '40', PM_LIMIT_IP_PER_MIN: '0' } })
+  const app = await d.s.createApp()
+  await d.fcmFor(app)
+  d.fcm.script('proof-flaky', 'unavailable, ok')
+  const ids = new Map<string, string>() // token → device id
+  for (let i = 0; i < 150; i++) ids.set(`proof-${i}`, await d.device(app, `proof-${i}`))
+  ids.set('proof-flaky', await d.device(app, 'proof-flaky'))
+  const sendId = await d.send(app, { include_player_ids: [...ids.values()] })
+  const row = await d.closed(sendId, 20_000)
+  t.equal(row.successful, 151)
+  const key = Buffer.from(app.receipt_key, 'hex')
+  const attempts = d.fcm.requests.filter((r) => r.body?.message?.data?.pm_msg_id === sendId)
+  t.equal(attempts.length, 152, 'one attempt a device, two for the flaky one')
+  const wrong = attempts.filter((r) => r.body.message.data.pm_rcpt !== proof(key, sendId, ids.get(r.target as string) as string))
+  t.same(wrong.map((r) => r.target), [], 'each attempt carries the proof of its own device, the retry included')
+})
