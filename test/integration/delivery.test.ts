@@ -171,3 +171,19 @@ t.test('every device carries its own proof, computed ahead in batches across pag
   const wrong = attempts.filter((r) => r.body.message.data.pm_rcpt !== proof(key, sendId, ids.get(r.target as string) as string))
   t.same(wrong.map((r) => r.target), [], 'each attempt carries the proof of its own device, the retry included')
 })
+
+t.test('single-device sends proven together still carry each its own send and device', async (t) => {
+  const d = await startDelivery(t, { env: { PM_LIMIT_IP_PER_MIN: '0' } })
+  const app = await d.s.createApp()
+  await d.fcmFor(app)
+  const devices = new Map<string, string>() // token → device id
+  for (let i = 0; i < 40; i++) devices.set(`one-${i}`, await d.device(app, `one-${i}`))
+  // Posted together, so the worker takes many of them in one batch and their actor proves them ahead together.
+  const sends = await Promise.all([...devices.values()].map((id) => d.send(app, { include_player_ids: [id] })))
+  for (const id of sends) await d.closed(id, 20_000)
+  const key = Buffer.from(app.receipt_key, 'hex')
+  const got = d.fcm.delivered.filter((r) => sends.includes(r.body?.message?.data?.pm_msg_id))
+  t.equal(got.length, 40)
+  const wrong = got.filter((r) => r.body.message.data.pm_rcpt !== proof(key, r.body.message.data.pm_msg_id, devices.get(r.target as string) as string))
+  t.same(wrong.map((r) => r.target), [], 'each message carries the proof of its own send and device')
+})
