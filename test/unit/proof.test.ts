@@ -12,13 +12,14 @@ t.test('a known proof', async (t) => {
 })
 
 t.test('the first 24 bytes of the HMAC, for any key and ids', async (t) => {
+  const differ: string[] = []
   for (let i = 0; i < 500; i++) {
     const key = randomBytes(32)
     const [s, d] = [randomUUID(), randomUUID()]
     const expected = createHmac('sha256', key).update(`${s}:${d}`).digest().subarray(0, 24).toString('base64url')
-    if (proof(key, s, d) !== expected) t.fail(`differs for ${s}:${d}`)
+    if (proof(key, s, d) !== expected) differ.push(`${s}:${d}`)
   }
-  t.pass('500 random keys and ids')
+  t.same(differ, [], '500 random keys and ids')
 })
 
 t.test('verifyProof accepts the proof and nothing else', async (t) => {
