@@ -127,6 +127,8 @@ export class Pacer {
   /** Waits for a token for a device of `lane`; false when stopped first. */
   async take(signal: AbortSignal, lane: 0 | 1 = 0): Promise<boolean> {
     for (;;) {
+      // A token at hand (the shared bucket's stash, or the local bucket just refilled) is taken as tryTake takes it.
+      if (this.tryTake(signal)) return true
       if (signal.aborted) return false
       const now = this.clock()
       if (now < this.#pausedUntil) {
@@ -135,10 +137,6 @@ export class Pacer {
         continue
       }
       if (this.store) {
-        if (this.#stash > 0) {
-          this.#stash--
-          return true
-        }
         // A tenth of a second's worth per ask: few round trips, and little left unspent by an actor that stops.
         const want = Math.max(1, Math.min(500, Math.floor(this.ratePerMin / 600)))
         const r = await this.store.take(this.ratePerMin, want, lane, now).catch(() => ({ granted: 0, waitMs: STORE_RETRY_MS }))
@@ -149,11 +147,7 @@ export class Pacer {
         }
         continue
       }
-      this.#refill()
-      if (this.#tokens >= 1) {
-        this.#tokens -= 1
-        return true
-      }
+      // The local bucket is short of a token: wait until it has one.
       const perMs = this.ratePerMin / 60_000
       const ms = Math.max(1, Math.ceil((1 - this.#tokens) / perMs))
       this.onWait('rate', ms)
