@@ -3,13 +3,36 @@
 // then one statement inserts the send rows, each with its delivery list as a `uuid[]` column, and their
 // idempotency records. Per-device delivery rows are written later, once, by the delivery engine with each outcome.
 import { arrayLiteral } from '../db/arrays'
-import { type Db, query, type Tx } from '../db/pool'
+import { type Db, query, queryPrepared, type Tx } from '../db/pool'
 
 /** Platform bits of a send's audience: device_type 0 → iOS, 1 → Android, others (5, 7, 8) → web. */
 export const PLATFORM_BIT = { ios: 1, android: 2, web: 4 } as const
 const TYPE_BIT_SQL = `(CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)`
 /** the spec, Notification: reachable = valid token, subscribed, not a sandbox device. */
 export const REACHABLE_SQL = 'NOT d.invalid_identifier AND NOT d.sandbox AND d.notification_types = 1'
+
+/**
+ * The reachable devices among each send's listed player ids (one statement for the whole batch). Each id is looked
+ * up by primary key: LATERAL … OFFSET 0 keeps the planner from turning it into a join whose plan depends on table
+ * statistics (a fresh devices table once got a 2,000 × 2,000 nested loop). Prepared, like the send write below: the
+ * API spent as long parsing and planning these batch statements as running them.
+ */
+export const RESOLVE_PLAYERS_SQL = `SELECT ($3::uuid[])[r.k] AS send_id, d.id
+   FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
+   CROSS JOIN LATERAL (
+     SELECT d.id FROM devices d
+      WHERE d.app_id = ($4::uuid[])[r.k] AND d.id = r.device_id AND ${REACHABLE_SQL}
+        AND (($5::int[])[r.k] & ${TYPE_BIT_SQL}) <> 0
+     OFFSET 0) d`
+
+/** Every reachable device of each listed user, one lookup through the app's external-user index per user. */
+export const RESOLVE_USERS_SQL = `SELECT r.send_id, r.uid, d.id
+   FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[]) AS r(send_id, app_id, uid, mask)
+   CROSS JOIN LATERAL (
+     SELECT d.id FROM devices d
+      WHERE d.app_id = r.app_id AND d.external_user_id = r.uid AND ${REACHABLE_SQL}
+        AND (r.mask & ${TYPE_BIT_SQL}) <> 0
+     OFFSET 0) d`
 
 export interface ListRequest {
   sendId: string
@@ -18,12 +41,7 @@ export interface ListRequest {
   mask: number
 }
 
-
-/**
- * The reachable devices among each send's listed player ids (one statement for the whole batch). Each id is looked
- * up by primary key: LATERAL … OFFSET 0 keeps the planner from turning it into a join whose plan depends on table
- * statistics (a fresh devices table once got a 2,000 × 2,000 nested loop).
- */
+/** The reachable devices among each send's listed player ids: send id → device ids (RESOLVE_PLAYERS_SQL). */
 export async function resolvePlayers(c: Db | Tx, reqs: ListRequest[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>()
   if (reqs.length === 0) return out
@@ -36,15 +54,9 @@ export async function resolvePlayers(c: Db | Tx, reqs: ListRequest[]): Promise<M
       ids.push(id)
     }
   })
-  const res = await query<{ send_id: string; id: string }>(
+  const res = await queryPrepared<{ send_id: string; id: string }>(
     c,
-    `SELECT ($3::uuid[])[r.k] AS send_id, d.id
-       FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
-       CROSS JOIN LATERAL (
-         SELECT d.id FROM devices d
-          WHERE d.app_id = ($4::uuid[])[r.k] AND d.id = r.device_id AND ${REACHABLE_SQL}
-            AND (($5::int[])[r.k] & ${TYPE_BIT_SQL}) <> 0
-         OFFSET 0) d`,
+    RESOLVE_PLAYERS_SQL,
     [arrayLiteral(ks), arrayLiteral(ids), reqs.map((r) => r.sendId), reqs.map((r) => r.appId), reqs.map((r) => r.mask)],
   )
   for (const row of res.rows) out.get(row.send_id)?.push(row.id)
@@ -68,15 +80,9 @@ export async function resolveUsers(c: Db | Tx, reqs: ListRequest[]): Promise<Map
       masks.push(r.mask)
     }
   }
-  const res = await query<{ send_id: string; uid: string; id: string }>(
+  const res = await queryPrepared<{ send_id: string; uid: string; id: string }>(
     c,
-    `SELECT r.send_id, r.uid, d.id
-       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[]) AS r(send_id, app_id, uid, mask)
-       CROSS JOIN LATERAL (
-         SELECT d.id FROM devices d
-          WHERE d.app_id = r.app_id AND d.external_user_id = r.uid AND ${REACHABLE_SQL}
-            AND (r.mask & ${TYPE_BIT_SQL}) <> 0
-         OFFSET 0) d`,
+    RESOLVE_USERS_SQL,
     [sendIds, appIds, users, masks],
   )
   for (const row of res.rows) {
@@ -246,7 +252,7 @@ const WRITE_SENDS_SQL = `WITH i AS (
 
 export async function writeSends(db: Db | Tx, rows: SendRow[], idem: IdemRow[]): Promise<Set<string>> {
   if (rows.length === 0 && idem.length === 0) return new Set()
-  const r = await query<{ app_id: string; key: string }>(db, WRITE_SENDS_SQL, [...SEND_INSERT.params(rows), ...IDEM_INSERT.params(idem)])
+  const r = await queryPrepared<{ app_id: string; key: string }>(db, WRITE_SENDS_SQL, [...SEND_INSERT.params(rows), ...IDEM_INSERT.params(idem)])
   return new Set(r.rows.map((x) => `${x.app_id}:${x.key}`))
 }
 
