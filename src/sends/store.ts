@@ -54,11 +54,13 @@ export async function resolvePlayers(c: Db | Tx, reqs: ListRequest[]): Promise<M
       ids.push(id)
     }
   })
-  const res = await queryPrepared<{ send_id: string; id: string }>(
-    c,
-    RESOLVE_PLAYERS_SQL,
-    [arrayLiteral(ks), arrayLiteral(ids), reqs.map((r) => r.sendId), reqs.map((r) => r.appId), reqs.map((r) => r.mask)],
-  )
+  const res = await queryPrepared<{ send_id: string; id: string }>(c, RESOLVE_PLAYERS_SQL, [
+    arrayLiteral(ks),
+    arrayLiteral(ids),
+    reqs.map((r) => r.sendId),
+    reqs.map((r) => r.appId),
+    reqs.map((r) => r.mask),
+  ])
   for (const row of res.rows) out.get(row.send_id)?.push(row.id)
   return out
 }
@@ -80,11 +82,12 @@ export async function resolveUsers(c: Db | Tx, reqs: ListRequest[]): Promise<Map
       masks.push(r.mask)
     }
   }
-  const res = await queryPrepared<{ send_id: string; uid: string; id: string }>(
-    c,
-    RESOLVE_USERS_SQL,
-    [sendIds, appIds, users, masks],
-  )
+  const res = await queryPrepared<{ send_id: string; uid: string; id: string }>(c, RESOLVE_USERS_SQL, [
+    sendIds,
+    appIds,
+    users,
+    masks,
+  ])
   for (const row of res.rows) {
     const byUser = out.get(row.send_id)
     if (!byUser) continue
@@ -252,7 +255,10 @@ const WRITE_SENDS_SQL = `WITH i AS (
 
 export async function writeSends(db: Db | Tx, rows: SendRow[], idem: IdemRow[]): Promise<Set<string>> {
   if (rows.length === 0 && idem.length === 0) return new Set()
-  const r = await queryPrepared<{ app_id: string; key: string }>(db, WRITE_SENDS_SQL, [...SEND_INSERT.params(rows), ...IDEM_INSERT.params(idem)])
+  const r = await queryPrepared<{ app_id: string; key: string }>(db, WRITE_SENDS_SQL, [
+    ...SEND_INSERT.params(rows),
+    ...IDEM_INSERT.params(idem),
+  ])
   return new Set(r.rows.map((x) => `${x.app_id}:${x.key}`))
 }
 

@@ -51,5 +51,9 @@ t.test('taking a batch of sends looks each one up by its key, never through the 
   t.notMatch(plan, /sends_open_idx/, `no walk of every open send:\n${plan}`)
   t.match(plan, /Index Scan using sends_pkey on sends s\s+Index Cond: \(\(app_id = u\.a\) AND \(id = u\.i\)\)/, plan)
   t.match(plan, /Index Scan using devices_pkey on devices d\s+Index Cond: \(\(app_id = x\.app_id\) AND \(id = a\.id\)\)/, plan)
-  t.match(plan, /Index Scan using deliveries_pkey on deliveries y\s+Index Cond: \(\(send_id = \$\d+\) AND \(device_id = a\.id\)\)/, plan)
+  t.match(
+    plan,
+    /Index Scan using deliveries_pkey on deliveries y\s+Index Cond: \(\(send_id = \$\d+\) AND \(device_id = a\.id\)\)/,
+    plan,
+  )
 })

@@ -19,7 +19,15 @@ t.test('listed player ids and external user ids are looked up by key under a gen
   await s.sql('ANALYZE devices')
   const uuids = `'{7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b,0f8fad5b-d9cb-469f-a165-70867728950e}'`
   const players = await genericPlan(s.cfg.dbSchema, RESOLVE_PLAYERS_SQL, [`'{1,1}'`, uuids, uuids, uuids, `'{7}'`])
-  t.match(players, /Index Scan using devices_pkey on devices d\s+Index Cond: \(\(app_id = \(\$4\)\[r\.k\]\) AND \(id = r\.device_id\)\)/, players)
+  t.match(
+    players,
+    /Index Scan using devices_pkey on devices d\s+Index Cond: \(\(app_id = \(\$4\)\[r\.k\]\) AND \(id = r\.device_id\)\)/,
+    players,
+  )
   const users = await genericPlan(s.cfg.dbSchema, RESOLVE_USERS_SQL, [uuids, uuids, `'{ana,bia}'`, `'{7,7}'`])
-  t.match(users, /Index Scan (?:using|on) devices_external_user_idx(?: on devices d)?\s+Index Cond: \(\(app_id = r\.app_id\) AND \(external_user_id = r\.uid\)\)/, users)
+  t.match(
+    users,
+    /Index Scan (?:using|on) devices_external_user_idx(?: on devices d)?\s+Index Cond: \(\(app_id = r\.app_id\) AND \(external_user_id = r\.uid\)\)/,
+    users,
+  )
 })
