@@ -35,13 +35,22 @@ const RAW_IN_FLIGHT = 256
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 /** The vault key of every benchmark's Pombo processes. */
 export const VAULT_KEY = 'cd'.repeat(32)
-const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42, tag: 'x' } }
+const SEND_BODY = {
+  contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' },
+  headings: { en: 'Loja' },
+  data: { order: 42, tag: 'x' },
+}
 
 /** An FCM registration token's shape and length (~163 characters), unique per device. */
 const TOKEN_TAIL = randomBytes(105).toString('base64url')
 export const token = (i: number) => `${i.toString(36).padStart(11, '0')}:APA91b${TOKEN_TAIL}`
 
-export async function seed(schema: string, appId: string, n: number, id: (i: number) => string = () => randomUUID()): Promise<void> {
+export async function seed(
+  schema: string,
+  appId: string,
+  n: number,
+  id: (i: number) => string = () => randomUUID(),
+): Promise<void> {
   const c = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` })
   await c.connect()
   try {
@@ -60,8 +69,11 @@ export async function seed(schema: string, appId: string, n: number, id: (i: num
 
 export function cli(args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
-      err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout),
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/main.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => (err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout)),
     ),
   )
 }
@@ -75,15 +87,30 @@ export async function appWithFcm(
   const app = await api.createApp({ rate_por_min: 10_000_000 })
   const saFile = join(process.env.PM_TEST_TLS_DIR as string, `sa-${app.id}.json`)
   writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
-  await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: api.schema, PM_REDIS_PREFIX: api.prefix, PM_VAULT_KEY: VAULT_KEY })
+  await cli(['credentials', 'fcm', app.id, saFile], {
+    DATABASE_URL,
+    REDIS_URL,
+    PM_DB_SCHEMA: api.schema,
+    PM_REDIS_PREFIX: api.prefix,
+    PM_VAULT_KEY: VAULT_KEY,
+  })
   return app
 }
 
 /** CPU per accepted request of each raw-client run (the bench process does nothing else meanwhile). */
 export const rawCpuUs: number[] = []
+/** Every core's busy time per accepted request of each raw-client run (the fake and everything else included). */
+export const rawMachineUs: number[] = []
 
 /** A raw node:http2 client: one session, RAW_IN_FLIGHT requests in flight, one prebuilt body per request. */
-export async function rawRate(url: string, ca: string, path: string, accessToken: string, template: string, seconds: number): Promise<number> {
+export async function rawRate(
+  url: string,
+  ca: string,
+  path: string,
+  accessToken: string,
+  template: string,
+  seconds: number,
+): Promise<number> {
   const session = http2.connect(url, { ca: [ca] })
   session.on('error', () => {})
   let seq = 0
@@ -91,7 +118,12 @@ export async function rawRate(url: string, ca: string, path: string, accessToken
   const one = () =>
     new Promise<void>((resolve) => {
       const body = template.replace('@TOKEN@', token(10_000_000 + seq++))
-      const s = session.request({ ':method': 'POST', ':path': path, authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' })
+      const s = session.request({
+        ':method': 'POST',
+        ':path': path,
+        authorization: `Bearer ${accessToken}`,
+        'content-type': 'application/json',
+      })
       let status = 0
       s.on('response', (h) => {
         status = Number(h[':status'])
@@ -116,18 +148,29 @@ export async function rawRate(url: string, ca: string, path: string, accessToken
   ok = 0
   const started = Date.now()
   const cpu0 = process.cpuUsage()
+  const machine0 = machineBusySeconds()
   await run(seconds * 1000)
   const cpu = process.cpuUsage(cpu0)
+  rawMachineUs.push(((machineBusySeconds() - machine0) / Math.max(1, ok)) * 1e6)
   const rate = ok / ((Date.now() - started) / 1000)
   rawCpuUs.push((cpu.user + cpu.system) / Math.max(1, ok))
   await new Promise<void>((resolve) => session.close(() => resolve()))
   return rate
 }
 
-export async function accessTokenFor(sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string }, ca: string): Promise<string> {
+export async function accessTokenFor(
+  sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string },
+  ca: string,
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
   const assertion = jwt.sign(
-    { iss: sa.client_email, scope: 'https://www.googleapis.com/auth/firebase.messaging', aud: sa.token_uri, iat: now, exp: now + 3600 },
+    {
+      iss: sa.client_email,
+      scope: 'https://www.googleapis.com/auth/firebase.messaging',
+      aud: sa.token_uri,
+      iat: now,
+      exp: now + 3600,
+    },
     sa.private_key,
     { algorithm: 'RS256', keyid: sa.private_key_id },
   )
@@ -212,6 +255,8 @@ interface Round {
   cpuUs: number
   fakeUs: number
   pgUs: number
+  /** Every core's busy time over the send (the API process, Redis, the bench itself and anything else included). */
+  machineUs: number
   peakRss: number
   hwm: number
 }
@@ -226,6 +271,7 @@ async function oneSend(
   const cpu0 = cpuSeconds(pid)
   const fakeCpu0 = cpuSeconds(fake.pid)
   const pgCpu0 = postgresCpuSeconds()
+  const machine0 = machineBusySeconds()
   const base = (await fake.stats()).delivered
   let peakRss = 0
   const t0 = Date.now()
@@ -247,6 +293,7 @@ async function oneSend(
     cpuUs: us(cpuSeconds(pid) - cpu0),
     fakeUs: us(cpuSeconds(fake.pid) - fakeCpu0),
     pgUs: us(postgresCpuSeconds() - pgCpu0),
+    machineUs: us(machineBusySeconds() - machine0),
     peakRss,
     hwm: procStatus(pid)?.hwmMb ?? 0,
   }
@@ -260,7 +307,8 @@ export async function deliver(): Promise<void> {
   const shared = { schema: api.schema, prefix: api.prefix }
   // The worker runs with the engine's defaults unless these are set in the environment (then they are printed).
   const tuned: Record<string, string> = {}
-  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL']) if (process.env[k]) tuned[k] = process.env[k] as string
+  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL'])
+    if (process.env[k]) tuned[k] = process.env[k] as string
   const workerEnv = { PM_FCM_BASE_URL: fake.url, PM_VAULT_KEY: VAULT_KEY, ...tuned, ...trustEnv() }
   let worker: Awaited<ReturnType<typeof startPombo>> | null = null
   try {
@@ -303,7 +351,7 @@ export async function deliver(): Promise<void> {
       console.log(
         `round ${i + 1}: pombo worker ${x.delivered} accepted for ${row?.recipients} recipients (successful ${row?.successful}, failed ${row?.failed}, errored ${row?.errored}, remaining ${row?.remaining})` +
           ` | steady ${x.steady.toFixed(0)}/s (10%→90%), ${x.overall.toFixed(0)}/s first→last, accepted→closed ${x.wall.toFixed(1)} s | ${(ratios[i] as number).toFixed(2)} of the raw runs beside it` +
-          ` | CPU per delivery: worker ${x.cpuUs.toFixed(0)} µs, fake ${x.fakeUs.toFixed(0)} µs, Postgres ${x.pgUs.toFixed(0)} µs | worker peak VmRSS ${x.peakRss.toFixed(0)} MB, VmHWM ${x.hwm.toFixed(0)} MB`,
+          ` | CPU per delivery: worker ${x.cpuUs.toFixed(0)} µs, fake ${x.fakeUs.toFixed(0)} µs, Postgres ${x.pgUs.toFixed(0)} µs, the machine busy ${x.machineUs.toFixed(0)} µs over its ${cpus().length} cores (at that cost they allow at most ${((cpus().length * 1e6) / x.machineUs).toFixed(0)}/s) | worker peak VmRSS ${x.peakRss.toFixed(0)} MB, VmHWM ${x.hwm.toFixed(0)} MB`,
       )
     })
     console.log(
@@ -311,7 +359,7 @@ export async function deliver(): Promise<void> {
         ` | worker memory: largest VmHWM ${Math.max(...rounds.map((x) => x.hwm)).toFixed(0)} MB (target < 300 MB)`,
     )
     console.log(
-      `the raw client's runs cost it ${rawCpuUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} per request (plus the fake's share) | machine load average (1 min) at the start and after each round: ${load.join(' / ')} on ${cpus().length} cores`,
+      `the raw client's runs cost it ${rawCpuUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} per request, the machine ${rawMachineUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} (the fake's share included) | machine load average (1 min) at the start and after each round: ${load.join(' / ')} on ${cpus().length} cores`,
     )
   } finally {
     await worker?.stop()
