@@ -35,22 +35,13 @@ const RAW_IN_FLIGHT = 256
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 /** The vault key of every benchmark's Pombo processes. */
 export const VAULT_KEY = 'cd'.repeat(32)
-const SEND_BODY = {
-  contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' },
-  headings: { en: 'Loja' },
-  data: { order: 42, tag: 'x' },
-}
+const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42, tag: 'x' } }
 
 /** An FCM registration token's shape and length (~163 characters), unique per device. */
 const TOKEN_TAIL = randomBytes(105).toString('base64url')
 export const token = (i: number) => `${i.toString(36).padStart(11, '0')}:APA91b${TOKEN_TAIL}`
 
-export async function seed(
-  schema: string,
-  appId: string,
-  n: number,
-  id: (i: number) => string = () => randomUUID(),
-): Promise<void> {
+export async function seed(schema: string, appId: string, n: number, id: (i: number) => string = () => randomUUID()): Promise<void> {
   const c = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` })
   await c.connect()
   try {
@@ -69,11 +60,8 @@ export async function seed(
 
 export function cli(args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'src/main.ts', ...args],
-      { cwd: ROOT, env: { ...process.env, ...env } },
-      (err, stdout, stderr) => (err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout)),
+    execFile(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
+      err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout),
     ),
   )
 }
@@ -87,13 +75,7 @@ export async function appWithFcm(
   const app = await api.createApp({ rate_por_min: 10_000_000 })
   const saFile = join(process.env.PM_TEST_TLS_DIR as string, `sa-${app.id}.json`)
   writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
-  await cli(['credentials', 'fcm', app.id, saFile], {
-    DATABASE_URL,
-    REDIS_URL,
-    PM_DB_SCHEMA: api.schema,
-    PM_REDIS_PREFIX: api.prefix,
-    PM_VAULT_KEY: VAULT_KEY,
-  })
+  await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: api.schema, PM_REDIS_PREFIX: api.prefix, PM_VAULT_KEY: VAULT_KEY })
   return app
 }
 
@@ -103,14 +85,7 @@ export const rawCpuUs: number[] = []
 export const rawMachineUs: number[] = []
 
 /** A raw node:http2 client: one session, RAW_IN_FLIGHT requests in flight, one prebuilt body per request. */
-export async function rawRate(
-  url: string,
-  ca: string,
-  path: string,
-  accessToken: string,
-  template: string,
-  seconds: number,
-): Promise<number> {
+export async function rawRate(url: string, ca: string, path: string, accessToken: string, template: string, seconds: number): Promise<number> {
   const session = http2.connect(url, { ca: [ca] })
   session.on('error', () => {})
   let seq = 0
@@ -118,12 +93,7 @@ export async function rawRate(
   const one = () =>
     new Promise<void>((resolve) => {
       const body = template.replace('@TOKEN@', token(10_000_000 + seq++))
-      const s = session.request({
-        ':method': 'POST',
-        ':path': path,
-        authorization: `Bearer ${accessToken}`,
-        'content-type': 'application/json',
-      })
+      const s = session.request({ ':method': 'POST', ':path': path, authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' })
       let status = 0
       s.on('response', (h) => {
         status = Number(h[':status'])
@@ -158,19 +128,10 @@ export async function rawRate(
   return rate
 }
 
-export async function accessTokenFor(
-  sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string },
-  ca: string,
-): Promise<string> {
+export async function accessTokenFor(sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string }, ca: string): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
   const assertion = jwt.sign(
-    {
-      iss: sa.client_email,
-      scope: 'https://www.googleapis.com/auth/firebase.messaging',
-      aud: sa.token_uri,
-      iat: now,
-      exp: now + 3600,
-    },
+    { iss: sa.client_email, scope: 'https://www.googleapis.com/auth/firebase.messaging', aud: sa.token_uri, iat: now, exp: now + 3600 },
     sa.private_key,
     { algorithm: 'RS256', keyid: sa.private_key_id },
   )
@@ -307,8 +268,7 @@ export async function deliver(): Promise<void> {
   const shared = { schema: api.schema, prefix: api.prefix }
   // The worker runs with the engine's defaults unless these are set in the environment (then they are printed).
   const tuned: Record<string, string> = {}
-  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL'])
-    if (process.env[k]) tuned[k] = process.env[k] as string
+  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL']) if (process.env[k]) tuned[k] = process.env[k] as string
   const workerEnv = { PM_FCM_BASE_URL: fake.url, PM_VAULT_KEY: VAULT_KEY, ...tuned, ...trustEnv() }
   let worker: Awaited<ReturnType<typeof startPombo>> | null = null
   try {
