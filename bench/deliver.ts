@@ -268,7 +268,7 @@ export async function deliver(): Promise<void> {
   const shared = { schema: api.schema, prefix: api.prefix }
   // The worker runs with the engine's defaults unless these are set in the environment (then they are printed).
   const tuned: Record<string, string> = {}
-  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL']) if (process.env[k]) tuned[k] = process.env[k] as string
+  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL', 'PM_OUTCOME_WRITERS', 'PM_OUTCOME_BATCH_MAX']) if (process.env[k]) tuned[k] = process.env[k] as string
   const workerEnv = { PM_FCM_BASE_URL: fake.url, PM_VAULT_KEY: VAULT_KEY, ...tuned, ...trustEnv() }
   let worker: Awaited<ReturnType<typeof startPombo>> | null = null
   try {

@@ -63,6 +63,12 @@ export async function sendE2e(): Promise<void> {
   ensureWrk()
   process.env.PM_TEST_TLS_DIR ??= mkdtempSync(join(tmpdir(), 'pombo-bench-tls-'))
   const ca = testCa()
+  if (process.env.BENCH_E2E_API_ONLY === '1') {
+    // Only the API alone (no worker): the cost of accepting a send, e.g. to compare two builds.
+    const a = await acceptedByApiAlone()
+    console.log(`\`pombo serve --roles api\` alone: ${a.rate.toFixed(0)}/s accepted, CPU per send: pombo ${a.cpuUs.toFixed(0)} µs, Postgres ${a.pgUs.toFixed(0)} µs`)
+    return
+  }
   const fake = await startFakeFcmProcess({ maxConcurrentStreams: 1000 })
   try {
     const load = [loadavg()]

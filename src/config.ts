@@ -412,7 +412,7 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   retryDelaysMs: Object.freeze([1_000, 5_000]),
   readCount: 500,
   outcomeBatchMax: 1_000,
-  outcomeWriters: 4,
+  outcomeWriters: 1,
   sendLoadBatchMax: 500,
   sendLoadWriters: 2,
   outcomeQueueMax: 200_000,

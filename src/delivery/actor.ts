@@ -7,7 +7,8 @@
 //  - PageCursor: one send's walk through its audience (or through one slice of it), the next page read while the
 //    current one is dispatched; SliceWatch stands in for it on a sliced send, whose devices are walked by slices;
 //  - RetryQueue: one send's devices waiting for another attempt, each with the time it falls due;
-//  - InflightWindow: the app's provider requests in flight, bounded;
+//  - InflightWindow: the app's provider requests in flight, bounded (a slot is given back at the provider's answer),
+//    and a second one over the deliveries whose outcome is not durable yet (given back once it is);
 //  - Lane (lane.ts): each lane's sends with work, oldest first, picked without walking those already gone;
 //  - the loop (#run): takes the next ready device, transactional first, and waits in one place only (#sleep) when
 //    nothing is ready or the window is full; anything that can make work ready (a new send, a page read, a request
@@ -52,6 +53,12 @@ export interface ActorDeps {
   /** The send's stream entries may be acknowledged: every device of it has a durable outcome. */
   finished(appId: string, sendId: string): void
   maxInflight: number
+  /**
+   * Deliveries answered by the provider whose outcome is not durable yet, at most (default 4 × maxInflight): the
+   * provider's window is given back at the answer, so the outcome write never holds it, and this bounds how far
+   * delivering may run ahead of recording.
+   */
+  maxUnrecorded?: number
   pageSize: number
   /** Attempts of one delivery in all before it is errored (the spec: three; PM_DELIVERY_MAX_ATTEMPTS). */
   maxAttempts: number
@@ -371,7 +378,10 @@ export class AppActor {
   /** Sends being loaded by add(): an actor with one is not idle, and a duplicate entry does not load it twice. */
   readonly #loading = new Set<string>()
   readonly #closing = new Set<Promise<void>>()
+  /** Provider requests in flight. */
   readonly #window: InflightWindow
+  /** Deliveries not yet durable: taken with the provider's slot, given back once the outcome is recorded. */
+  readonly #unrecorded: InflightWindow
   readonly #stop = new AbortController()
   #done?: Promise<void>
   #wake: (() => void) | null = null
@@ -386,10 +396,11 @@ export class AppActor {
   ) {
     this.#clock = d.clock ?? systemClock
     this.#window = new InflightWindow(d.maxInflight, () => this.#nudge())
+    this.#unrecorded = new InflightWindow(d.maxUnrecorded ?? d.maxInflight * 4, () => this.#nudge())
   }
 
   get idle(): boolean {
-    return this.#sends.size === 0 && this.#loading.size === 0 && this.#window.used === 0 && this.#closing.size === 0
+    return this.#sends.size === 0 && this.#loading.size === 0 && this.#unrecorded.used === 0 && this.#closing.size === 0
   }
 
   /** Ids of the sends this actor is working on (the worker refreshes their heartbeat). */
@@ -479,7 +490,7 @@ export class AppActor {
     this.#stop.abort()
     this.#nudge()
     await this.#done
-    await this.#window.drained()
+    await this.#unrecorded.drained()
     await Promise.allSettled([...this.#closing])
   }
 
@@ -487,7 +498,7 @@ export class AppActor {
     const signal = this.#stop.signal
     this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock, abortableSleep, this.d.pace?.(this.appId), this.d.onPaceWait)
     while (!signal.aborted) {
-      if (this.#window.full || !this.#anyReady()) {
+      if (this.#full() || !this.#anyReady()) {
         await this.#sleep()
         continue
       }
@@ -498,8 +509,15 @@ export class AppActor {
       if (!pick) continue
       const { s, item } = pick
       this.#window.take()
+      this.#unrecorded.take()
       s.inflight++
-      this.#deliver(s, item.c, item.attempts)
+      let answered = false
+      const release = () => {
+        if (answered) return
+        answered = true
+        this.#window.give()
+      }
+      this.#deliver(s, item.c, item.attempts, release)
         // Only the last attempt's errored record can fail here; the send then stays open in Postgres, its entry is
         // not acknowledged, and it is handed out again (nothing acknowledged that is not durable).
         .catch((err) => {
@@ -509,18 +527,19 @@ export class AppActor {
         .finally(() => {
           s.inflight--
           this.#settle(s)
-          this.#window.give()
+          release()
+          this.#unrecorded.give()
         })
       this.#settle(s)
     }
   }
 
   /**
-   * The loop's one wait: until something may have become ready (#nudge), the next retry, or a tick. With the window
+   * The loop's one wait: until something may have become ready (#nudge), the next retry, or a tick. With a window
    * full only a slot given back (which always nudges) or stop can let the loop on, so no timer is set.
    */
   async #sleep(): Promise<void> {
-    if (this.#window.full) {
+    if (this.#full()) {
       await new Promise<void>((resolve) => {
         this.#wake = resolve
       })
@@ -541,6 +560,11 @@ export class AppActor {
       }
     })
     this.#wake = null
+  }
+
+  /** No device may start: the provider's window is full, or too many answered deliveries await their record. */
+  #full(): boolean {
+    return this.#window.full || this.#unrecorded.full
   }
 
   #nudge(): void {
@@ -588,7 +612,8 @@ export class AppActor {
     if (s.inflight === 0) this.#finish(s)
   }
 
-  async #deliver(s: Active, c: Candidate, attempts: number): Promise<void> {
+  /** `answered`: the provider has answered (or will not be asked): its window slot is free before the record. */
+  async #deliver(s: Active, c: Candidate, attempts: number, answered: () => void): Promise<void> {
     const record = (status: OutcomeRow['status'], tries: number, invalidate?: string) =>
       this.d.recorder.record({ appId: this.appId, sendId: s.meta.id, deviceId: c.deviceId, deviceType: c.deviceType, status, attempts: tries, invalidate })
     try {
@@ -613,6 +638,7 @@ export class AppActor {
         { deviceId: c.deviceId, token: c.token, deviceType: c.deviceType },
         { sendId: s.meta.id, message: s.meta.message, proof: c.proof as string, ttlS, lane: s.meta.lane },
       )
+      answered()
       await this.#apply(s, c, attempts + 1, platform, outcome, record)
     } catch (err) {
       // Our own failure (database, decryption): the device is retried like a transient provider failure.

@@ -1,0 +1,42 @@
+// The provider's window is given back at the provider's answer, not once the outcome is durable: a slow outcome write
+// does not hold requests back from the provider, and how far delivering runs ahead of recording is bounded
+// (4 × PM_INFLIGHT_PER_APP answered deliveries awaiting their record per app). Nothing is acknowledged or counted
+// before it is durable, as ever.
+import t from 'tap'
+import pg from 'pg'
+import { startDelivery } from '../helpers/delivery'
+import { DATABASE_URL } from '../helpers/service'
+
+t.test('a blocked outcome write lets the window run ahead by its bound, then every device is counted once', async (t) => {
+  const d = await startDelivery(t, { env: { PM_INFLIGHT_PER_APP: '2' } })
+  const app = await d.s.createApp()
+  await d.fcmFor(app)
+  const ids: string[] = []
+  for (let i = 0; i < 20; i++) ids.push(await d.device(app, `window-${i}`))
+
+  // A transaction holding deliveries in EXCLUSIVE mode: reads go on, every outcome statement waits behind it.
+  const blocker = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${d.s.cfg.dbSchema}` })
+  await blocker.connect()
+  t.teardown(() => blocker.end())
+  await blocker.query('BEGIN')
+  await blocker.query('LOCK TABLE deliveries IN EXCLUSIVE MODE')
+
+  const sendId = await d.send(app, { include_player_ids: ids })
+  const asked = () => d.fcm.requests.filter((r) => r.target?.startsWith('window-')).length
+  // Until the fake has seen no new request for a while.
+  let seen = -1
+  for (const until = Date.now() + 15_000; Date.now() < until; ) {
+    await new Promise((r) => setTimeout(r, 400))
+    const now = asked()
+    if (now === seen && now > 0) break
+    seen = now
+  }
+  t.equal(asked(), 8, 'with the record blocked, 8 devices (4 × a window of 2) were delivered, not just the window of 2')
+  const [open] = await d.s.sql('SELECT remaining, successful, completed_at FROM sends WHERE id = $1', [sendId])
+  t.same({ remaining: open?.remaining, successful: open?.successful, completed: open?.completed_at !== null }, { remaining: 20, successful: 0, completed: false }, 'nothing is counted before it is durable')
+
+  await blocker.query('COMMIT')
+  const row = await d.closed(sendId)
+  t.same({ successful: row.successful, failed: row.failed, errored: row.errored, remaining: row.remaining }, { successful: 20, failed: 0, errored: 0, remaining: 0 })
+  t.equal(asked(), 20, 'every device was asked once')
+})
