@@ -412,6 +412,9 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   retryDelaysMs: Object.freeze([1_000, 5_000]),
   readCount: 500,
   outcomeBatchMax: 1_000,
+  // One writer: while its statement runs the next batch grows, and a larger batch costs Postgres less per outcome
+  // (a 200,000-device send: 24–25 µs of Postgres a delivery with one writer, 31–36 with four). The provider's window
+  // does not wait for the record (actor.ts), so the writer's latency costs no throughput.
   outcomeWriters: 1,
   sendLoadBatchMax: 500,
   sendLoadWriters: 2,
