@@ -33,10 +33,17 @@ t.test('a blocked outcome write lets the window run ahead by its bound, then eve
   }
   t.equal(asked(), 8, 'with the record blocked, 8 devices (4 × a window of 2) were delivered, not just the window of 2')
   const [open] = await d.s.sql('SELECT remaining, successful, completed_at FROM sends WHERE id = $1', [sendId])
-  t.same({ remaining: open?.remaining, successful: open?.successful, completed: open?.completed_at !== null }, { remaining: 20, successful: 0, completed: false }, 'nothing is counted before it is durable')
+  t.same(
+    { remaining: open?.remaining, successful: open?.successful, completed: open?.completed_at !== null },
+    { remaining: 20, successful: 0, completed: false },
+    'nothing is counted before it is durable',
+  )
 
   await blocker.query('COMMIT')
   const row = await d.closed(sendId)
-  t.same({ successful: row.successful, failed: row.failed, errored: row.errored, remaining: row.remaining }, { successful: 20, failed: 0, errored: 0, remaining: 0 })
+  t.same(
+    { successful: row.successful, failed: row.failed, errored: row.errored, remaining: row.remaining },
+    { successful: 20, failed: 0, errored: 0, remaining: 0 },
+  )
   t.equal(asked(), 20, 'every device was asked once')
 })
