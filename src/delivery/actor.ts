@@ -94,6 +94,7 @@ const PAGE_RETRY_MS = 1_000
 const PROOFS_AHEAD = 64
 /** The loop looks again at least this often even if nothing wakes it. */
 const IDLE_TICK_MS = 250
+const SATURATED_TICK_MS = 20
 
 /** What the loop asks of a send's walk (PageCursor, SliceWatch). */
 interface Cursor {
@@ -539,14 +540,15 @@ export class AppActor {
    * full only a slot given back (which always nudges) or stop can let the loop on, so no timer is set.
    */
   async #sleep(): Promise<void> {
-    if (this.#full()) {
+    if (this.#window.full || this.#unrecorded.full) {
       await new Promise<void>((resolve) => {
         this.#wake = resolve
       })
       this.#wake = null
       return
     }
-    let ms = IDLE_TICK_MS
+    // The outcome queue drains without telling this actor: it looks again soon.
+    let ms = this.d.recorder.saturated ? SATURATED_TICK_MS : IDLE_TICK_MS
     const now = this.#clock()
     for (const lane of this.#lanes) lane.forEach((s) => {
       ms = Math.min(ms, Math.max(1, s.retries.nextAt() - now))
@@ -562,9 +564,10 @@ export class AppActor {
     this.#wake = null
   }
 
-  /** No device may start: the provider's window is full, or too many answered deliveries await their record. */
+  /** No device may start: the provider's window is full, or too many answered deliveries await their record (of
+   *  this app, or half the worker's outcome queue). */
   #full(): boolean {
-    return this.#window.full || this.#unrecorded.full
+    return this.#window.full || this.#unrecorded.full || this.d.recorder.saturated
   }
 
   #nudge(): void {

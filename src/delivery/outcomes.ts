@@ -53,6 +53,7 @@ export interface Closed {
 
 export class OutcomeRecorder {
   readonly #gc: GroupCommit<OutcomeRow, boolean>
+  readonly #soft: number
   /** Sends this recorder's statement closed (their last outcome was in the batch): the send batches skip their own
    *  close of them (send-batches.ts `closedByOutcomes`). Set by the delivery module. */
   onClosed: (c: Closed) => void = () => {}
@@ -70,6 +71,16 @@ export class OutcomeRecorder {
     },
   ) {
     this.#gc = new GroupCommit((rows) => this.#write(rows), o)
+    this.#soft = Math.max(1, Math.floor(o.maxQueue / 2))
+  }
+
+  /**
+   * Half the queue is taken: actors start no new delivery until it drains (actor.ts), so answered deliveries of many
+   * apps at once never fill the queue while Postgres is slow (a full queue refuses outcomes, and their sends are
+   * handed out again).
+   */
+  get saturated(): boolean {
+    return this.#gc.queued >= this.#soft
   }
 
   /** The writer's queue and batches, for the metrics. */

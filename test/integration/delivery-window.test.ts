@@ -47,3 +47,40 @@ t.test('a blocked outcome write lets the window run ahead by its bound, then eve
   )
   t.equal(asked(), 20, 'every device was asked once')
 })
+
+t.test(
+  "half the worker's outcome queue taken: no app starts another delivery until it drains, and none is refused",
+  async (t) => {
+    // A queue of 4: new deliveries stop once 2 outcomes wait, below this app's own bound of 8.
+    const d = await startDelivery(t, { env: { PM_INFLIGHT_PER_APP: '2', PM_OUTCOME_QUEUE_MAX: '4' } })
+    const app = await d.s.createApp()
+    await d.fcmFor(app)
+    const ids: string[] = []
+    for (let i = 0; i < 20; i++) ids.push(await d.device(app, `queue-${i}`))
+    const blocker = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${d.s.cfg.dbSchema}` })
+    await blocker.connect()
+    t.teardown(() => blocker.end())
+    await blocker.query('BEGIN')
+    await blocker.query('LOCK TABLE deliveries IN EXCLUSIVE MODE')
+
+    const sendId = await d.send(app, { include_player_ids: ids })
+    const asked = () => d.fcm.requests.filter((r) => r.target?.startsWith('queue-')).length
+    let seen = -1
+    for (const until = Date.now() + 15_000; Date.now() < until; ) {
+      await new Promise((r) => setTimeout(r, 400))
+      const now = asked()
+      if (now === seen && now > 0) break
+      seen = now
+    }
+    // One outcome in the blocked statement, at most 2 queued when the actor stops, and the window's 2 answered after.
+    t.ok(asked() <= 5, `at most 5 devices delivered while the outcomes wait (${asked()})`)
+    await blocker.query('COMMIT')
+    const row = await d.closed(sendId)
+    t.same({ successful: row.successful, remaining: row.remaining }, { successful: 20, remaining: 0 })
+    t.equal(asked(), 20, 'every device was asked once')
+    t.notOk(
+      d.s.logs.some((l) => l.msg === 'recording an outcome failed'),
+      'no outcome was refused by a full queue',
+    )
+  },
+)
