@@ -11,7 +11,7 @@
 //    and a second one over the deliveries whose outcome is not durable yet (given back once it is);
 //  - Lane (lane.ts): each lane's sends with work, oldest first, picked without walking those already gone;
 //  - the loop (#run): takes the next ready device, transactional first, and waits in one place only (#sleep) when
-//    nothing is ready or the window is full; anything that can make work ready (a new send, a page read, a request
+//    nothing is ready or a bound is full; anything that can make work ready (a new send, a page read, a request
 //    answered, a retry falling due) wakes it. The pace (Pacer) is the other wait: a token per device.
 import type { Logger } from 'pino'
 import { DEFAULT_DELIVERY } from '../config'
@@ -615,7 +615,8 @@ export class AppActor {
     if (s.inflight === 0) this.#finish(s)
   }
 
-  /** `answered`: the provider has answered (or will not be asked): its window slot is free before the record. */
+  /** `answered`: called when the provider has answered, so its window slot is free before the record is durable (a
+   *  delivery that never asks the provider gives its slot back when it ends). */
   async #deliver(s: Active, c: Candidate, attempts: number, answered: () => void): Promise<void> {
     const record = (status: OutcomeRow['status'], tries: number, invalidate?: string) =>
       this.d.recorder.record({ appId: this.appId, sendId: s.meta.id, deviceId: c.deviceId, deviceType: c.deviceType, status, attempts: tries, invalidate })
