@@ -53,12 +53,6 @@ export interface ActorDeps {
   /** The send's stream entries may be acknowledged: every device of it has a durable outcome. */
   finished(appId: string, sendId: string): void
   maxInflight: number
-  /**
-   * Deliveries answered by the provider whose outcome is not durable yet, at most (default 4 × maxInflight): the
-   * provider's window is given back at the answer, so the outcome write never holds it, and this bounds how far
-   * delivering may run ahead of recording.
-   */
-  maxUnrecorded?: number
   pageSize: number
   /** Attempts of one delivery in all before it is errored (the spec: three; PM_DELIVERY_MAX_ATTEMPTS). */
   maxAttempts: number
@@ -94,7 +88,14 @@ const PAGE_RETRY_MS = 1_000
 const PROOFS_AHEAD = 64
 /** The loop looks again at least this often even if nothing wakes it. */
 const IDLE_TICK_MS = 250
+/** How often an actor held back only by the worker's full outcome queue looks again (no slot of its own wakes it). */
 const SATURATED_TICK_MS = 20
+/**
+ * Answered deliveries whose outcome is not durable yet, per slot of the provider's window: the window is given back
+ * at the provider's answer, so the outcome write never holds it, and this bounds how far delivering runs ahead of
+ * recording.
+ */
+const UNRECORDED_PER_SLOT = 4
 
 /** What the loop asks of a send's walk (PageCursor, SliceWatch). */
 interface Cursor {
@@ -397,7 +398,7 @@ export class AppActor {
   ) {
     this.#clock = d.clock ?? systemClock
     this.#window = new InflightWindow(d.maxInflight, () => this.#nudge())
-    this.#unrecorded = new InflightWindow(d.maxUnrecorded ?? d.maxInflight * 4, () => this.#nudge())
+    this.#unrecorded = new InflightWindow(d.maxInflight * UNRECORDED_PER_SLOT, () => this.#nudge())
   }
 
   get idle(): boolean {
