@@ -19,6 +19,7 @@ export class InappModule {
   readonly served: ServedWriter
   readonly events: EventWriter
   readonly campaigns: CampaignService
+  readonly #unlisten: () => void
   /** Proof keys (the apps' receipt keys), resolved: a warm poll reads them synchronously. */
   readonly proofKeys: { peek(appId: string): Buffer | undefined; get(appId: string): Promise<Buffer | null> }
 
@@ -26,6 +27,9 @@ export class InappModule {
     const log = d.log.child({ feature: 'inapp' })
     const lim = d.cfg.limits
     this.packages = new PackageCache(d.db, d.redis, d.keys, d.clock, log, lim.keyCacheTtlMs, lim.appCacheMax)
+    // An app dropped by this instance's directory (paused, keys changed) is dropped from its packages at once; the
+    // Redis message that tells the other instances arrives here too, a few milliseconds later, and changes nothing.
+    this.#unlisten = d.dir.onDrop((appId) => (appId === null ? this.packages.clear() : this.packages.drop(appId)))
     this.profiles = new DeviceProfiles(d.db, d.clock, lim.inappProfileCacheMax)
     this.served = new ServedWriter(d.db, d.clock, log, {
       maxBatch: lim.inappServedBatchMax,
@@ -64,6 +68,7 @@ export class InappModule {
   }
 
   async stop(): Promise<void> {
+    this.#unlisten()
     this.packages.stop()
     await this.served.stop()
     await this.events.stop()

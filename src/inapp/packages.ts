@@ -64,7 +64,7 @@ export class PackageCache {
     this.#unsubscribe = await subscribe(
       this.redis,
       [this.keys.inappChanges(), this.keys.invalidations()],
-      (_ch, appId) => this.#drop(appId),
+      (_ch, appId) => this.drop(appId),
       () => this.clear(),
     )
   }
@@ -76,7 +76,7 @@ export class PackageCache {
 
   /** Tells every instance (this one included) that an app's campaigns or in-app config changed. */
   async invalidate(appId: string): Promise<void> {
-    this.#drop(appId)
+    this.drop(appId)
     await this.redis.publish(this.keys.inappChanges(), appId)
   }
 
@@ -116,7 +116,8 @@ export class PackageCache {
     return p
   }
 
-  #drop(appId: string): void {
+  /** Forgets the app's entry here (the app directory calls it as it drops the app: same instance, no delay). */
+  drop(appId: string): void {
     this.#generation++
     this.#map.delete(appId)
     this.#loading.delete(appId)

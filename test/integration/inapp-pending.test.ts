@@ -68,7 +68,10 @@ t.test('channel off: 403; unknown app 400; malformed query 400; paused app 403; 
   t.same(ghost.json.messages, [])
   t.equal(ghost.json.validade_s, 86400)
   await w.s.sql('UPDATE apps SET paused = true WHERE id = $1', [w.app.id])
-  await w.s.svc.deps.dir.invalidate(w.app.id)
+  const told = w.s.svc.deps.dir.invalidate(w.app.id)
+  // This instance forgets the app's package as its directory drops the app, not when the Redis message comes back.
+  t.equal(w.s.svc.deps.inapp.packages.peek(w.app.id), undefined, 'the package is dropped at once on this instance')
+  await told
   t.equal((await w.pending(dev)).status, 403)
 })
 
