@@ -248,7 +248,7 @@ function sendsLua(app: { id: string; api_key: string }, ids: string[]): string {
 
 /** The same load against an API-only process (its own namespace): sends accepted per second, nothing delivered. */
 async function acceptedByApiAlone(): Promise<{ rate: number; cpuUs: number; pgUs: number }> {
-  const api = await startPombo(9440, { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_LIMIT_SENDS_PER_SEC: '1000000', PM_VAULT_KEY: VAULT_KEY }, 'api')
+  const api = await startPombo(9440, { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_LIMIT_SENDS_PER_SEC: '1000000', PM_VAULT_KEY: VAULT_KEY }, 'api', process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])
   try {
     const app = await api.createApp({ rate_por_min: 10_000_000 })
     const ids = Array.from({ length: DEVICES }, () => randomUUID())

@@ -228,6 +228,8 @@ export interface Jobs {
   readonly sweepEveryMs: number
   /** An enqueued send that no worker took within this is enqueued again. */
   readonly handoffGraceMs: number
+  /** A list send of at most this many devices travels whole in its hand-off entry (src/delivery/carried.ts); 0: none. */
+  readonly handoffCarryDevices: number
   readonly mauEveryMs: number
   /** Receipts of sends due more than this many days ago are archived (PM_RECEIPT_ARCHIVE_DAYS; the spec, Receipts
    *  `tardio`); the archival job runs every `receiptArchiveEveryMs`. */
@@ -433,6 +435,9 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
 export const DEFAULT_JOBS: Jobs = Object.freeze({
   sweepEveryMs: 1_000,
   handoffGraceMs: 30_000,
+  // A transactional send is one device, a user's send a few: those are the sends whose load was the worker's cost.
+  // Each carried device is ~250 bytes of stream entry (its token), so a backlog of capped entries stays bounded.
+  handoffCarryDevices: 10,
   mauEveryMs: 10 * 60_000,
   receiptArchiveDays: 30,
   receiptArchiveEveryMs: 3600_000,
@@ -727,6 +732,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     jobs: Object.freeze({
       ...DEFAULT_JOBS,
       handoffGraceMs: int(env, 'PM_HANDOFF_GRACE_MS', DEFAULT_JOBS.handoffGraceMs, 1),
+      handoffCarryDevices: int(env, 'PM_HANDOFF_CARRY_DEVICES', DEFAULT_JOBS.handoffCarryDevices, 0),
       mauEveryMs: int(env, 'PM_MAU_EVERY_S', DEFAULT_JOBS.mauEveryMs / 1000, 1) * 1000,
       receiptArchiveDays: int(env, 'PM_RECEIPT_ARCHIVE_DAYS', DEFAULT_JOBS.receiptArchiveDays, 1),
       deliveriesRetentionDays: int(env, 'PM_DELIVERIES_RETENTION_DAYS', DEFAULT_JOBS.deliveriesRetentionDays, 0),

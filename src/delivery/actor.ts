@@ -410,12 +410,15 @@ export class AppActor {
     return [...new Set([...this.#sends.values()].map((s) => s.meta.id))]
   }
 
-  /** A stream entry named this send; duplicates are harmless. */
-  async add(sendId: string): Promise<void> {
+  /**
+   * A stream entry named this send; duplicates are harmless. `carried`: the send as its fresh entry carried it
+   * (carried.ts), which spares its load.
+   */
+  async add(sendId: string, carried: LoadedSend | null = null): Promise<void> {
     if (this.#sends.has(sendId) || this.#loading.has(sendId)) return
     this.#loading.add(sendId)
     try {
-      const loaded = await this.d.sends.load({ appId: this.appId, sendId })
+      const loaded = carried ?? (await this.d.sends.load({ appId: this.appId, sendId }))
       if (!loaded || loaded.meta.completed) {
         this.d.finished(this.appId, sendId)
         return

@@ -19,6 +19,7 @@ import { firstError, keySlot, pipelineBySlot } from '../redis/slots'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
 import { abortableSleep } from './pacer'
+import { decodeCarried } from './carried'
 import type { SendSource } from './actor'
 import { type SliceLease, SliceRunner, type SliceSettings, sliceKey } from './slices'
 
@@ -232,7 +233,8 @@ export class DeliveryWorker {
         string,
         Array<[string, string[]] | null>,
       ]
-      for (const e of entries) if (e) this.#dispatch(stream, e[0], e[1])
+      // Claimed, not fresh: the dead consumer may have delivered their sends already, so each is loaded.
+      for (const e of entries) if (e) this.#dispatch(stream, e[0], e[1], false)
       cursor = next
     } while (cursor !== '0-0')
   }
@@ -321,11 +323,12 @@ export class DeliveryWorker {
       // A partition handed back while this read was under way: its entries stay pending for the next owner, which
       // claims them when it adopts the partition (or the sweeper re-enqueues the send).
       if (!this.#owned.has(this.#partitionOfStream(stream))) continue
-      for (const [id, fields] of entries) this.#dispatch(stream, id, fields)
+      for (const [id, fields] of entries) this.#dispatch(stream, id, fields, true)
     }
   }
 
-  #dispatch(stream: string, id: string, fields: string[]): void {
+  /** `fresh`: read for the first time (XREADGROUP >), so a send the entry carries can be trusted (carried.ts). */
+  #dispatch(stream: string, id: string, fields: string[], fresh: boolean): void {
     const f: Record<string, string> = {}
     for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string
     const appId = f.a
@@ -340,7 +343,7 @@ export class DeliveryWorker {
       // On another partition's stream (written by a process that hashed with another count): moved to the app's own
       // stream, so only the owner of the app's partition runs its actor; acknowledged here once the move is stored.
       this.redis
-        .xadd(this.keys.workStream(home), '*', ...fields)
+        .xadd(this.keys.workStream(home), '*', ...withoutCarried(fields))
         .then(() => this.redis.xack(stream, GROUP, id))
         .catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not move a misrouted entry; it stays pending'))
       return
@@ -353,7 +356,8 @@ export class DeliveryWorker {
       actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s), slicesPlanned: () => this.#slices.wake() })
       this.#actors.set(appId, actor)
     }
-    actor.add(sendId).catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
+    const carried = fresh && f.c ? decodeCarried(appId, sendId, f.l === '1' ? 1 : 0, f.c, this.actorDeps.pageSize) : null
+    actor.add(sendId, carried).catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
   }
 
   /** A slice was leased: its send's meta (batched with other loads), then an actor of its app walks it. */
@@ -429,4 +433,11 @@ export class DeliveryWorker {
       [rows.map((r) => r[0]), rows.map((r) => r[1]), new Date(this.#clock())],
     )
   }
+}
+
+/** A moved entry is loaded at its new home: another entry of the same send may have been delivered meanwhile. */
+function withoutCarried(fields: string[]): string[] {
+  const out: string[] = []
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] !== 'c') out.push(fields[i] as string, fields[i + 1] as string)
+  return out
 }

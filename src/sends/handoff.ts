@@ -20,17 +20,24 @@ export interface HandoffSettings {
   streamMaxLen: number
 }
 
-// KEYS: the stream. ARGV: the approximate cap (MAXLEN ~), then app, send, lane of each entry, in order.
+// KEYS: the stream. ARGV: the approximate cap (MAXLEN ~), then app, send, lane and the carried send ('' for none:
+// the worker loads it) of each entry, in order.
 const XADD_EACH = `
-for i = 2, #ARGV, 3 do
-  redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'a', ARGV[i], 's', ARGV[i + 1], 'l', ARGV[i + 2])
+for i = 2, #ARGV, 4 do
+  if ARGV[i + 3] == '' then
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'a', ARGV[i], 's', ARGV[i + 1], 'l', ARGV[i + 2])
+  else
+    redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'a', ARGV[i], 's', ARGV[i + 1], 'l', ARGV[i + 2], 'c', ARGV[i + 3])
+  end
 end
-return (#ARGV - 1) / 3`
+return (#ARGV - 1) / 4`
 
 interface Entry {
   appId: string
   sendId: string
   lane: number
+  /** The send itself (src/delivery/carried.ts), or '' when the worker is to load it. */
+  carried: string
 }
 
 export class Handoff {
@@ -52,10 +59,13 @@ export class Handoff {
     return this.keys.workStream(partitionOf(appId, this.s.partitions))
   }
 
-  /** After commit. A future `send_after` is left to the sweeper, which enqueues it when due. Never throws. */
-  enqueue(appId: string, sendId: string, lane: number, sendAfterMs: number | null): void {
+  /**
+   * After commit. A future `send_after` is left to the sweeper, which enqueues it when due. `carried`: the send
+   * whole, for a worker to start without loading it (src/delivery/carried.ts). Never throws.
+   */
+  enqueue(appId: string, sendId: string, lane: number, sendAfterMs: number | null, carried: string | null = null): void {
     if (sendAfterMs !== null && sendAfterMs > this.clock()) return
-    this.#pending.push({ appId, sendId, lane })
+    this.#pending.push({ appId, sendId, lane, carried: carried ?? '' })
     if (!this.#scheduled) {
       this.#scheduled = true
       setImmediate(() => {
@@ -76,8 +86,8 @@ export class Handoff {
     for (const e of entries) {
       const stream = this.streamOf(e.appId)
       const args = byStream.get(stream)
-      if (args) args.push(e.appId, e.sendId, String(e.lane))
-      else byStream.set(stream, [e.appId, e.sendId, String(e.lane)])
+      if (args) args.push(e.appId, e.sendId, String(e.lane), e.carried)
+      else byStream.set(stream, [e.appId, e.sendId, String(e.lane), e.carried])
     }
     const res = await pipelineBySlot(
       this.redis,
@@ -104,7 +114,8 @@ export class Handoff {
       [now, this.s.graceMs, limit],
     )
     if (r.rows.length === 0) return 0
-    await this.#xadd(r.rows.map((x) => ({ appId: x.app_id, sendId: x.id, lane: x.lane })))
+    // Re-enqueued sends are loaded by their worker: it may have delivered some of them already.
+    await this.#xadd(r.rows.map((x) => ({ appId: x.app_id, sendId: x.id, lane: x.lane, carried: '' })))
     await query(this.db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
       now,
       r.rows.map((x) => x.app_id),

@@ -24,7 +24,7 @@ export class SendsModule {
       concurrency: cfg.limits.sendWriters,
       maxQueue: cfg.limits.sendQueueMax,
       onSplit: (err, sends) => log.error({ err, sends }, 'send batch refused by Postgres; isolating the send'),
-    })
+    }, cfg.jobs.handoffCarryDevices)
     this.handoff = new Handoff(
       db,
       redis,

@@ -104,7 +104,7 @@ export class SendService {
     await this.mau.check(c.app)
     const job = await this.#job(c, idemKey)
     const written = await this.writer.submit(job)
-    if (written.created) this.handoff.enqueue(c.app.id, job.row.id, c.input.lane, c.input.sendAfterMs)
+    if (written.created) this.handoff.enqueue(c.app.id, job.row.id, c.input.lane, c.input.sendAfterMs, written.carried)
     return { body: written.answer, lane: c.input.lane, exact: job.row.recipientsExact, replay: false }
   }
 

@@ -17,22 +17,39 @@ export const REACHABLE_SQL = 'NOT d.invalid_identifier AND NOT d.sandbox AND d.n
  * statistics (a fresh devices table once got a 2,000 × 2,000 nested loop). Prepared, like the send write below: parsed
  * and planned for every batch, they took ~40% of Postgres's time per accepted send (docs/design/throughput.md).
  */
-export const RESOLVE_PLAYERS_SQL = `SELECT ($3::uuid[])[r.k] AS send_id, d.id
+export const RESOLVE_PLAYERS_SQL = `SELECT ($3::uuid[])[r.k] AS send_id, d.id, d.identifier, d.device_type, d.transporte
    FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)
    CROSS JOIN LATERAL (
-     SELECT d.id FROM devices d
+     SELECT d.id, d.identifier, d.device_type, d.transporte FROM devices d
       WHERE d.app_id = ($4::uuid[])[r.k] AND d.id = r.device_id AND ${REACHABLE_SQL}
         AND (($5::int[])[r.k] & ${TYPE_BIT_SQL}) <> 0
      OFFSET 0) d`
 
 /** Every reachable device of each listed user, one lookup through the app's external-user index per user. */
-export const RESOLVE_USERS_SQL = `SELECT r.send_id, r.uid, d.id
+export const RESOLVE_USERS_SQL = `SELECT r.send_id, r.uid, d.id, d.identifier, d.device_type, d.transporte
    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[]) AS r(send_id, app_id, uid, mask)
    CROSS JOIN LATERAL (
-     SELECT d.id FROM devices d
+     SELECT d.id, d.identifier, d.device_type, d.transporte FROM devices d
       WHERE d.app_id = r.app_id AND d.external_user_id = r.uid AND ${REACHABLE_SQL}
         AND (r.mask & ${TYPE_BIT_SQL}) <> 0
      OFFSET 0) d`
+
+/** A reachable device of a list send, as read when the send is accepted (its token travels with the hand-off). */
+export interface Target {
+  id: string
+  identifier: string | null
+  deviceType: number
+  transporte: 'fcm' | 'apns' | null
+}
+
+interface TargetRow {
+  id: string
+  identifier: string | null
+  device_type: number
+  transporte: 'fcm' | 'apns' | null
+}
+
+const targetOf = (x: TargetRow): Target => ({ id: x.id, identifier: x.identifier, deviceType: x.device_type, transporte: x.transporte })
 
 export interface ListRequest {
   sendId: string
@@ -41,9 +58,9 @@ export interface ListRequest {
   mask: number
 }
 
-/** The reachable devices among each send's listed player ids: send id → device ids (RESOLVE_PLAYERS_SQL). */
-export async function resolvePlayers(c: Db | Tx, reqs: ListRequest[]): Promise<Map<string, string[]>> {
-  const out = new Map<string, string[]>()
+/** The reachable devices among each send's listed player ids: send id → devices (RESOLVE_PLAYERS_SQL). */
+export async function resolvePlayers(c: Db | Tx, reqs: ListRequest[]): Promise<Map<string, Target[]>> {
+  const out = new Map<string, Target[]>()
   if (reqs.length === 0) return out
   const ks: number[] = []
   const ids: string[] = []
@@ -54,20 +71,20 @@ export async function resolvePlayers(c: Db | Tx, reqs: ListRequest[]): Promise<M
       ids.push(id)
     }
   })
-  const res = await queryPrepared<{ send_id: string; id: string }>(c, RESOLVE_PLAYERS_SQL, [
+  const res = await queryPrepared<TargetRow & { send_id: string }>(c, RESOLVE_PLAYERS_SQL, [
     arrayLiteral(ks),
     arrayLiteral(ids),
     reqs.map((r) => r.sendId),
     reqs.map((r) => r.appId),
     reqs.map((r) => r.mask),
   ])
-  for (const row of res.rows) out.get(row.send_id)?.push(row.id)
+  for (const row of res.rows) out.get(row.send_id)?.push(targetOf(row))
   return out
 }
 
-/** Every reachable device of each listed user, per send: device ids by user. */
-export async function resolveUsers(c: Db | Tx, reqs: ListRequest[]): Promise<Map<string, Map<string, string[]>>> {
-  const out = new Map<string, Map<string, string[]>>()
+/** Every reachable device of each listed user, per send: devices by user. */
+export async function resolveUsers(c: Db | Tx, reqs: ListRequest[]): Promise<Map<string, Map<string, Target[]>>> {
+  const out = new Map<string, Map<string, Target[]>>()
   if (reqs.length === 0) return out
   const sendIds: string[] = []
   const appIds: string[] = []
@@ -82,7 +99,7 @@ export async function resolveUsers(c: Db | Tx, reqs: ListRequest[]): Promise<Map
       masks.push(r.mask)
     }
   }
-  const res = await queryPrepared<{ send_id: string; uid: string; id: string }>(c, RESOLVE_USERS_SQL, [
+  const res = await queryPrepared<TargetRow & { send_id: string; uid: string }>(c, RESOLVE_USERS_SQL, [
     sendIds,
     appIds,
     users,
@@ -92,8 +109,8 @@ export async function resolveUsers(c: Db | Tx, reqs: ListRequest[]): Promise<Map
     const byUser = out.get(row.send_id)
     if (!byUser) continue
     const list = byUser.get(row.uid)
-    if (list) list.push(row.id)
-    else byUser.set(row.uid, [row.id])
+    if (list) list.push(targetOf(row))
+    else byUser.set(row.uid, [targetOf(row)])
   }
   return out
 }

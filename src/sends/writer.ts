@@ -4,6 +4,7 @@
 // after that statement with the answer it will also replay from then on.
 import type { Db } from '../db/pool'
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from '../db/group-commit'
+import { encodeCarried } from '../delivery/carried'
 import * as store from './store'
 
 /** What a send resolved to; `render` turns it into the exact answer bytes (stored for idempotent replays). */
@@ -11,6 +12,8 @@ export interface Resolution {
   recipients: number
   /** List targets: the reachable device ids (the send's delivery list); null for segments. */
   audience: string[] | null
+  /** The same devices with their tokens, in the same order; null for segments. */
+  targets: store.Target[] | null
   /** Player ids (as sent) that were malformed, unknown or unreachable. */
   invalidPlayers: string[]
   invalidUsers: string[]
@@ -32,6 +35,8 @@ export interface WrittenSend {
   /** False when nobody was reachable: nothing was stored but the idempotency record. */
   created: boolean
   answer: string
+  /** A small list send due now, whole, for its hand-off entry (src/delivery/carried.ts); null otherwise. */
+  carried: string | null
 }
 
 /** Another request stored an answer under the same idempotency key first (Redis lost the in-flight lock). */
@@ -47,6 +52,8 @@ export class SendWriter {
   constructor(
     private readonly db: Db,
     opts: GroupCommitOptions,
+    /** Sends of at most this many devices are carried whole by their hand-off (0: none). */
+    private readonly carryDevices = 0,
   ) {
     // A batch carries at most ~2,000 listed ids: a list send of 2,000 goes alone, so several of them are written
     // by several backends at once instead of one after another in one statement.
@@ -106,7 +113,7 @@ export class SendWriter {
           expiresAt: j.idem.expiresAt,
         })
       }
-      written.push({ created: r.recipients > 0, answer })
+      written.push({ created: r.recipients > 0, answer, carried: this.#carried(j, r) })
     }
     const won = await store.writeSends(this.db, sends, idem)
     return jobs.map((j, i) => {
@@ -114,20 +121,42 @@ export class SendWriter {
       return w instanceof Error || !j.idem || won.has(`${j.row.appId}:${j.idem.key}`) ? w : new IdempotencyRace()
     })
   }
+
+  /** The hand-off's copy of a small list send that is due now; a scheduled or large send is loaded by its worker. */
+  #carried(j: SendJob, r: Resolution): string | null {
+    const t = r.targets
+    if (!t || t.length === 0 || t.length > this.carryDevices || j.row.sendAfter !== null || j.row.targetKind === 'segments') return null
+    return encodeCarried({
+      targetKind: j.row.targetKind,
+      platformMask: j.mask,
+      ttlS: j.row.ttlS,
+      queuedAtMs: j.row.queuedAt.getTime(),
+      message: j.row.message,
+      devices: t,
+    })
+  }
 }
 
-function resolve(j: SendJob, players?: string[], users?: Map<string, string[]>): Resolution {
+function resolve(j: SendJob, players?: store.Target[], users?: Map<string, store.Target[]>): Resolution {
   if (j.players) {
-    const matched = new Set(players)
+    // Each device once (an id is listed once after splitPlayerIds), in the order Postgres answered.
+    const targets = [...new Map((players ?? []).map((t) => [t.id, t])).values()]
+    const matched = new Set(targets.map((t) => t.id))
     const invalid = [...j.players.malformed]
     // In request order, as sent.
     for (const id of j.players.ids) if (!matched.has(id)) invalid.push(j.players.asSent.get(id) ?? id)
-    return { recipients: matched.size, audience: [...matched], invalidPlayers: invalid, invalidUsers: [] }
+    return { recipients: targets.length, audience: [...matched], targets, invalidPlayers: invalid, invalidUsers: [] }
   }
   if (j.users) {
-    const byUser = users ?? new Map<string, string[]>()
-    const audience = [...byUser.values()].flat()
-    return { recipients: audience.length, audience, invalidPlayers: [], invalidUsers: j.users.filter((u) => !byUser.has(u)) }
+    const byUser = users ?? new Map<string, store.Target[]>()
+    const targets = [...byUser.values()].flat()
+    return {
+      recipients: targets.length,
+      audience: targets.map((t) => t.id),
+      targets,
+      invalidPlayers: [],
+      invalidUsers: j.users.filter((u) => !byUser.has(u)),
+    }
   }
-  return { recipients: j.segmentEstimate ?? 0, audience: null, invalidPlayers: [], invalidUsers: [] }
+  return { recipients: j.segmentEstimate ?? 0, audience: null, targets: null, invalidPlayers: [], invalidUsers: [] }
 }

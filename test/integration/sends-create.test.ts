@@ -161,7 +161,9 @@ t.test('hand-off: the send lands on its partition stream; a lost stream is re-de
     if (entries.length === 0) await new Promise((res) => setTimeout(res, 10))
   }
   t.equal(entries.length, 1)
-  t.same(entries[0]?.[1], ['a', app.id, 's', r.json.id, 'l', '0'])
+  const fields = entries[0]?.[1] ?? []
+  t.same(fields.slice(0, 6), ['a', app.id, 's', r.json.id, 'l', '0'])
+  t.equal(fields[6], 'c', 'a one-device send due now travels whole (delivery-carried.test.ts)')
   await redis.del(stream) // Redis lost its data
   t.equal(await handoff.sweep(), 0, 'within the grace period nothing is re-enqueued')
   clock.advance(s.cfg.jobs.handoffGraceMs + 1)
