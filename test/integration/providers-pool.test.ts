@@ -1,5 +1,6 @@
 // The HTTP/2 pool against the fake FCM over TLS: GOAWAY and dropped connections (reconnect and continue, nothing
 // hangs), streams bounded by the server's SETTINGS_MAX_CONCURRENT_STREAMS, several sessions, unreachable hosts.
+import { createSecureServer } from 'node:http2'
 import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
 import type { FcmCredential } from '../../src/delivery/credentials-types'
@@ -7,7 +8,7 @@ import { FcmProvider } from '../../src/delivery/providers/fcm'
 import { H2Pool } from '../../src/delivery/providers/h2-pool'
 import type { Outcome } from '../../src/delivery/providers/types'
 import { type FakeFcm, startFakeFcm } from '../fakes/fcm'
-import { testCa } from '../fakes/tls'
+import { testCa, testTls } from '../fakes/tls'
 import { android, pushFor } from '../helpers/push'
 
 let fcm: FakeFcm
@@ -268,3 +269,46 @@ t.test('an unreachable host answers transient at once; a closed pool answers clo
   await pool.close()
   t.match(await pool.request(fcm.url, { ':method': 'GET', ':path': '/' }), { status: 0, failure: 'closed' })
 })
+
+t.test(
+  "timeouts: the pool's own end from one list in order, a request's own ends on its own timer, answered requests leave the list",
+  async (t) => {
+    const tls = testTls()
+    const server = createSecureServer({ key: tls.key, cert: tls.cert })
+    server.on('stream', (stream, headers) => {
+      if (headers[':path'] === '/quick') stream.respond({ ':status': 204 }, { endStream: true })
+      // '/hang': never answered
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const url = `https://127.0.0.1:${(server.address() as { port: number }).port}`
+    const pool = new H2Pool({ ca: testCa(), timeoutMs: 400, sessionsPerOrigin: 1 })
+    t.teardown(async () => {
+      await pool.close()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    const get = (path: string, timeoutMs?: number) =>
+      pool.request(url, { ':method': 'GET', ':path': path }, undefined, timeoutMs ? { timeoutMs } : {})
+    // Answered at once: each leaves the deadline list when it settles (a stale entry would time out a settled request
+    // or keep the list's head from moving on).
+    const quick = await Promise.all(Array.from({ length: 20 }, () => get('/quick')))
+    t.ok(
+      quick.every((r) => r.status === 204),
+      'answered',
+    )
+    const started = Date.now()
+    const hung = [get('/hang'), get('/hang'), get('/hang')]
+    const longer = get('/hang', 1_500)
+    const shorter = await get('/hang', 100)
+    t.match(shorter, { status: 0, failure: 'timeout' }, 'a shorter timeout of its own')
+    t.ok(Date.now() - started < 390, `ended on its own timer (${Date.now() - started} ms), before the pool's deadline`)
+    const outs = await Promise.all(hung)
+    const waited = Date.now() - started
+    t.ok(
+      outs.every((r) => r.status === 0 && 'failure' in r && r.failure === 'timeout'),
+      "the pool's timeout ended every unanswered request",
+    )
+    t.ok(waited >= 395 && waited < 1_000, `at the pool's timeout, at most an eighth of it late on a quiet machine (${waited} ms)`)
+    t.match(await longer, { status: 0, failure: 'timeout' })
+    t.ok(Date.now() - started >= 1_490, 'a longer timeout of its own is not cut short by the list')
+  },
+)
