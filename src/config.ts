@@ -436,7 +436,8 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   sweepEveryMs: 1_000,
   handoffGraceMs: 30_000,
   // A transactional send is one device, a user's send a few: those are the sends whose load was the worker's cost.
-  // Each carried device is ~250 bytes of stream entry (its token), so a backlog of capped entries stays bounded.
+  // Each carried device is ~250 bytes of stream entry (its token), and a copy over 2 KB is not carried (carried.ts),
+  // so a backlog of capped entries stays bounded.
   handoffCarryDevices: 10,
   mauEveryMs: 10 * 60_000,
   receiptArchiveDays: 30,

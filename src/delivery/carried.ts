@@ -14,6 +14,12 @@
 // delivery is asked once at its old token, and that answer is recorded as usual (a dead token is invalidated).
 import type { Candidate, LoadedSend } from './audience'
 
+/**
+ * The largest copy an entry carries, in bytes. A typical one-device send's is 500–800 bytes; a send with a large
+ * payload is loaded instead, so that a backlog of capped entries (PM_STREAM_MAX_LEN) stays within a known memory.
+ */
+export const CARRY_MAX_BYTES = 2_048
+
 /** One device as carried: [id, token, device_type, transporte]. */
 type CarriedDevice = [string, string | null, number, 'fcm' | 'apns' | null]
 
@@ -30,10 +36,11 @@ export interface CarriedSend {
   devices: ReadonlyArray<{ id: string; identifier: string | null; deviceType: number; transporte: 'fcm' | 'apns' | null }>
 }
 
-/** The entry's `c` field. */
-export function encodeCarried(s: CarriedSend): string {
+/** The entry's `c` field, or null when it would exceed CARRY_MAX_BYTES (the send is then loaded). */
+export function encodeCarried(s: CarriedSend): string | null {
   const devices: CarriedDevice[] = s.devices.map((d) => [d.id, d.identifier, d.deviceType, d.transporte])
-  return JSON.stringify([1, s.targetKind, s.platformMask, s.ttlS, s.queuedAtMs, s.message, devices])
+  const text = JSON.stringify([1, s.targetKind, s.platformMask, s.ttlS, s.queuedAtMs, s.message, devices])
+  return Buffer.byteLength(text) <= CARRY_MAX_BYTES ? text : null
 }
 
 const isInt = (x: unknown): x is number => Number.isSafeInteger(x)

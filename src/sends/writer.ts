@@ -122,7 +122,8 @@ export class SendWriter {
     })
   }
 
-  /** The hand-off's copy of a small list send that is due now; a scheduled or large send is loaded by its worker. */
+  /** The hand-off's copy of a small list send that is due now; a scheduled, large or heavy (over CARRY_MAX_BYTES)
+   *  send is loaded by its worker. */
   #carried(j: SendJob, r: Resolution): string | null {
     const t = r.targets
     if (!t || t.length === 0 || t.length > this.carryDevices || j.row.sendAfter !== null || j.row.targetKind === 'segments') return null

@@ -4,7 +4,7 @@
 // was already delivered from being delivered again).
 import t, { type Test } from 'tap'
 import { loadSends } from '../../src/delivery/audience'
-import { decodeCarried } from '../../src/delivery/carried'
+import { CARRY_MAX_BYTES, decodeCarried } from '../../src/delivery/carried'
 import { partitionOf, WORK_GROUP } from '../../src/redis/partitions'
 import { startDelivery } from '../helpers/delivery'
 import { startService } from '../helpers/service'
@@ -74,15 +74,18 @@ t.test('a scheduled send has no entry yet; segment and larger sends, or carrying
       const segment = await d.send(app, { included_segments: ['Subscribed Users'] })
       const eleven = await d.send(app, { include_player_ids: ids })
       const ten = await d.send(app, { include_player_ids: ids.slice(0, 10) })
+      const heavy = await d.send(app, { include_player_ids: [ids[1]], data: { texto: 'x'.repeat(CARRY_MAX_BYTES) } })
       await d.send(app, { include_player_ids: [ids[0]], send_after: new Date(Date.now() + 3_600_000).toISOString() })
-      const got = await entries(d, app.id, 5)
+      const got = await entries(d, app.id, 6)
       const carries = new Map(got.map((e) => [e.f.s, 'c' in e.f]))
-      t.equal(got.length, 5, 'a send scheduled for later has no entry yet (the sweeper enqueues it when due)')
+      t.equal(got.length, 6, 'a send scheduled for later has no entry yet (the sweeper enqueues it when due)')
       t.equal(carries.get(small), carry !== '0', 'a one-device send due now')
       t.equal(carries.get(ten), carry !== '0', 'ten devices: at the limit')
       t.equal(carries.get(due), carry !== '0', 'a send_after already past is a send due now (the spec stores none)')
       t.equal(carries.get(segment), false, 'a segment: expanded by the worker')
       t.equal(carries.get(eleven), false, 'eleven devices: over the limit')
+      t.equal(carries.get(heavy), false, `a copy over ${CARRY_MAX_BYTES} bytes: loaded`)
+      t.ok(got.every((e) => Buffer.byteLength(e.f.c ?? '') <= CARRY_MAX_BYTES), 'no entry carries more')
     })
   }
 })
