@@ -10,8 +10,9 @@
 //  - Postgres stays the truth: the entry is only a copy of the committed row. Anything the worker cannot read (a
 //    malformed entry, more devices than its page) is loaded instead.
 //
-// Tokens are read at acceptance: a device whose token changes or dies in the milliseconds between acceptance and
-// delivery is asked once at its old token, and that answer is recorded as usual (a dead token is invalidated).
+// Tokens are read at acceptance: a device whose token changes or dies, or that is deleted, in the milliseconds
+// between acceptance and delivery is asked once at its old token, as it would have been had the worker been a few
+// milliseconds quicker; the answer is recorded as usual (a dead token is invalidated).
 import type { Candidate, LoadedSend } from './audience'
 
 /**
