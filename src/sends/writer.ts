@@ -140,13 +140,14 @@ export class SendWriter {
 
 function resolve(j: SendJob, players?: store.Target[], users?: Map<string, store.Target[]>): Resolution {
   if (j.players) {
-    // Each device once (an id is listed once after splitPlayerIds), in the order Postgres answered.
-    const targets = [...new Map((players ?? []).map((t) => [t.id, t])).values()]
-    const matched = new Set(targets.map((t) => t.id))
+    // Each device once (splitPlayerIds listed each id once), in the order Postgres answered.
+    const targets = players ?? []
+    const audience = targets.map((t) => t.id)
+    const matched = new Set(audience)
     const invalid = [...j.players.malformed]
     // In request order, as sent.
     for (const id of j.players.ids) if (!matched.has(id)) invalid.push(j.players.asSent.get(id) ?? id)
-    return { recipients: targets.length, audience: [...matched], targets, invalidPlayers: invalid, invalidUsers: [] }
+    return { recipients: targets.length, audience, targets, invalidPlayers: invalid, invalidUsers: [] }
   }
   if (j.users) {
     const byUser = users ?? new Map<string, store.Target[]>()

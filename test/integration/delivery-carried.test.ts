@@ -8,6 +8,7 @@ import { CARRY_MAX_BYTES, decodeCarried } from '../../src/delivery/carried'
 import { partitionOf, WORK_GROUP } from '../../src/redis/partitions'
 import { startDelivery } from '../helpers/delivery'
 import { startService } from '../helpers/service'
+import { until } from '../helpers/until'
 
 type Delivery = Awaited<ReturnType<typeof startDelivery>>
 
@@ -99,14 +100,6 @@ async function worker(t: Test, d: Delivery) {
     env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, PM_PARTITIONS: '4' },
   })
   return w
-}
-
-async function until(what: string, ok: () => Promise<boolean> | boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
 
 /** The send is marked delivered in Postgres, as a worker that died before acknowledging its entry left it. */
