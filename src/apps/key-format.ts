@@ -1,5 +1,5 @@
 // API key format (the spec, API key formats) and the three Authorization forms (the spec, Authentication 1).
-import { createHash, randomBytes, randomInt } from 'node:crypto'
+import { hash, randomBytes, randomInt } from 'node:crypto'
 
 const KEY_RE = /^pm_(live|test)_([a-z0-9]{8})_([A-Za-z0-9]{43})$/
 const KID_ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
@@ -24,8 +24,9 @@ function randomString(alphabet: string, n: number): string {
   return s
 }
 
+/** One-shot (no Hash object): every server request checks its key with it, and createHash showed in profiles. */
 export function sha256(s: string): Buffer {
-  return createHash('sha256').update(s).digest()
+  return hash('sha256', s, 'buffer')
 }
 
 export function newApiKey(sandbox: boolean): NewKey {

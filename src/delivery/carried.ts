@@ -33,14 +33,15 @@ export interface CarriedSend {
   platformMask: number
   ttlS: number
   queuedAtMs: number
-  message: unknown
+  /** The message as JSON text (SendInput.message): placed in the copy as it is, not parsed and written again. */
+  message: string
   devices: ReadonlyArray<{ id: string; identifier: string | null; deviceType: number; transporte: 'fcm' | 'apns' | null }>
 }
 
 /** The entry's `c` field, or null when it would exceed CARRY_MAX_BYTES (the send is then loaded). */
 export function encodeCarried(s: CarriedSend): string | null {
   const devices: CarriedDevice[] = s.devices.map((d) => [d.id, d.identifier, d.deviceType, d.transporte])
-  const text = JSON.stringify([1, s.targetKind, s.platformMask, s.ttlS, s.queuedAtMs, s.message, devices])
+  const text = `[1,${JSON.stringify(s.targetKind)},${s.platformMask},${s.ttlS},${s.queuedAtMs},${s.message},${JSON.stringify(devices)}]`
   return Buffer.byteLength(text) <= CARRY_MAX_BYTES ? text : null
 }
 

@@ -23,7 +23,7 @@
 // spec's 3,891 leaves 205 bytes of the providers' 4,096 for them.
 import { DEFAULT_LIMITS } from '../config'
 import { ApiError } from '../errors'
-import type { SendInput, TextMap } from './types'
+import type { MessageFields, TextMap } from './types'
 
 /** `pm_msg_id` + `pm_rcpt` inside `data` (the spec, "Payload carried to the device"). */
 export const INJECTED_BYTES = 96
@@ -38,7 +38,7 @@ function sortedValue(v: unknown): unknown {
   return out
 }
 
-export function renderMessage(input: SendInput): Record<string, unknown> {
+export function renderMessage(input: MessageFields): Record<string, unknown> {
   const m: Record<string, unknown> = { contents: sortedValue(input.contents) }
   if (input.headings) m.headings = sortedValue(input.headings)
   if (input.subtitle) m.subtitle = sortedValue(input.subtitle)
@@ -63,14 +63,28 @@ export function renderMessage(input: SendInput): Record<string, unknown> {
 }
 
 /** UTF-8 bytes of the rendering plus the bytes the server injects: the number compared with the limit. */
-export function payloadBytes(input: SendInput): number {
-  return Buffer.byteLength(JSON.stringify(renderMessage(input)), 'utf8') + INJECTED_BYTES
+export function payloadBytes(input: MessageFields): number {
+  return messageBytes(JSON.stringify(renderMessage(input)))
+}
+
+function messageBytes(json: string): number {
+  return Buffer.byteLength(json, 'utf8') + INJECTED_BYTES
+}
+
+/** The rendering as JSON text, once its size is checked (checkPayloadSize): the text the send stores. */
+export function renderChecked(input: MessageFields, limit: number = DEFAULT_LIMITS.payloadMaxBytes): string {
+  const json = JSON.stringify(renderMessage(input))
+  checkBytes(messageBytes(json), limit)
+  return json
 }
 
 /** the spec, Send errors: 422 when the final payload is over the limit (PM_LIMIT_PAYLOAD_BYTES, 3,891 bytes);
  *  exactly the limit passes. */
-export function checkPayloadSize(input: SendInput, limit: number = DEFAULT_LIMITS.payloadMaxBytes): number {
-  const bytes = payloadBytes(input)
+export function checkPayloadSize(input: MessageFields, limit: number = DEFAULT_LIMITS.payloadMaxBytes): number {
+  return checkBytes(payloadBytes(input), limit)
+}
+
+function checkBytes(bytes: number, limit: number): number {
   if (bytes > limit) {
     throw new ApiError('PAYLOAD_TOO_LARGE', {
       bytes,

@@ -11,7 +11,6 @@ import type { WindowCounter } from '../redis/window-counter'
 import { type Clock, DAY_MS } from '../time'
 import { DEFAULT_LIMITS, type Limits } from '../config'
 import type { MauGate } from './mau'
-import { renderMessage } from './payload'
 import type { Handoff } from './handoff'
 import * as store from './store'
 import type { Lane, SendInput } from './types'
@@ -124,7 +123,7 @@ export class SendService {
         includePlayerIds: t.kind === 'players' ? t.ids : null,
         includeExternalUserIds: t.kind === 'users' ? t.ids : null,
         platforms: input.platforms,
-        message: renderMessage(input),
+        message: input.message,
         name: input.name ?? null,
         headings: input.headings ?? null,
         contents: input.contents,

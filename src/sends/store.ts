@@ -2,7 +2,7 @@
 // listed ids are resolved server-side (one read per target kind, over unnest: only the reachable ids come back),
 // then one statement inserts the send rows, each with its delivery list as a `uuid[]` column, and their
 // idempotency records. Per-device delivery rows are written later, once, by the delivery engine with each outcome.
-import { arrayLiteral } from '../db/arrays'
+import { arrayLiteral, arrayOf, type ElementType } from '../db/arrays'
 import { type Db, query, queryPrepared, type Tx } from '../db/pool'
 
 /** Platform bits of a send's audience: device_type 0 → iOS, 1 → Android, others (5, 7, 8) → web. */
@@ -166,7 +166,8 @@ export interface SendRow {
   includePlayerIds: string[] | null
   includeExternalUserIds: string[] | null
   platforms: unknown
-  message: unknown
+  /** JSON text (SendInput.message), stored as is. */
+  message: string
   name: string | null
   headings: unknown
   contents: unknown
@@ -186,12 +187,13 @@ const json = (v: unknown): string | null => (v === null || v === undefined ? nul
 
 /**
  * One column of a multi-row insert over unnest: the array parameter it travels in (`as`, its Postgres element
- * type, its value per row), and the table columns it fills (`into`; none: read by the statement only). `cast`
- * converts the element when stored (an array travels as its literal text).
+ * type, its value per row; the column is written as one literal by arrayOf), and the table columns it fills
+ * (`into`; none: read by the statement only). `cast` converts the element when stored (an array travels as its
+ * literal text). jsonb values are JSON text.
  */
 interface Column<R> {
   as: string
-  type: string
+  type: ElementType
   of: (r: R) => unknown
   into: string[]
   cast?: string
@@ -207,7 +209,7 @@ const SEND_COLUMNS: ReadonlyArray<Column<SendRow>> = [
   { as: 'p', type: 'jsonb', of: (r) => json(r.includePlayerIds), into: ['include_player_ids'] },
   { as: 'u', type: 'jsonb', of: (r) => json(r.includeExternalUserIds), into: ['include_external_user_ids'] },
   { as: 'pf', type: 'jsonb', of: (r) => json(r.platforms), into: ['platforms'] },
-  { as: 'm', type: 'jsonb', of: (r) => json(r.message), into: ['message'] },
+  { as: 'm', type: 'jsonb', of: (r) => r.message, into: ['message'] },
   { as: 'n', type: 'text', of: (r) => r.name, into: ['name'] },
   { as: 'h', type: 'jsonb', of: (r) => json(r.headings), into: ['headings'] },
   { as: 'ct', type: 'jsonb', of: (r) => json(r.contents), into: ['contents'] },
@@ -242,7 +244,7 @@ function unnestInsert<R>(cols: ReadonlyArray<Column<R>>, first: number) {
     select: stored.map((x) => x.expr).join(', '),
     from: `unnest(${cols.map((c, k) => `$${first + k}::${c.type}[]`).join(', ')})`,
     alias: `x(${cols.map((c) => c.as).join(', ')})`,
-    params: (rows: readonly R[]) => cols.map((c) => rows.map(c.of)),
+    params: (rows: readonly R[]) => cols.map((c) => arrayOf(c.type, rows.map(c.of))),
   }
 }
 

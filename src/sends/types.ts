@@ -51,4 +51,10 @@ export interface SendInput {
   ttlS: number
   lane: Lane
   collapseId?: string
+  /** The message as it travels (payload.ts), as JSON text: rendered once, at the door where its size is checked, and
+   *  stored and carried to the worker as these very bytes. */
+  message: string
 }
+
+/** What the message is rendered from: the request without its rendering. */
+export type MessageFields = Omit<SendInput, 'message'>

@@ -12,7 +12,7 @@
 import { ApiError, fieldError } from '../errors'
 import { isUuid } from '../http/router'
 import { type Body, byteLength, optBool } from '../validation'
-import { checkPayloadSize } from './payload'
+import { renderChecked } from './payload'
 import { parseSendAfter } from './send-after'
 import { type Lane, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from './types'
 import { DAY_MS } from '../time'
@@ -263,7 +263,7 @@ export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number =
     throw new ApiError('SEND_AFTER_TOO_FAR', { limite_dias: lim.sendAfterMaxDays })
   }
 
-  const input: SendInput = {
+  const fields: Omit<SendInput, 'message'> = {
     appId,
     contents,
     headings,
@@ -294,6 +294,5 @@ export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number =
     lane,
     collapseId,
   }
-  checkPayloadSize(input, lim.payloadMaxBytes)
-  return input
+  return { ...fields, message: renderChecked(fields, lim.payloadMaxBytes) }
 }

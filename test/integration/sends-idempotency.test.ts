@@ -152,7 +152,7 @@ t.test('a key already held by a live record: the losing send is not written (one
     includePlayerIds: null,
     includeExternalUserIds: null,
     platforms: { ios: true, android: true, web: true },
-    message: {},
+    message: '{}',
     name: null,
     headings: null,
     contents: { en: 'x' },
