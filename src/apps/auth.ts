@@ -12,8 +12,12 @@ import type { AppRecord, KeyRecord } from './store'
 /** Who a rejection is audited as: an HTTP request, or another transport's caller (the gRPC stream). */
 export type AuditWho = Pick<Request, 'ip' | 'method' | 'path' | 'id'> | { ip: string; rota: string; id: string }
 
+/** How many keys that passed keep their digest (an app has a few live keys; an instance serves many apps). */
+const PASSED_KEYS_KEPT = 10_000
+
 export class Auth {
   readonly #platformHash: Buffer | null
+  readonly #digests = new Map<string, Buffer>()
 
   constructor(
     private readonly dir: AppDirectory,
@@ -56,16 +60,30 @@ export class Auth {
       throw new ApiError('AUTH_MALFORMED')
     }
     const rec = await this.dir.key(a.key.kid)
+    const digest = this.#digests.get(a.key.raw) ?? sha256(a.key.raw)
     const valid =
       rec !== null &&
-      timingSafeEqual(sha256(a.key.raw), rec.hash) &&
+      timingSafeEqual(digest, rec.hash) &&
       !rec.revoked &&
       (rec.expiresAtMs === null || this.now() < rec.expiresAtMs)
     if (!valid) {
       this.#reject(who, rec === null ? 'unknown' : rec.revoked ? 'revoked' : 'wrong-or-expired', a.key.kid)
       throw new ApiError('AUTH_REJECTED')
     }
+    this.#remember(a.key.raw, digest)
     return rec
+  }
+
+  /**
+   * A key that passed is remembered with its sha256: every server request presents one, and hashing (OpenSSL 3
+   * looks the digest up on each call) was a few per cent of a send's time in the serving process. Only keys that
+   * passed are kept, so a flood of wrong keys cannot fill the memory or evict real ones; each request still compares
+   * the digest with the key's current record (a revoked or expired key fails at once).
+   */
+  #remember(raw: string, digest: Buffer): void {
+    if (this.#digests.has(raw)) return
+    if (this.#digests.size >= PASSED_KEYS_KEPT) this.#digests.clear()
+    this.#digests.set(raw, digest)
   }
 
   /**

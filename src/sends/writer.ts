@@ -99,7 +99,8 @@ export class SendWriter {
       if (idemKey) keys.add(idemKey)
       const r = resolve(j, players.get(j.row.id), users.get(j.row.id))
       const answer = j.render(r)
-      if (r.recipients > 0) sends.push({ ...j.row, recipients: r.recipients, audience: r.audience, idemKey: j.idem?.key ?? null })
+      // Completed in place: spreading a 20-field row into a new object showed in the send path's profile.
+      if (r.recipients > 0) sends.push(Object.assign(j.row, { recipients: r.recipients, audience: r.audience, idemKey: j.idem?.key ?? null }))
       if (j.idem) {
         idem.push({
           appId: j.row.appId,

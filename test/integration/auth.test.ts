@@ -34,6 +34,9 @@ t.test('every failure is 401 in the envelope, and the attempted key is never log
     [`Bearer pm_live_zzzzzzzz_${'A'.repeat(43)}`, 'unknown'],
     [`Bearer ${forged}`, 'wrong secret, right kid'],
   ]
+  // The right key passes first: a key that passed is remembered (src/apps/auth.ts), and that must not let a wrong
+  // secret of the same kid through.
+  t.equal((await read(s, path, `Bearer ${app.api_key}`)).status, 200, 'the right key passes')
   for (const [h, why] of cases) {
     const r = await read(s, path, h)
     t.equal(r.status, 401, why)
