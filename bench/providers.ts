@@ -1,5 +1,7 @@
 // `npx tsx bench/providers.ts [seconds] [concurrency] [rounds]`: FcmProvider against a raw node:http2 client, both posting to
 // the fake FCM (in its own process, so the client's core is the one measured) in the same run, alternated twice.
+// BENCH_PROVIDER_SENDS=each gives every provider request a send of its own (its own id and message object), as a
+// stream of single-device sends reaches the provider; by default every request is a device of one send (fan-out).
 // The raw client posts a prebuilt-per-request body with one access token over one session: the floor measured on this kind of
 // machine (~8,300 requests/s per process). The provider pays for the message build, the pool and classification.
 import { type ChildProcess, fork } from 'node:child_process'
@@ -68,7 +70,10 @@ async function main(): Promise<void> {
         s.on('end', () => resolve(status === 200))
         s.end(body)
       })
-    const providerOne = async (i: number) => (await provider.send({ deviceId: `d${i}`, token: `prov-${i}`, deviceType: 1 }, push)).kind === 'accepted'
+    const each = process.env.BENCH_PROVIDER_SENDS === 'each'
+    // A send of its own: a new id and a new message object (as each decoded send has), the same content.
+    const pushOf = (i: number) => (each ? { ...push, sendId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, message: { ...push.message } } : push)
+    const providerOne = async (i: number) => (await provider.send({ deviceId: `d${i}`, token: `prov-${i}`, deviceType: 1 }, pushOf(i))).kind === 'accepted'
     await forever(1, concurrency, rawOne) // warm-up
     await forever(1, concurrency, providerOne)
     const rows: string[] = []
@@ -81,7 +86,9 @@ async function main(): Promise<void> {
       provs.push(p)
       rows.push(`round ${round}: raw ${r.toFixed(0)}/s  provider ${p.toFixed(0)}/s  ratio ${(p / r).toFixed(2)}`)
     }
-    console.log(`fake FCM in its own process; ${seconds} s per run; ${concurrency} in flight; client rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`)
+    console.log(
+      `fake FCM in its own process; ${seconds} s per run; ${concurrency} in flight; ${each ? 'a send per request' : 'one send'}; client rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`,
+    )
     for (const row of rows) console.log(row)
     console.log(`median: raw ${medianOf(raws).toFixed(0)}/s  provider ${medianOf(provs).toFixed(0)}/s  ratio ${(medianOf(provs) / medianOf(raws)).toFixed(2)}`)
     raw.close()

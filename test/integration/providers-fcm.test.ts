@@ -4,6 +4,7 @@ import t from 'tap'
 import type { FcmCredential } from '../../src/delivery/credentials-types'
 import { FcmProvider } from '../../src/delivery/providers/fcm'
 import { googleTokenHost } from '../../src/delivery/providers/fcm-auth'
+import { fcmMessage } from '../../src/delivery/providers/fcm-body'
 import { H2Pool } from '../../src/delivery/providers/h2-pool'
 import { FCM_SCOPE, type FakeFcm, startFakeFcm } from '../fakes/fcm'
 import { testCa } from '../fakes/tls'
@@ -94,6 +95,30 @@ t.test('iOS through FCM: an apns block FCM accepts', async (t) => {
   t.strictSame(m?.apns?.payload, { aps: { alert: { body: 'Hi', subtitle: 'Sub' }, 'content-available': 1 } })
   t.match(m?.apns?.headers, { 'apns-push-type': 'alert', 'apns-priority': '10', 'apns-expiration': String(Math.floor(nowMs / 1000) + 60) })
   t.equal(m?.data.pm_rcpt, PROOF)
+})
+
+t.test('the bodies of a fan-out equal direct builds, device by device, with single sends and look-alike messages in between', async (t) => {
+  // The provider builds a message's first body directly, keeps a template from its second use on (fcm.ts), and
+  // keeps no template at all for a message seen once. Every body must be what fcmMessage builds for that device.
+  const fanOut = pushFor({ contents: { en: 'Big sale', pt: 'Promoção' }, headings: { en: 'Shop' }, data: { k: 'v"q' }, collapse_id: 'c9', ttl: 90 })
+  // Same send id, another message object with other content (pushFor gives every push one id): never mixed up.
+  const lookAlike = pushFor({ contents: { en: 'Other text' }, ttl: 90 })
+  const expected = new Map<string, unknown>()
+  const sendOne = async (target: ReturnType<typeof android>, push: typeof fanOut) => {
+    expected.set(target.token as string, JSON.parse(JSON.stringify(fcmMessage(target, push, nowMs))))
+    t.strictSame(await provider.send(target, push), { kind: 'accepted' }, target.token as string)
+  }
+  const kinds = [(tok: string) => android(tok), (tok: string) => web(tok, 5), (tok: string) => ({ deviceId: `dev-${tok}`, token: tok, deviceType: 0 })]
+  for (let i = 0; i < 12; i++) {
+    // Each device its own proof, the message object shared, as the actor hands them over.
+    await sendOne(kinds[i % 3]?.(`fan-${i}`) as ReturnType<typeof android>, { ...fanOut, proof: `proof-${String(i).padStart(26, '0')}` })
+    await sendOne(android(`alike-${i}`), { ...lookAlike, proof: `alike-${String(i).padStart(26, '0')}` })
+    // More single-device sends than the provider remembers between two devices of the fan-out.
+    if (i === 5) for (let j = 0; j < 80; j++) await sendOne(android(`single-${j}`), pushFor({ contents: { en: `one ${j}` } }))
+  }
+  for (const [token, body] of expected) {
+    t.strictSame(fcm.delivered.find((r) => r.target === token)?.body, body, token)
+  }
 })
 
 t.test('every outcome class from scripted answers', async (t) => {

@@ -120,6 +120,41 @@ t.test('FCM: the language maps are left out when they would pass 4,096 bytes', a
   t.strictSame(Object.keys(ios.message.data as object).sort(), ['pm_msg_id', 'pm_rcpt'], 'iOS via FCM: the alert carries the text')
 })
 
+/** The bytes FCM counts of a data block: keys and values, UTF-8. */
+function dataBytes(data: Record<string, string>): number {
+  let bytes = 0
+  for (const [k, v] of Object.entries(data)) bytes += Buffer.byteLength(k) + Buffer.byteLength(v)
+  return bytes
+}
+
+t.test('FCM: the language maps travel up to exactly 4,096 bytes, and not one byte past', async (t) => {
+  // The shown text (`en`) is in pmx_body and pmx_contents: two bytes a character; `pt` only in pmx_contents.
+  const texts = (en: string, pt: string) =>
+    fcmMessage(android('tok'), pushFor({ contents: { en, pt } }), NOW).message.data as Record<string, string>
+  const room = FCM_DATA_LIMIT_BYTES - dataBytes(texts('', ''))
+  const sized = (n: number) => texts('x'.repeat(Math.floor(n / 2)), 'y'.repeat(n % 2))
+  const fits = sized(room)
+  t.equal(dataBytes(fits), FCM_DATA_LIMIT_BYTES)
+  t.ok('pmx_contents' in fits, 'exactly 4,096 bytes: the maps travel')
+  const over = sized(room + 1)
+  t.notOk('pmx_contents' in over, '4,097 bytes: they are left out')
+  t.equal(over.pmx_body, 'x'.repeat(Math.floor((room + 1) / 2)), 'the shown text still travels')
+  // Two bytes a character: more characters than a third of the budget, fewer bytes than all of it. Counted in
+  // bytes, not guessed from the characters.
+  const accented = texts('é'.repeat(Math.floor(room / 4)), '')
+  t.ok(3 * JSON.stringify(accented).length > FCM_DATA_LIMIT_BYTES)
+  t.ok(dataBytes(accented) <= FCM_DATA_LIMIT_BYTES)
+  t.ok('pmx_contents' in accented, 'multi-byte text that fits travels')
+})
+
+t.test('FCM: a data key named __proto__ travels as an ordinary key', async (t) => {
+  const m = fcmMessage(android('tok'), pushFor(JSON.parse('{"contents":{"en":"x"},"data":{"__proto__":{"a":1},"b":2}}')), NOW)
+  const data = m.message.data as Record<string, string>
+  t.equal(Object.getOwnPropertyDescriptor(data, '__proto__')?.value, '{"a":1}')
+  t.equal(JSON.parse(JSON.stringify(m)).message.data.b, '2')
+  t.match(JSON.stringify(m), /"__proto__":"\{\\"a\\":1\}"/)
+})
+
 t.test('APNs: headers and payload of an alert, iOS language rule', async (t) => {
   const push = pushFor({
     contents: { de: 'Hallo', pt: 'Olá' },

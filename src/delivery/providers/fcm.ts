@@ -26,6 +26,8 @@ export interface FcmDeps {
 const TOKEN_MARK = '\u0001pm-token\u0001'
 const PROOF_MARK = `\u0001${'p'.repeat(30)}\u0001`
 const TEMPLATES_MAX = 64
+/** Messages seen once lately (held strongly, so bounded): a message seen again within this many is a fan-out. */
+const SEEN_ONCE_MAX = 64
 
 /**
  * One serialised body per (message, device kind, remaining ttl, second), split where the token and the proof go: a
@@ -60,6 +62,8 @@ function makeTemplate(json: string): Template {
 export class FcmProvider implements Provider {
   /** Per message object (one per send in the actor), so a template can never outlive or mix up its message. */
   readonly #templates = new WeakMap<object, Map<string, Template | null>>()
+  /** Messages rendered once and not yet again: a single-device send never gets a templates map of its own. */
+  readonly #seenOnce = new Set<object>()
   readonly auth: FcmAuth
   readonly #origin: string
   readonly #path: string
@@ -92,12 +96,20 @@ export class FcmProvider implements Provider {
 
   #body(target: Target, push: Push): string {
     const now = this.#clock()
-    const key = `${push.sendId}:${target.deviceType}:${push.ttlS}:${push.lane}:${Math.floor(now / 1000)}`
     let byKey = this.#templates.get(push.message)
     if (!byKey) {
+      // Most sends are one device: their message is rendered once, directly, with no bookkeeping but a place in a
+      // small set. Seen again while there, it is a fan-out and gets its templates from then on.
+      if (!this.#seenOnce.has(push.message)) {
+        if (this.#seenOnce.size >= SEEN_ONCE_MAX) this.#seenOnce.clear()
+        this.#seenOnce.add(push.message)
+        return JSON.stringify(fcmMessage(target, push, now))
+      }
+      this.#seenOnce.delete(push.message)
       byKey = new Map()
       this.#templates.set(push.message, byKey)
     }
+    const key = `${push.sendId}:${target.deviceType}:${push.ttlS}:${push.lane}:${Math.floor(now / 1000)}`
     let tpl = byKey.get(key)
     if (tpl === undefined) {
       // A body's first rendering is built directly and its template only from the second: most sends are one
