@@ -19,6 +19,26 @@ function send(s: TestService, app: App, body: Record<string, unknown>) {
 
 const get = (s: TestService, app: App, path: string) => s.call('GET', path, { headers: basic(app.api_key) })
 
+t.test('every stored text reads back exactly: quotes, backslashes, braces, commas, control characters, NULL', async (t) => {
+  // The send write builds its array parameters itself (src/db/arrays.ts): a text that would confuse an array
+  // literal or a JSON quoting must reach Postgres and come back byte for byte, and the message must carry it.
+  const s = await startService(t)
+  const app = await s.createApp()
+  const a = await device(s, app, 'tok-texts')
+  const hostile = 'NULL "q" \\ \\" {a,b} ,\n\ttab \u0007 é 🐦'
+  const body = { include_player_ids: [a], name: hostile, contents: { en: hostile, pt: '' }, headings: { en: hostile }, data: { k: hostile, '{,}': '"' } }
+  const sent = await send(s, app, body)
+  t.equal(sent.status, 200)
+  const n = (await get(s, app, `/api/v1/notifications/${sent.json.id}?app_id=${app.id}`)).json
+  t.equal(n.name, hostile)
+  t.same(n.contents, body.contents)
+  t.same(n.headings, body.headings)
+  t.same(n.include_player_ids, [a])
+  const [row] = await s.sql<{ message: { contents: unknown; data: unknown } }>('SELECT message FROM sends WHERE id = $1', [sent.json.id])
+  t.same(row?.message.contents, body.contents, 'the stored message carries the texts as sent')
+  t.same(row?.message.data, { k: hostile, '{,}': '"' })
+})
+
 t.test('GET one: the full read shape; free plan withholds recebidos behind a gate', async (t) => {
   const s = await startService(t)
   const app = await s.createApp()
