@@ -111,35 +111,19 @@ export function fcmData(m: Rendering, push: Push, budgetBytes: number, display: 
     data[k] = v
     chars += k.length + v.length
   }
-  const contents = JSON.stringify(m.contents)
-  const headings = m.headings ? JSON.stringify(m.headings) : undefined
-  const subtitle = m.subtitle ? JSON.stringify(m.subtitle) : undefined
-  const mapChars =
-    'pmx_contents'.length +
-    contents.length +
-    (headings === undefined ? 0 : 'pmx_headings'.length + headings.length) +
-    (subtitle === undefined ? 0 : 'pmx_subtitle'.length + subtitle.length)
-  const fits = 3 * (chars + mapChars) <= budgetBytes || utf8Bytes(data) + utf8MapBytes(contents, headings, subtitle) <= budgetBytes
-  if (!fits) return data
-  data.pmx_contents = contents
-  if (headings !== undefined) data.pmx_headings = headings
-  if (subtitle !== undefined) data.pmx_subtitle = subtitle
+  const maps: Array<[string, string]> = [['pmx_contents', JSON.stringify(m.contents)]]
+  if (m.headings) maps.push(['pmx_headings', JSON.stringify(m.headings)])
+  if (m.subtitle) maps.push(['pmx_subtitle', JSON.stringify(m.subtitle)])
+  for (const [k, v] of maps) chars += k.length + v.length
+  const fits = 3 * chars <= budgetBytes || utf8Bytes(Object.entries(data)) + utf8Bytes(maps) <= budgetBytes
+  if (fits) for (const [k, v] of maps) data[k] = v
   return data
 }
 
-function utf8Bytes(data: Record<string, string>): number {
+function utf8Bytes(entries: Iterable<[string, string]>): number {
   let n = 0
-  for (const k in data) n += Buffer.byteLength(k) + Buffer.byteLength(data[k] as string)
+  for (const [k, v] of entries) n += Buffer.byteLength(k) + Buffer.byteLength(v)
   return n
-}
-
-function utf8MapBytes(contents: string, headings: string | undefined, subtitle: string | undefined): number {
-  return (
-    Buffer.byteLength('pmx_contents') +
-    Buffer.byteLength(contents) +
-    (headings === undefined ? 0 : Buffer.byteLength('pmx_headings') + Buffer.byteLength(headings)) +
-    (subtitle === undefined ? 0 : Buffer.byteLength('pmx_subtitle') + Buffer.byteLength(subtitle))
-  )
 }
 
 /** The members that were set, in their order, so the wire shows only those. Copied rather than deleted from: an
