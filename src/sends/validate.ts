@@ -14,7 +14,7 @@ import { isUuid } from '../http/router'
 import { type Body, byteLength, optBool } from '../validation'
 import { renderChecked } from './payload'
 import { parseSendAfter } from './send-after'
-import { type Lane, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from './types'
+import { type Lane, type MessageFields, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from './types'
 import { DAY_MS } from '../time'
 import { DEFAULT_LIMITS, type Limits } from '../config'
 
@@ -263,7 +263,7 @@ export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number =
     throw new ApiError('SEND_AFTER_TOO_FAR', { limite_dias: lim.sendAfterMaxDays })
   }
 
-  const fields: Omit<SendInput, 'message'> = {
+  const fields: MessageFields = {
     appId,
     contents,
     headings,
