@@ -79,13 +79,16 @@ export async function sendE2e(): Promise<void> {
       { name: 'default (PM_SERVE_WORKERS=1: the worker in a process of the group)', env: {}, runs: [] },
       { name: 'every role in one process (PM_SERVE_WORKERS=0)', env: { PM_SERVE_WORKERS: '0' }, runs: [] },
     ]
+    // BENCH_E2E_GROUP_ONLY=1: only the default shape (e.g. to read Postgres' statement statistics of it alone).
+    const groupOnly = process.env.BENCH_E2E_GROUP_ONLY === '1'
+    if (groupOnly) shapes.pop()
     for (let r = 0; r < ROUNDS; r++) {
       for (const shape of r % 2 === 0 ? shapes : [...shapes].reverse()) {
         shape.runs.push(await e2eRun(fake, ca, shape.env))
         load.push(loadavg())
       }
     }
-    const apiOnly = await acceptedByApiAlone()
+    const apiOnly = groupOnly ? null : await acceptedByApiAlone()
     load.push(loadavg())
     console.log(
       `send-e2e: \`pombo serve\` (api, worker, dashboard); wrk 64 connections, ${DURATION_S} s, distinct bodies, 1 of ${DEVICES} devices per send; ${ROUNDS} round(s) of each shape`,
@@ -100,6 +103,10 @@ export async function sendE2e(): Promise<void> {
             ` | CPU per send: pombo ${x.cpuUs.toFixed(0)} µs (serving process ${x.servingUs.toFixed(0)}, worker processes ${x.workersUs.toFixed(0)}), Postgres ${x.pgUs.toFixed(0)} µs, Redis ${x.redisUs.toFixed(0)} µs, the fake FCM ${x.fakeUs.toFixed(0)} µs a message; the machine busy ${x.machineUs.toFixed(0)} µs a send over its ${cpus().length} cores (at that cost they allow at most ${((cpus().length * 1e6) / x.machineUs).toFixed(0)} sends/s) | largest VmHWM ${x.hwmMb.toFixed(0)} MB`,
         )
       }
+    }
+    if (!apiOnly) {
+      console.log(`load average ${load.join(' / ')} on ${cpus().length} cores`)
+      return
     }
     const [group, single] = shapes.map((x) => ({ accepted: medianOf(x.runs.map((r) => r.accepted)), e2e: medianOf(x.runs.map((r) => r.e2e)) })) as [
       { accepted: number; e2e: number },
