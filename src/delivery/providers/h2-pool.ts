@@ -1,6 +1,7 @@
 // Pooled HTTP/2 client sessions per provider origin: several sessions per provider host, streams bounded by the
 // server's setting, reconnection on GOAWAY, timeouts (docs/design/delivery.md). Never throws and never hangs: a request
-// that gets no complete answer resolves as a failure (status 0), which providers turn into a transient outcome.
+// that gets no complete answer resolves as a failure (status 0), which providers turn into a transient outcome. The
+// sessions are our own HTTP/2 client (h2/session.ts), about a twelfth of node:http2's CPU per request.
 //
 // - Sessions are grouped by origin plus an optional `group` (APNs keeps one signing key per connection, because
 //   Apple limits provider-token changes per connection: TooManyProviderTokenUpdates).
@@ -16,15 +17,16 @@
 //   with a timeout of its own gets its own timer.
 // - Trust: Node's roots plus `ca` when given (tests); a service process also honours NODE_EXTRA_CA_CERTS, which Node
 //   adds to its default store at start-up.
-import http2, { type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2'
+import type { OutgoingHttpHeaders } from 'node:http2'
 import { rootCertificates } from 'node:tls'
-import { installLeanAsyncBind } from './h2-bind'
+import { CODE } from './h2/frames'
+import { H2Session } from './h2/session'
 import { failure, type GroupStats, type H2PoolOptions, type H2Result, type RequestOptions } from './h2-types'
 
 export type { GroupStats, H2Failure, H2PoolOptions, H2Response, H2Result, RequestOptions } from './h2-types'
 
 interface Conn {
-  session: ClientHttp2Session
+  session: H2Session
   active: number
   maxStreams: number
   usable: boolean
@@ -54,13 +56,44 @@ interface Pending {
   /** Neighbours in the deadline list, oldest first. */
   prev: Pending | null
   next: Pending | null
-  stream?: ClientHttp2Stream
+  /** The stream it runs on, once started (on `conn`). */
+  streamId?: number
   conn?: Conn
   settled: boolean
   resent: boolean
 }
 
-const { NGHTTP2_REFUSED_STREAM, NGHTTP2_CANCEL } = http2.constants
+/** A request's headers as the session takes them, built once per headers object (a provider reuses its object
+ *  for as long as its access token lasts). */
+interface RequestHead {
+  method: string
+  path: string
+  pairs: Array<readonly [string, string]>
+}
+const heads = new WeakMap<OutgoingHttpHeaders, RequestHead>()
+
+function headOf(h: OutgoingHttpHeaders): RequestHead {
+  let head = heads.get(h)
+  if (head) return head
+  const pairs: Array<readonly [string, string]> = []
+  let method = 'GET'
+  let path = '/'
+  for (const key of Object.keys(h)) {
+    const v = h[key]
+    if (v === undefined) continue
+    const name = key.toLowerCase()
+    if (name === ':method') method = String(v)
+    else if (name === ':path') path = String(v)
+    else if (name === ':scheme' || name === ':authority')
+      continue // the session's own
+    else if (name.startsWith(':')) throw new TypeError(`pseudo-header ${name} is not sent`)
+    else if (Array.isArray(v)) for (const x of v) pairs.push([name, String(x)])
+    else pairs.push([name, String(v)])
+  }
+  head = { method, path, pairs }
+  heads.set(h, head)
+  return head
+}
 
 export class H2Pool {
   readonly #groups = new Map<string, Group>()
@@ -81,7 +114,6 @@ export class H2Pool {
   streamsResent = 0
 
   constructor(o: H2PoolOptions = {}) {
-    installLeanAsyncBind()
     this.#sessions = Math.max(1, o.sessionsPerOrigin ?? 2)
     this.#timeoutMs = o.timeoutMs ?? 10_000
     this.#maxStreamsCap = o.maxStreamsCap ?? 1_000
@@ -148,18 +180,14 @@ export class H2Pool {
     this.#closed = true
     clearInterval(this.#sweeper)
     clearInterval(this.#expiry)
-    const closing: Promise<void>[] = []
     for (const g of this.#groups.values()) {
       for (const p of g.waiting.splice(0)) this.#settle(p, failure('closed', 'pool closed'))
       for (const c of g.conns.splice(0)) {
         c.usable = false
-        if (c.session.destroyed) continue
-        closing.push(new Promise((resolve) => c.session.once('close', () => resolve())))
-        c.session.destroy()
+        c.session.destroy() // at once: its streams fail, and settle as 'closed' or connection failures
       }
     }
     this.#groups.clear()
-    await Promise.all(closing)
   }
 
   #dispatch(p: Pending): void {
@@ -188,7 +216,8 @@ export class H2Pool {
     let pending = false
     for (const c of g.conns) {
       if (!c.usable) continue
-      if (c.maxStreams === 0) pending = true // connecting: its SETTINGS will say how much room it has
+      if (c.maxStreams === 0)
+        pending = true // connecting: its SETTINGS will say how much room it has
       else if (c.active < c.maxStreams && (!best || c.active < best.active)) best = c
     }
     const crowded = !best || best.active * 4 >= best.maxStreams * 3
@@ -198,10 +227,18 @@ export class H2Pool {
   }
 
   #open(g: Group): void {
-    const session = http2.connect(g.origin, { ca: this.#ca, settings: { enablePush: false } })
+    const session = new H2Session(g.origin, { ca: this.#ca })
     this.sessionsOpened++
     // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
-    const c: Conn = { session, active: 0, maxStreams: 0, usable: true, connected: false, pinging: false, lastUsedMs: performance.now() }
+    const c: Conn = {
+      session,
+      active: 0,
+      maxStreams: 0,
+      usable: true,
+      connected: false,
+      pinging: false,
+      lastUsedMs: performance.now(),
+    }
     g.conns.push(c)
     // A peer that accepts TCP but never finishes TLS or sends SETTINGS would hold the group's queue for ever.
     const connectTimer = setTimeout(() => {
@@ -211,23 +248,23 @@ export class H2Pool {
       if (c.maxStreams === 0) session.destroy(new Error(`no HTTP/2 SETTINGS within ${this.#timeoutMs} ms`))
     }, this.#timeoutMs)
     connectTimer.unref()
-    session.once('connect', () => {
-      c.connected = true
-    })
-    session.on('remoteSettings', (s) => {
+    session.onSettings = (maxStreams) => {
       clearTimeout(connectTimer)
       c.connected = true
-      c.maxStreams = Math.max(1, Math.min(this.#maxStreamsCap, s.maxConcurrentStreams ?? this.#maxStreamsCap))
+      c.maxStreams = Math.max(1, Math.min(this.#maxStreamsCap, maxStreams ?? this.#maxStreamsCap))
       this.#drain(g)
-    })
-    session.on('goaway', () => this.#retire(g, c))
-    session.on('close', () => this.#retire(g, c))
-    // The failure reaches each request through its stream's close; a session that never connected also fails the
-    // requests waiting for it, so an unreachable host answers at once instead of reconnecting in a loop.
-    session.on('error', (err: Error) => {
+    }
+    session.onGoaway = () => this.#retire(g, c)
+    session.onClose = () => {
+      clearTimeout(connectTimer)
+      this.#retire(g, c)
+    }
+    // The failure reaches each request through its stream's handler; a session that never got the peer's SETTINGS
+    // also fails the requests waiting for it, so an unreachable host answers at once instead of reconnecting in a loop.
+    session.onError = (err: Error) => {
       c.error = err
       this.#retire(g, c, c.connected ? undefined : err)
-    })
+    }
   }
 
   #retire(g: Group, c: Conn, connectError?: Error): void {
@@ -260,10 +297,48 @@ export class H2Pool {
   }
 
   #start(c: Conn, p: Pending): void {
-    let stream: ClientHttp2Stream
+    let head: RequestHead
+    let body: Buffer | undefined
     try {
-      stream = c.session.request(p.headers, { endStream: p.body === undefined })
+      head = headOf(p.headers)
+      body = p.body === undefined ? undefined : typeof p.body === 'string' ? Buffer.from(p.body) : p.body
     } catch (err) {
+      this.#settle(p, failure('connection', `request not sendable: ${(err as Error).message}`))
+      return
+    }
+    let id: number
+    try {
+      id = c.session.request(head.method, head.path, head.pairs, body, {
+        onResponse: (status, headers, answer) => {
+          this.#release(c, p)
+          this.#settle(p, { status, headers, body: answer })
+          this.#drain(p.group)
+        },
+        onFail: (code, reason) => {
+          this.#release(c, p)
+          if (!p.settled) {
+            if (code === CODE.REFUSED_STREAM && !p.resent) {
+              p.resent = true
+              this.streamsResent++
+              this.#dispatch(p)
+            } else {
+              const err = code === undefined ? c.error : undefined
+              const why = err && err.message !== reason ? `: ${err.message}` : ''
+              this.#settle(
+                p,
+                failure('connection', `stream closed without a complete answer (rst ${code ?? 'none'}): ${reason}${why}`),
+              )
+            }
+          }
+          this.#drain(p.group)
+        },
+      })
+    } catch (err) {
+      if (err instanceof TypeError) {
+        // A header the encoder refuses (a control character in a value): no session could send it.
+        this.#settle(p, failure('connection', `request not sendable: ${err.message}`))
+        return
+      }
       // A session that went away between pick and request: retire it and try the next one (or a new one).
       this.#retire(p.group, c)
       if (p.resent) this.#settle(p, failure('connection', (err as Error).message))
@@ -275,40 +350,17 @@ export class H2Pool {
     }
     c.active++
     c.lastUsedMs = performance.now()
-    p.stream = stream
+    p.streamId = id
     p.conn = c
-    let head: IncomingHttpHeaders | undefined
-    const chunks: Buffer[] = []
-    stream.on('response', (h) => {
-      head = h
-    })
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk))
-    let streamError: Error | undefined
-    stream.on('error', (err: Error) => {
-      streamError = err // settled by 'close' below, with this as the reason
-    })
-    stream.on('close', () => {
-      c.active--
-      c.lastUsedMs = performance.now()
-      if (!c.usable && c.active === 0 && !c.session.destroyed) c.session.close()
-      // A complete answer: its headers came and its body ended ('end' was emitted). Settled here rather than on
-      // 'end', which spares a listener per request; 'close' follows 'end' at once.
-      if (head && stream.readableEnded) this.#settle(p, { status: Number(head[':status']), headers: head, body: Buffer.concat(chunks) })
-      if (!p.settled) {
-        if (stream.rstCode === NGHTTP2_REFUSED_STREAM && !p.resent) {
-          p.resent = true
-          this.streamsResent++
-          p.stream = undefined
-          this.#dispatch(p)
-        } else {
-          const err = streamError ?? c.error
-          const why = err ? `: ${err.message}` : ''
-          this.#settle(p, failure('connection', `stream closed without a complete answer (rst ${stream.rstCode ?? 'none'})${why}`))
-        }
-      }
-      this.#drain(p.group)
-    })
-    if (p.body !== undefined) stream.end(p.body)
+  }
+
+  /** The request's stream is over (answered, failed or given up): its session has a free stream again. Once. */
+  #release(c: Conn, p: Pending): void {
+    if (p.streamId === undefined) return
+    p.streamId = undefined
+    c.active--
+    c.lastUsedMs = performance.now()
+    if (!c.usable && c.active === 0 && !c.session.destroyed) c.session.close()
   }
 
   /** Closes sessions idle for idleMs and forgets empty groups. */
@@ -346,9 +398,15 @@ export class H2Pool {
     if (p.settled) return
     const i = p.group.waiting.indexOf(p)
     if (i >= 0) p.group.waiting.splice(i, 1)
-    this.#settle(p, failure('timeout', p.stream ? 'no answer in time' : 'no free stream in time'))
-    if (p.stream && !p.stream.closed) p.stream.close(NGHTTP2_CANCEL)
-    if (p.conn) this.#probe(p.group, p.conn)
+    const started = p.streamId !== undefined
+    this.#settle(p, failure('timeout', started ? 'no answer in time' : 'no free stream in time'))
+    const c = p.conn
+    if (c && p.streamId !== undefined) {
+      c.session.cancel(p.streamId) // RST_STREAM CANCEL; its handler is not called
+      this.#release(c, p)
+      this.#drain(p.group)
+    }
+    if (c) this.#probe(p.group, c)
   }
 
   /** A slow answer or a dead peer? A PING tells them apart (RFC 9113 §6.7): a session whose TCP path went silent
