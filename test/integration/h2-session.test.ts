@@ -5,8 +5,9 @@
 import { createHash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http2'
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2'
-import type { AddressInfo } from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import tls from 'node:tls'
+import fc from 'fast-check'
 import t from 'tap'
 import { H2Session, type StreamHandler } from '../../src/delivery/providers/h2/session'
 import { testCa, testTls } from '../fakes/tls'
@@ -221,3 +222,88 @@ t.test('a peer without HTTP/2 (no ALPN h2) fails the session with the reason', a
   })
   t.match((await failed).message, /did not agree to HTTP\/2|application protocol/i, 'HTTP/2 was not agreed')
 })
+
+t.test('a hostile peer sending arbitrary frames: every stream ends exactly once, nothing throws', async (t) => {
+  // A cleartext peer (the session speaks prior-knowledge h2c to http: origins) that reads our preface and then sends
+  // whatever the property generated: valid-looking frames of every type with random flags, ids and payloads, or raw
+  // bytes. The session must settle every request (an answer or a failure, once) and never throw out of its reader.
+  const frameArb = fc.oneof(
+    fc.record({
+      type: fc.integer({ min: 0, max: 12 }),
+      flags: fc.integer({ min: 0, max: 255 }),
+      stream: fc.constantFrom(0, 1, 3, 5, 7, 2, 99),
+      payload: fc.uint8Array({ maxLength: 40 }),
+    }),
+    fc.uint8Array({ minLength: 1, maxLength: 30 }).map((raw) => ({ raw })),
+    // Well-formed pieces of answers, so that answers, trailers and resets of our own streams happen too: a
+    // `:status 200` head (static index 8), with or without END_STREAM, and DATA with or without END_STREAM.
+    fc.record({
+      type: fc.constant(1),
+      flags: fc.constantFrom(0x4, 0x5),
+      stream: fc.constantFrom(1, 3, 5, 7),
+      payload: fc.constant(Uint8Array.of(0x88)),
+    }),
+    fc.record({
+      type: fc.constant(0),
+      flags: fc.constantFrom(0, 1),
+      stream: fc.constantFrom(1, 3, 5, 7),
+      payload: fc.uint8Array({ maxLength: 8 }),
+    }),
+  )
+  let cases = 0
+  await fc.assert(
+    fc.asyncProperty(fc.array(frameArb, { minLength: 1, maxLength: 12 }), async (frames) => {
+      cases++
+      const srv = net.createServer((sock) => {
+        sock.on('error', () => {})
+        sock.once('data', () => {
+          const out: Buffer[] = [settingsFrameBytes()]
+          for (const f of frames) {
+            if ('raw' in f) out.push(Buffer.from(f.raw))
+            else {
+              const p = Buffer.from(f.payload)
+              const h = Buffer.alloc(9)
+              h.writeUIntBE(p.length, 0, 3)
+              h[3] = f.type
+              h[4] = f.flags
+              h.writeUInt32BE(f.stream, 5)
+              out.push(h, p)
+            }
+          }
+          sock.end(Buffer.concat(out))
+        })
+      })
+      await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+      const s = new H2Session(`http://127.0.0.1:${(srv.address() as AddressInfo).port}`)
+      const settled = [0, 0, 0, 0]
+      const asks = settled.map(
+        (_, i) =>
+          new Promise<void>((resolve) => {
+            s.request('POST', `/${i}`, [], Buffer.from('x'), {
+              onResponse: () => {
+                settled[i] = (settled[i] ?? 0) + 1
+                resolve()
+              },
+              onFail: () => {
+                settled[i] = (settled[i] ?? 0) + 1
+                resolve()
+              },
+            })
+          }),
+      )
+      // The peer closes its side after its frames: whatever they were, every stream ends.
+      await Promise.all(asks)
+      await new Promise((r) => setTimeout(r, 5))
+      s.destroy()
+      await new Promise<void>((r) => srv.close(() => r()))
+      return settled.every((n) => n === 1)
+    }),
+    { numRuns: 60, seed: 20261127 },
+  )
+  t.equal(cases >= 60, true, `${cases} peers`)
+})
+
+/** An empty SETTINGS frame: what a peer sends first. */
+function settingsFrameBytes(): Buffer {
+  return Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])
+}
