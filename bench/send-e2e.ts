@@ -14,7 +14,7 @@
 // runs); the app's rate_por_min = 10,000,000; the fake advertises 1,000 streams per connection. BENCH_NODE_ARGS adds
 // node flags to the Pombo process (--cpu-prof).
 import { randomUUID } from 'node:crypto'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { mkdtempSync, openSync, readFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -140,6 +140,8 @@ async function e2eRun(fake: Awaited<ReturnType<typeof startFakeFcmProcess>>, ca:
     },
     'api,worker,dashboard',
     process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [], // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof
+    // BENCH_E2E_LOG=<file>: the service's warnings and errors (its log) appended there, for a post-mortem.
+    process.env.BENCH_E2E_LOG ? { stdout: openSync(process.env.BENCH_E2E_LOG, 'a') } : {},
   )
   try {
     const app = await appWithFcm(pombo, fake)
