@@ -298,17 +298,15 @@ export class H2Pool {
 
   #start(c: Conn, p: Pending): void {
     let head: RequestHead
-    let body: Buffer | undefined
     try {
       head = headOf(p.headers)
-      body = p.body === undefined ? undefined : typeof p.body === 'string' ? Buffer.from(p.body) : p.body
     } catch (err) {
       this.#settle(p, failure('connection', `request not sendable: ${(err as Error).message}`))
       return
     }
     let id: number
     try {
-      id = c.session.request(head.method, head.path, head.pairs, body, {
+      id = c.session.request(head.method, head.path, head.pairs, p.body, {
         onResponse: (status, headers, answer) => {
           this.#release(c, p)
           this.#settle(p, { status, headers, body: answer })

@@ -153,7 +153,7 @@ export class H2Session {
     method: string,
     path: string,
     headers: ReadonlyArray<readonly [string, string]>,
-    body: Buffer | undefined,
+    body: Buffer | string | undefined,
     h: StreamHandler,
   ): number {
     if (this.closing) throw new Error('HTTP/2 session closing')
@@ -167,12 +167,13 @@ export class H2Session {
     const block = this.#encoder.encode(pairs) // throws (TypeError) before any state changes on a header we may not send
     const id = this.#nextId
     this.#nextId += 2
-    const hasBody = body !== undefined && body.length > 0
+    const size = body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.length
+    const hasBody = size > 0
     const s: Stream = {
       id,
       h,
       sendWindow: this.#peerInitialWindow,
-      body: hasBody ? body : null,
+      body: null,
       bodyAt: 0,
       blocked: false,
       status: 0,
@@ -182,7 +183,18 @@ export class H2Session {
     }
     this.#streams.set(id, s)
     this.#pushHeaders(id, block, !hasBody)
-    if (hasBody) this.#sendBody(s)
+    if (typeof body === 'string' && hasBody && size <= Math.min(this.#connSendWindow, s.sendWindow, this.#peerMaxFrame)) {
+      // The usual provider request: its text is written straight into its one DATA frame, with no buffer between.
+      const b = Buffer.allocUnsafe(HEADER_BYTES + size)
+      writeHeader(b, 0, size, FRAME.DATA, FLAG.END_STREAM, id)
+      b.write(body, HEADER_BYTES)
+      this.#push(b)
+      s.sendWindow -= size
+      this.#connSendWindow -= size
+    } else if (hasBody) {
+      s.body = typeof body === 'string' ? Buffer.from(body) : (body as Buffer)
+      this.#sendBody(s)
+    }
     if (this.#nextId > MAX_STREAM_ID) {
       this.#closing = true
       queueMicrotask(() => this.onGoaway())
