@@ -146,6 +146,23 @@ export function isRetryable(err: unknown): boolean {
 }
 
 /**
+ * Runs `f` again (up to `attempts` in all, after a short jittered pause) when Postgres made it a deadlock's victim or
+ * refused it for serialisation: it did nothing, and the other side has gone on. For statements that are safe to run
+ * twice; the delivery's batches are (an outcome already final is not counted again).
+ */
+export async function retryingConflicts<T>(f: () => Promise<T>, onRetry?: (err: unknown, attempt: number) => void, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await f()
+    } catch (err) {
+      if (!isRetryable(err) || attempt >= attempts) throw err
+      onRetry?.(err, attempt)
+      await new Promise((r) => setTimeout(r, attempt * (5 + Math.random() * 20)))
+    }
+  }
+}
+
+/**
  * Retention deletes: runs `text` (a DELETE whose last parameter is the chunk size) until a run deletes fewer rows
  * than that, so no single statement holds a large delete's locks and WAL. Answers the rows deleted.
  */

@@ -622,6 +622,7 @@ export class AppActor {
   /** `answered`: called when the provider has answered, so its window slot is free before the record is durable (a
    *  delivery that never asks the provider gives its slot back when it ends). */
   async #deliver(s: Active, c: Candidate, attempts: number, answered: () => void): Promise<void> {
+    let providerAnswered = false
     const record = (status: OutcomeRow['status'], tries: number, invalidate?: string) =>
       this.d.recorder.record({ appId: this.appId, sendId: s.meta.id, deviceId: c.deviceId, deviceType: c.deviceType, status, attempts: tries, invalidate })
     try {
@@ -647,9 +648,19 @@ export class AppActor {
         { sendId: s.meta.id, message: s.meta.message, proof: c.proof as string, ttlS, lane: s.meta.lane },
       )
       answered()
+      providerAnswered = true
       await this.#apply(s, c, attempts + 1, platform, outcome, record)
     } catch (err) {
-      // Our own failure (database, decryption): the device is retried like a transient provider failure.
+      if (providerAnswered) {
+        // The provider answered but its outcome could not be written (conflicts are retried by the recorder, so
+        // Postgres is failing): sending the push again now would deliver it twice. The send's entry stays
+        // unacknowledged, as for any outcome not made durable, and the send is handed out again later.
+        s.unrecorded = true
+        this.d.log.error({ err: String(err), app: this.appId, send: s.meta.id }, 'recording an outcome failed')
+        return
+      }
+      // Our own failure before the provider was asked (database, decryption): the device is retried like a
+      // transient provider failure.
       this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'delivery attempt failed locally')
       await this.#retry(s, c, attempts + 1, undefined, record)
     }

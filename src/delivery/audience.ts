@@ -266,3 +266,22 @@ export async function segmentPage(db: Db, s: SendMeta, after: string | null, siz
 export async function setProblem(db: Db, appId: string, sendId: string, problem: string): Promise<void> {
   await query(db, 'UPDATE sends SET problem = COALESCE(problem, $3) WHERE app_id = $1 AND id = $2', [appId, sendId, problem])
 }
+
+/**
+ * The worker's heartbeat: `picked_at` of the open sends it holds, so the sweeper leaves them alone. A row another
+ * statement has locked (an outcome batch moving its counters) is skipped, not waited for: the heartbeat then never
+ * waits on a lock, so it can never be half of a deadlock (it was, with outcome batches, and the victim batch's pushes
+ * were sent again); the row is refreshed by the next beat, well within the sweeper's grace. Answers the rows refreshed.
+ */
+export async function refreshPicked(db: Db, sends: ReadonlyArray<{ appId: string; sendId: string }>, now: Date): Promise<number> {
+  if (sends.length === 0) return 0
+  const r = await query(
+    db,
+    `UPDATE sends s SET picked_at = $3
+       FROM (SELECT k.app_id, k.id FROM sends k JOIN unnest($1::uuid[], $2::uuid[]) AS u(a, i) ON k.app_id = u.a AND k.id = u.i
+              WHERE k.completed_at IS NULL FOR UPDATE OF k SKIP LOCKED) l
+      WHERE s.app_id = l.app_id AND s.id = l.id`,
+    [sends.map((x) => x.appId), sends.map((x) => x.sendId), now],
+  )
+  return r.rowCount ?? 0
+}

@@ -27,7 +27,7 @@ import { DEFAULT_DELIVERY } from '../config'
 import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
-import { type Db, queryPrepared } from '../db/pool'
+import { type Db, queryPrepared, retryingConflicts } from '../db/pool'
 import type { Clock } from '../time'
 import { isoWithOffset } from '../time'
 
@@ -103,7 +103,12 @@ export class OutcomeRecorder {
     for (const r of rows) byKey.set(`${r.sendId}:${r.deviceId}`, r)
     const unique = [...byKey.values()]
     const now = new Date(this.clock())
-    const closed = await recordFinal(this.db, unique, now)
+    // A deadlock with another writer of `sends` (a heartbeat, a close) is retried here: failing the batch would send
+    // its already-delivered pushes again.
+    const closed = await retryingConflicts(
+      () => recordFinal(this.db, unique, now),
+      (err, attempt) => this.log.warn({ code: (err as { code?: string }).code, attempt, outcomes: unique.length }, 'outcome batch retried'),
+    )
     for (const c of closed) this.onClosed(c)
     this.onRecorded(unique)
     if (closed.length > 0) this.log.debug({ sends: closed.length }, 'sends completed')

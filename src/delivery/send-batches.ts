@@ -7,7 +7,7 @@
 // Each caller is answered after its batch, as if it had run the statement alone.
 import { DEFAULT_DELIVERY } from '../config'
 import { GroupCommit } from '../db/group-commit'
-import type { Db } from '../db/pool'
+import { type Db, retryingConflicts } from '../db/pool'
 import type { Clock } from '../time'
 import { type LoadedSend, loadSends, type SendRef } from './audience'
 import { closeIfDone } from './outcomes'
@@ -64,7 +64,7 @@ export class SendBatches {
   async #loadBatch(refs: SendRef[]): Promise<Array<LoadedSend | null>> {
     this.counts.loadBatches++
     this.counts.loaded += refs.length
-    const loaded = await loadSends(this.db, refs, new Date(this.clock()), this.freshMs, this.pageSize)
+    const loaded = await retryingConflicts(() => loadSends(this.db, refs, new Date(this.clock()), this.freshMs, this.pageSize))
     return refs.map((r) => {
       const l = loaded.get(r.sendId)
       return l && l.meta.appId === r.appId ? l : null
@@ -73,7 +73,7 @@ export class SendBatches {
 
   async #closeBatch(refs: SendRef[]): Promise<boolean[]> {
     this.counts.closeBatches++
-    const closed = await closeIfDone(this.db, refs, new Date(this.clock()))
+    const closed = await retryingConflicts(() => closeIfDone(this.db, refs, new Date(this.clock())))
     return refs.map((r) => closed.has(r.sendId))
   }
 }

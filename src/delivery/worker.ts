@@ -18,6 +18,7 @@ import { partitionOf, WORK_GROUP } from '../redis/partitions'
 import { firstError, keySlot, pipelineBySlot } from '../redis/slots'
 import { type Clock, systemClock } from '../time'
 import { type ActorDeps, AppActor } from './actor'
+import { refreshPicked } from './audience'
 import { abortableSleep } from './pacer'
 import { decodeCarried } from './carried'
 import type { SendSource } from './actor'
@@ -412,7 +413,7 @@ export class DeliveryWorker {
 
   /** Refreshes picked_at of every send an actor is working on (the sweeper leaves them alone); retires idle actors. */
   async #heartbeat(): Promise<void> {
-    const rows: Array<[string, string]> = []
+    const rows: Array<{ appId: string; sendId: string }> = []
     for (const [appId, a] of this.#sliceActors) {
       if (!a.idle) continue
       this.#sliceActors.delete(appId)
@@ -424,14 +425,9 @@ export class DeliveryWorker {
         void a.stop()
         continue
       }
-      for (const s of a.activeSends()) rows.push([appId, s])
+      for (const sendId of a.activeSends()) rows.push({ appId, sendId })
     }
-    if (rows.length === 0) return
-    await query(
-      this.db,
-      'UPDATE sends SET picked_at = $3 FROM unnest($1::uuid[], $2::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i',
-      [rows.map((r) => r[0]), rows.map((r) => r[1]), new Date(this.#clock())],
-    )
+    await refreshPicked(this.db, rows, new Date(this.#clock()))
   }
 }
 
