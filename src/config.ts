@@ -261,6 +261,9 @@ export interface Delivery {
   readonly retryDelaysMs: readonly number[]
   /** Stream entries read per XREADGROUP of a partition. */
   readonly readCount: number
+  /** Sends a worker holds at once (read from its streams, not yet finished); beyond, it stops reading, so a backlog
+   *  waits in Redis and the worker's memory and heartbeat stay bounded whatever the backlog. */
+  readonly maxHeldSends: number
   /** Outcome group commit (src/delivery/outcomes.ts): outcomes per statement, statements in flight. */
   readonly outcomeBatchMax: number
   readonly outcomeWriters: number
@@ -413,6 +416,7 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   maxAttempts: 3,
   retryDelaysMs: Object.freeze([1_000, 5_000]),
   readCount: 500,
+  maxHeldSends: 10_000,
   outcomeBatchMax: 1_000,
   // One writer: while its statement runs the next batch grows, and a larger batch costs Postgres less per outcome
   // (a 200,000-device send: 24–25 µs of Postgres a delivery with one writer, 31–36 with four). The provider's window
@@ -754,6 +758,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       maxAttempts: int(env, 'PM_DELIVERY_MAX_ATTEMPTS', DEFAULT_DELIVERY.maxAttempts, 1),
       retryDelaysMs: msList(env, 'PM_DELIVERY_RETRY_MS', DEFAULT_DELIVERY.retryDelaysMs),
       readCount: int(env, 'PM_STREAM_READ_COUNT', DEFAULT_DELIVERY.readCount, 1),
+      maxHeldSends: int(env, 'PM_WORKER_MAX_SENDS', DEFAULT_DELIVERY.maxHeldSends, 1),
       outcomeBatchMax: int(env, 'PM_OUTCOME_BATCH_MAX', DEFAULT_DELIVERY.outcomeBatchMax, 1),
       outcomeWriters: int(env, 'PM_OUTCOME_WRITERS', DEFAULT_DELIVERY.outcomeWriters, 1),
       sendLoadBatchMax: int(env, 'PM_SEND_LOAD_BATCH_MAX', DEFAULT_DELIVERY.sendLoadBatchMax, 1),

@@ -65,6 +65,7 @@ export class DeliveryModule implements ProviderSource {
         partitions: cfg.partitions,
         leaseMs: cfg.delivery.leaseMs,
         readCount: cfg.delivery.readCount,
+        maxHeldSends: cfg.delivery.maxHeldSends,
         heartbeatMs: cfg.delivery.heartbeatMs,
         slices: {
           sliceDevices: cfg.delivery.sliceDevices,

@@ -29,12 +29,16 @@ export interface WorkerSettings {
   leaseMs: number
   /** Stream entries read per call. */
   readCount: number
+  /** Sends held at once (read, not yet finished): the reader waits below this (a backlog waits in Redis). */
+  maxHeldSends: number
   /** While a worker works on a send it refreshes the send's `picked_at` this often (the sweeper's sign of life). */
   heartbeatMs: number
   slices: Omit<SliceSettings, 'leaseMs'>
 }
 
 const GROUP = WORK_GROUP
+/** How often a reader held back by maxHeldSends looks again (a few ms of a worker's sends finish meanwhile). */
+const ROOM_POLL_MS = 10
 
 // Renews a lease only if it is still ours.
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0`
@@ -113,6 +117,25 @@ export class DeliveryWorker {
   /** Slices this worker holds (metrics, tests). */
   get heldSlices(): number {
     return this.#slices.held
+  }
+
+  /** Sends read from the streams and not finished yet (bounded by maxHeldSends; tests, metrics). */
+  get heldSends(): number {
+    return this.#entries.size
+  }
+
+  /**
+   * Entries the next read may take: what is left below maxHeldSends, waiting (in short polls) while nothing is. A
+   * backlog then waits in the stream, not in this process: memory, the heartbeat's rows and the actors' lanes stay
+   * bounded whatever its size, and the sweeper leaves unread entries alone (Handoff.sweep).
+   */
+  async #room(signal: AbortSignal, streams = 1): Promise<number> {
+    for (;;) {
+      const room = this.s.maxHeldSends - this.#entries.size
+      // COUNT is per stream: one read of every owned stream takes up to `streams` times it.
+      if (room > 0 || signal.aborted) return Math.max(1, Math.min(this.s.readCount, Math.floor(room / streams)))
+      await abortableSleep(ROOM_POLL_MS, signal)
+    }
   }
 
   /** App actors alive in this process (metrics). */
@@ -256,13 +279,15 @@ export class DeliveryWorker {
         continue
       }
       const streams = owned.map((p) => this.keys.workStream(p))
+      const count = await this.#room(this.#stop.signal, streams.length)
+      if (this.#stop.signal.aborted) return
       try {
         const res = (await reader.xreadgroup(
           'GROUP',
           GROUP,
           this.id,
           'COUNT',
-          this.s.readCount,
+          count,
           'BLOCK',
           500,
           'STREAMS',
@@ -294,8 +319,10 @@ export class DeliveryWorker {
             await new Promise((r) => setTimeout(r, 200))
             continue
           }
+          const count = await this.#room(this.#stop.signal)
+          if (this.#stop.signal.aborted) break
           try {
-            const res = (await conn.xreadgroup('GROUP', GROUP, this.id, 'COUNT', this.s.readCount, 'BLOCK', 500, 'STREAMS', stream, '>')) as Array<
+            const res = (await conn.xreadgroup('GROUP', GROUP, this.id, 'COUNT', count, 'BLOCK', 500, 'STREAMS', stream, '>')) as Array<
               [string, Array<[string, string[]]>]
             > | null
             this.#took(res)

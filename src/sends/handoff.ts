@@ -1,15 +1,40 @@
 // Hands committed sends to the data plane: an entry on the app's partition stream (XADD, one script per stream per
 // event-loop turn). Redis may lose its data, so Postgres stays the truth: a sweeper re-enqueues every due,
 // unfinished send that no worker has touched for a grace period (workers refresh `picked_at` while they work on a
-// send; a scheduled send is first enqueued by the sweeper when its time comes). Workers treat a duplicate entry as
+// send; a scheduled send is first enqueued by the sweeper when its time comes), unless its entry is still waiting
+// unread in its stream (a backlog, stillUnread below). Workers treat a duplicate entry as
 // a no-op, so re-enqueueing is always safe; stream length is capped because the sweeper re-derives anything trimmed.
 import type { Logger } from 'pino'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
-import { partitionOf } from '../redis/partitions'
+import { partitionOf, WORK_GROUP } from '../redis/partitions'
 import { firstError, pipelineBySlot } from '../redis/slots'
 import type { Clock } from '../time'
+
+/** What the workers' group has read of a stream (Handoff.#readHorizons). */
+interface Horizon {
+  lastReadMs: number
+  firstMs: number
+}
+
+/** Postgres' clock (a send's hand-off time) and Redis' (stream ids) may differ by this much. */
+const CLOCK_SKEW_MS = 2_000
+
+/**
+ * The send's entry is waiting, unread, in its stream: it was handed off after the group's last read and after the
+ * stream's first entry (so it was not trimmed). A worker that holds back its reading (PM_WORKER_MAX_SENDS) leaves a
+ * backlog in the stream, older than the grace period, and re-enqueueing it would only double the backlog. If the
+ * entry is in fact missing (its hand-off failed), the sweep re-enqueues it once the readers pass its time.
+ */
+export function stillUnread(h: Horizon | undefined, handedMs: number): boolean {
+  return h !== undefined && handedMs > h.lastReadMs + CLOCK_SKEW_MS && handedMs - CLOCK_SKEW_MS >= h.firstMs
+}
+
+/** The ms part of a stream id ("1700000000000-3"). */
+function idMs(id: string): number {
+  return Number(id.slice(0, id.indexOf('-')))
+}
 
 export interface HandoffSettings {
   partitions: number
@@ -104,9 +129,9 @@ export class Handoff {
   /** Enqueues due, unfinished sends no worker has touched lately; answers how many. One instance at a time (lock). */
   async sweep(limit = 5_000): Promise<number> {
     const now = new Date(this.clock())
-    const r = await query<{ app_id: string; id: string; lane: number }>(
+    const r = await query<{ app_id: string; id: string; lane: number; handed_ms: number }>(
       this.db,
-      `SELECT app_id, id, lane FROM sends
+      `SELECT app_id, id, lane, extract(epoch FROM GREATEST(enqueued_at, queued_at))::float8 * 1000 AS handed_ms FROM sends
         WHERE completed_at IS NULL AND COALESCE(send_after, queued_at) <= $1
           AND ((enqueued_at IS NULL AND picked_at IS NULL AND send_after IS NOT NULL)
                OR GREATEST(picked_at, enqueued_at, queued_at) < $1::timestamptz - make_interval(secs => $2::float8 / 1000))
@@ -114,14 +139,49 @@ export class Handoff {
       [now, this.s.graceMs, limit],
     )
     if (r.rows.length === 0) return 0
+    const horizons = await this.#readHorizons([...new Set(r.rows.map((x) => this.streamOf(x.app_id)))])
+    const due = r.rows.filter((x) => !stillUnread(horizons.get(this.streamOf(x.app_id)), x.handed_ms))
+    if (due.length === 0) return 0
     // Re-enqueued sends are loaded by their worker: it may have delivered some of them already.
-    await this.#xadd(r.rows.map((x) => ({ appId: x.app_id, sendId: x.id, lane: x.lane, carried: '' })))
+    await this.#xadd(due.map((x) => ({ appId: x.app_id, sendId: x.id, lane: x.lane, carried: '' })))
     await query(this.db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
       now,
-      r.rows.map((x) => x.app_id),
-      r.rows.map((x) => x.id),
+      due.map((x) => x.app_id),
+      due.map((x) => x.id),
     ])
-    return r.rows.length
+    return due.length
+  }
+
+  /**
+   * How far the workers have read each stream: the time of the group's last-read entry, and of the stream's first
+   * (older ones were trimmed). Stream ids are Redis' clock in ms. A stream without entries or without the group (Redis
+   * lost it) has no horizon: nothing is known to wait in it. Errors count as no horizon (the sweep then re-enqueues,
+   * which is always safe).
+   */
+  async #readHorizons(streams: string[]): Promise<Map<string, Horizon>> {
+    const replies = await pipelineBySlot(
+      this.redis,
+      streams,
+      (stream) => stream,
+      (pipe, stream) => {
+        pipe.xinfo('GROUPS', stream)
+        pipe.xrange(stream, '-', '+', 'COUNT', 1)
+      },
+    )
+    const out = new Map<string, Horizon>()
+    streams.forEach((stream, i) => {
+      const [[gErr, groups] = [null, null], [fErr, first] = [null, null]] = replies[i] ?? []
+      if (gErr || fErr || !Array.isArray(groups) || !Array.isArray(first) || first.length === 0) return
+      for (const g of groups as unknown[][]) {
+        const f = new Map<string, unknown>()
+        for (let k = 0; k + 1 < g.length; k += 2) f.set(String(g[k]), g[k + 1])
+        if (f.get('name') !== WORK_GROUP) continue
+        const lastRead = idMs(String(f.get('last-delivered-id')))
+        const firstMs = idMs(String((first[0] as [string])[0]))
+        if (Number.isFinite(lastRead) && Number.isFinite(firstMs)) out.set(stream, { lastReadMs: lastRead, firstMs })
+      }
+    })
+    return out
   }
 
   start(lockKey: string): void {

@@ -180,6 +180,31 @@ t.test('hand-off: the send lands on its partition stream; a lost stream is re-de
   t.equal(await handoff.sweep(), 0, 'a completed send never')
 })
 
+t.test('the sweeper leaves a send waiting unread in its stream alone, and re-enqueues it once the readers passed it', async (t) => {
+  const clock = new FakeClock()
+  const s = await startService(t, { clock })
+  const app = await s.createApp()
+  const a = await device(s, app, 'tok-a')
+  const handoff = s.svc.deps.sends.handoff
+  const stream = handoff.streamOf(app.id)
+  const redis = s.svc.deps.redis
+  // A stream with an older entry, which the workers' group has read: a worker holding back its reading
+  // (PM_WORKER_MAX_SENDS) with a backlog behind it.
+  const older = `${clock.ms - 60_000}-0`
+  await redis.xadd(stream, older, 'a', app.id, 's', '00000000-0000-0000-0000-000000000000', 'l', '0')
+  await redis.xgroup('CREATE', stream, 'workers', older)
+  const r = await send(s, app, { include_player_ids: [a] })
+  for (let i = 0; i < 50 && (await redis.xlen(stream)) < 2; i++) await new Promise((res) => setTimeout(res, 10))
+  t.equal(await redis.xlen(stream), 2, 'the send is handed off behind the read entry')
+  clock.advance(s.cfg.jobs.handoffGraceMs + 1)
+  t.equal(await handoff.sweep(), 0, 'older than the grace period, but still unread in its stream: not enqueued twice')
+  t.equal(await redis.xlen(stream), 2)
+  await redis.xreadgroup('GROUP', 'workers', 'w1', 'COUNT', 10, 'STREAMS', stream, '>')
+  t.equal(await handoff.sweep(), 1, 'once the readers passed it (and nobody touched the send), it is enqueued again')
+  const last = (await redis.xrange(stream, '-', '+')).at(-1)?.[1] ?? []
+  t.same(last.slice(0, 4), ['a', app.id, 's', r.json.id])
+})
+
 t.test('a scheduled send reaches its stream when due, not before', async (t) => {
   const clock = new FakeClock()
   const s = await startService(t, { clock })
