@@ -124,6 +124,10 @@ export class DeliveryWorker {
     return this.#entries.size
   }
 
+  get maxHeldSends(): number {
+    return this.s.maxHeldSends
+  }
+
   /**
    * Entries the next read may take: what is left below maxHeldSends, waiting (in short polls) while nothing is. A
    * backlog then waits in the stream, not in this process: memory, the heartbeat's rows and the actors' lanes stay

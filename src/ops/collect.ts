@@ -126,6 +126,8 @@ export function collectStreams(m: Metrics, redis: RedisClient, keys: Keys, parti
 export function collectDelivery(m: Metrics, delivery: () => DeliveryModule | null): void {
   const actors = m.gauge('pombo_actors_running', 'App actors alive in this worker.', [])
   const owned = m.gauge('pombo_partitions_owned', 'Work partitions whose lease this worker holds.', [])
+  const held = m.gauge('pombo_worker_sends_held', 'Sends a worker has read from its streams and not finished (at most PM_WORKER_MAX_SENDS).', [])
+  const heldMax = m.gauge('pombo_worker_sends_max', 'PM_WORKER_MAX_SENDS of each worker: held at it, the worker reads no more and a backlog waits in Redis.', [])
   const sessions = m.gauge('pombo_h2_sessions', 'HTTP/2 sessions open per provider origin.', ['origin'])
   const streams = m.gauge('pombo_h2_streams_active', 'HTTP/2 streams in flight per provider origin.', ['origin'])
   const waiting = m.gauge('pombo_h2_requests_waiting', 'Provider requests waiting for a stream per provider origin.', ['origin'])
@@ -134,6 +136,8 @@ export function collectDelivery(m: Metrics, delivery: () => DeliveryModule | nul
     if (!d) return
     actors.set(d.worker.actorCount)
     owned.set(d.worker.ownedPartitions.length)
+    held.set(d.worker.heldSends)
+    heldMax.set(d.worker.maxHeldSends)
     sessions.reset()
     streams.reset()
     waiting.reset()

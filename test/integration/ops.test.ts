@@ -58,6 +58,8 @@ t.test(
     t.not(sample(text, 'pombo_pg_pool_connections', { pool: 'main' }), undefined)
     t.not(sample(text, 'pombo_pg_pool_waiting', { pool: 'main' }), undefined)
     t.match(text, /^pombo_actors_running \d+$/m)
+    t.match(text, /^pombo_worker_sends_held \d+$/m)
+    t.match(text, /^pombo_worker_sends_max 10000$/m, 'PM_WORKER_MAX_SENDS by default')
     t.match(text, /^pombo_h2_sessions\{origin="https:\/\/127\.0\.0\.1:\d+"\} [1-9]/m)
     t.match(text, /^pombo_webhook_destinations_disabled 0$/m)
     t.match(text, /^pombo_webhook_lag_seconds 0$/m)
