@@ -333,10 +333,12 @@ export class Fleet {
     this.#timers.add(t)
   }
 
-  /** Starts taking devices offline and back so that about `offlineRate` of them are offline at any time. */
+  /** Starts taking devices offline and back so that about `offlineRate` of them are offline at any time, from now
+   *  on: the first sends already find that share offline. */
   startChurn(tickMs = 250): void {
     if (this.#o.offlineRate <= 0 || this.#churn) return
     this.#churn = setInterval(() => this.#tick(), tickMs)
+    this.#tick()
   }
 
   #tick(): void {
