@@ -2,7 +2,7 @@
 // docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
 import { MIN_PG_BUDGET } from './db/budget'
-import { STATEMENT_TIMEOUT_MS } from './db/pool'
+import { PG_CONN_LIFETIME_S, STATEMENT_TIMEOUT_MS } from './db/pool'
 
 export interface Config {
   readonly port: number
@@ -36,6 +36,10 @@ export interface Config {
    *  transaction mode, which takes no startup options): a runaway statement never holds a connection, and its locks,
    *  for longer. */
   readonly statementTimeoutMs: number
+  /** PM_PG_CONN_LIFETIME_S: a pooled connection is closed (at its next release) after this long, 0 never. Postgres
+   *  keeps a prepared statement's generic plan for the connection's life, and one made while a table was small
+   *  can stay wrong long after it grew (docs/design/throughput.md); a new connection plans again. */
+  readonly pgConnLifetimeS: number
   /** PM_OPS_CHECK_TIMEOUT_MS: `/readyz` waits this long for each dependency before calling it not ready. */
   readonly opsCheckTimeoutMs: number
   /** PM_MIGRATE_ON_START (default 1): `serve` applies pending migrations at start; 0: it refuses to start on a
@@ -717,6 +721,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,
     pgBouncer: pgBouncer(env.PM_PGBOUNCER),
     statementTimeoutMs: int(env, 'PM_STATEMENT_TIMEOUT_MS', STATEMENT_TIMEOUT_MS, 0),
+    pgConnLifetimeS: int(env, 'PM_PG_CONN_LIFETIME_S', PG_CONN_LIFETIME_S, 0),
     opsCheckTimeoutMs: int(env, 'PM_OPS_CHECK_TIMEOUT_MS', 1_000, 1),
     migrateOnStart: flag(env, 'PM_MIGRATE_ON_START', true),
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,

@@ -39,6 +39,8 @@ export interface PgSettings {
   readonly pgBouncer: boolean
   /** PM_STATEMENT_TIMEOUT_MS (absent: STATEMENT_TIMEOUT_MS; 0: none). */
   readonly statementTimeoutMs?: number
+  /** PM_PG_CONN_LIFETIME_S (absent: PG_CONN_LIFETIME_S; 0: never). */
+  readonly pgConnLifetimeS?: number
 }
 
 /** Marks pools (and their clients) whose statements must not be prepared by name (behind PgBouncer). */
@@ -48,6 +50,15 @@ const UNNAMED = Symbol('pombo.unnamedStatements')
  *  longer. */
 export const STATEMENT_TIMEOUT_MS = 30_000
 
+/**
+ * A pooled connection's life by default, in seconds. Postgres makes a prepared statement's generic plan once per
+ * connection and keeps it until something invalidates it (an ANALYZE; autovacuum may be off or late): a plan made
+ * while `sends` held a few hundred rows walked the whole table on every outcome batch once it held tens of
+ * thousands (docs/design/throughput.md). A new connection plans with the table as it is; reconnecting every few
+ * minutes costs nothing measurable.
+ */
+export const PG_CONN_LIFETIME_S = 600
+
 export function createPool(cfg: PgSettings, max: number): Db {
   const pool = new pg.Pool({
     connectionString: cfg.databaseUrl,
@@ -56,6 +67,8 @@ export function createPool(cfg: PgSettings, max: number): Db {
     options: cfg.pgBouncer ? undefined : `-c search_path=${cfg.dbSchema} -c statement_timeout=${cfg.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS}`,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
+    // Closed when idle (or at its next release) after this long: see PG_CONN_LIFETIME_S.
+    maxLifetimeSeconds: cfg.pgConnLifetimeS ?? PG_CONN_LIFETIME_S,
   })
   // An idle client losing its connection must not crash the process; the next checkout reconnects. A checked-out
   // client that loses it between two queries emits 'error' too, with no pool listener then: without one of its own
