@@ -4,6 +4,24 @@ import t from 'tap'
 import { STATUS } from '../../src/delivery/outcomes'
 import { startDelivery } from '../helpers/delivery'
 
+type Delivery = Awaited<ReturnType<typeof startDelivery>>
+
+/** Postgres refuses the device's outcome of that status (a trigger raises), standing in for any write failure. */
+async function refuseOutcome(d: Delivery, status: number, deviceId: string): Promise<void> {
+  await d.s.sql(`CREATE OR REPLACE FUNCTION refuse_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
+                 BEGIN RAISE EXCEPTION 'outcome refused by the test'; END $$`)
+  await d.s.sql(`CREATE TRIGGER refuse_outcome_${status} BEFORE INSERT OR UPDATE ON deliveries FOR EACH ROW
+                 WHEN (NEW.status = ${status} AND NEW.device_id = '${deviceId}') EXECUTE FUNCTION refuse_outcome()`)
+}
+
+/** Waits (up to ms) for the worker to log that the send's outcome could not be recorded. */
+async function recordFailed(d: Delivery, sendId: string, ms: number): Promise<void> {
+  const until = Date.now() + ms
+  while (!d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
 t.test("the third failed attempt's outcome is awaited: if it cannot be written, the entry is not acknowledged", async (t) => {
   const d = await startDelivery(t)
   const app = await d.s.createApp()
@@ -11,15 +29,9 @@ t.test("the third failed attempt's outcome is awaited: if it cannot be written, 
   d.fcm.script('broken', 'internal')
   const broken = await d.device(app, 'broken')
   // Postgres refuses that one outcome (standing in for any write failure of it).
-  await d.s.sql(`CREATE FUNCTION refuse_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
-                 BEGIN RAISE EXCEPTION 'outcome refused by the test'; END $$`)
-  await d.s.sql(`CREATE TRIGGER refuse_outcome BEFORE INSERT OR UPDATE ON deliveries FOR EACH ROW
-                 WHEN (NEW.status = ${STATUS.errored} AND NEW.device_id = '${broken}') EXECUTE FUNCTION refuse_outcome()`)
+  await refuseOutcome(d, STATUS.errored, broken)
   const sendId = await d.send(app, { include_player_ids: [broken] })
-  const until = Date.now() + 20_000
-  while (!d.s.logs.some((l) => l.msg === 'recording an outcome failed') && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  await recordFailed(d, sendId, 20_000)
   t.equal(d.fcm.requests.filter((r) => r.target === 'broken').length, 3, 'three attempts were made')
   t.ok(d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId), 'the failed record is logged')
   await new Promise((r) => setTimeout(r, 500)) // time for an (unwanted) acknowledgement to land
@@ -40,15 +52,9 @@ t.test('a push the provider accepted is never sent again because its outcome cou
   const app = await d.s.createApp()
   await d.fcmFor(app)
   const dev = await d.device(app, 'accepted-unwritable')
-  await d.s.sql(`CREATE FUNCTION refuse_success() RETURNS trigger LANGUAGE plpgsql AS $$
-                 BEGIN RAISE EXCEPTION 'outcome refused by the test'; END $$`)
-  await d.s.sql(`CREATE TRIGGER refuse_success BEFORE INSERT OR UPDATE ON deliveries FOR EACH ROW
-                 WHEN (NEW.status = ${STATUS.successful} AND NEW.device_id = '${dev}') EXECUTE FUNCTION refuse_success()`)
+  await refuseOutcome(d, STATUS.successful, dev)
   const sendId = await d.send(app, { include_player_ids: [dev] })
-  const until = Date.now() + 10_000
-  while (!d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 50))
-  }
+  await recordFailed(d, sendId, 10_000)
   t.ok(d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId), 'the failed record is logged')
   await new Promise((r) => setTimeout(r, 1_500)) // longer than the first retry's backoff: an unwanted resend would land
   t.equal(d.fcm.requests.filter((r) => r.target === 'accepted-unwritable').length, 1, 'one request: the accepted push is not sent again')
