@@ -11,7 +11,7 @@
 // |                                           | recipients_exact, audience, queued_at, send_after, message …        |
 // | Handoff.sweep (sends/handoff.ts)          | enqueued_at                                                         |
 // | loadSends (audience.ts)                   | picked_at, when still null (the sweeper's sign that a worker took it)|
-// | DeliveryWorker heartbeat (worker.ts)      | picked_at, refreshed while an actor holds the send                   |
+// | refreshPicked (audience.ts, the heartbeat)| picked_at, refreshed while an actor holds the send (locked rows skipped)|
 // | expandSegment (audience.ts)               | expanded_until; at the end expansion_done, recipients, remaining    |
 // | recordFinal (here, the outcome batch)     | successful, failed, errored, android_*, ios_*, remaining (down by   |
 // |                                           | what became final); completed_at once remaining ≤ 0 and expanded    |
