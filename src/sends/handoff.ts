@@ -5,7 +5,7 @@
 // unread in its stream (a backlog, stillUnread below). Workers treat a duplicate entry as
 // a no-op, so re-enqueueing is always safe; stream length is capped because the sweeper re-derives anything trimmed.
 import type { Logger } from 'pino'
-import { type Db, query } from '../db/pool'
+import { type Db, query, retryingConflicts } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { partitionOf, WORK_GROUP } from '../redis/partitions'
@@ -144,11 +144,15 @@ export class Handoff {
     if (due.length === 0) return 0
     // Re-enqueued sends are loaded by their worker: it may have delivered some of them already.
     await this.#xadd(due.map((x) => ({ appId: x.app_id, sendId: x.id, lane: x.lane, carried: '' })))
-    await query(this.db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
-      now,
-      due.map((x) => x.app_id),
-      due.map((x) => x.id),
-    ])
+    // A deadlock with an outcome batch (which moves the same rows' counters) is retried: a failed stamp would have
+    // the next sweep, a second later, enqueue the same sends again.
+    await retryingConflicts(() =>
+      query(this.db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
+        now,
+        due.map((x) => x.app_id),
+        due.map((x) => x.id),
+      ]),
+    )
     return due.length
   }
 

@@ -205,6 +205,31 @@ t.test('the sweeper leaves a send waiting unread in its stream alone, and re-enq
   t.same(last.slice(0, 4), ['a', app.id, 's', r.json.id])
 })
 
+t.test("the sweeper's stamp, made a deadlock's victim, is written again: the next sweep does not enqueue the send twice", async (t) => {
+  const clock = new FakeClock()
+  const s = await startService(t, { clock })
+  const app = await s.createApp()
+  const a = await device(s, app, 'tok-a')
+  await send(s, app, { include_player_ids: [a] })
+  const handoff = s.svc.deps.sends.handoff
+  const stream = handoff.streamOf(app.id)
+  const redis = s.svc.deps.redis
+  for (let i = 0; i < 50 && (await redis.xlen(stream)) < 1; i++) await new Promise((res) => setTimeout(res, 10))
+  await redis.del(stream) // Redis lost its data
+  // The first stamp fails as Postgres fails a deadlock's victim (a sequence is not rolled back with the statement).
+  await s.sql('CREATE SEQUENCE stamp_once')
+  await s.sql(`CREATE FUNCTION stamp_once() RETURNS trigger LANGUAGE plpgsql AS $$
+               BEGIN IF nextval('stamp_once') = 1 THEN RAISE EXCEPTION 'deadlock detected (the test)' USING ERRCODE = 'deadlock_detected'; END IF;
+               RETURN NEW; END $$`)
+  await s.sql(`CREATE TRIGGER stamp_once BEFORE UPDATE ON sends FOR EACH ROW
+               WHEN (NEW.enqueued_at IS DISTINCT FROM OLD.enqueued_at) EXECUTE FUNCTION stamp_once()`)
+  clock.advance(s.cfg.jobs.handoffGraceMs + 1)
+  t.equal(await handoff.sweep(), 1, 'enqueued again, and stamped on the second try')
+  t.equal(Number((await s.sql('SELECT last_value FROM stamp_once'))[0]?.last_value), 2, 'the stamp was tried twice')
+  t.equal(await handoff.sweep(), 0, 'the next sweep finds it stamped')
+  t.equal(await redis.xlen(stream), 1, 'one entry')
+})
+
 t.test('a scheduled send reaches its stream when due, not before', async (t) => {
   const clock = new FakeClock()
   const s = await startService(t, { clock })
