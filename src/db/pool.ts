@@ -160,8 +160,8 @@ export function isRetryable(err: unknown): boolean {
 
 /**
  * Runs `f` again (up to `attempts` in all, after a short jittered pause) when Postgres made it a deadlock's victim or
- * refused it for serialisation: it did nothing, and the other side has gone on. For statements that are safe to run
- * twice; the delivery's batches are (an outcome already final is not counted again).
+ * refused it for serialisation: it did nothing, and the other side has gone on. Every group-commit writer's batch goes
+ * through it (a batch is one statement or one transaction, so it is whole or not at all).
  */
 export async function retryingConflicts<T>(f: () => Promise<T>, onRetry?: (err: unknown, attempt: number) => void, attempts = 5): Promise<T> {
   for (let attempt = 1; ; attempt++) {

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
-import { type Db, isRetryable, type Tx, tx } from '../db/pool'
+import { type Db, retryingConflicts, type Tx, tx } from '../db/pool'
 import { ApiError } from '../errors'
 import type { Clock } from '../time'
 import { boundDevices, lockAll, lockKey, retireInstallTokens, rowKey, type UpsertRow, upsertBatch } from './store'
@@ -99,19 +99,12 @@ export class RegistrationWriter {
     const results: Results = new Array(batch.length)
     // A deadlock or serialisation failure is retried whole; any other failure is thrown to GroupCommit, which
     // narrows it down by halves to the registration Postgres refused.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const refused = await this.#statement(sorted)
-        for (const g of sorted) {
-          const r = refused.has(g) ? new ApiError('EXTERNAL_USER_DEVICE_LIMIT', { limite: this.o.devicesPerUser }) : g.row.id
-          for (const i of g.waiters) results[i] = r
-        }
-        return results
-      } catch (err) {
-        if (isRetryable(err) && attempt < 3) continue
-        throw err
-      }
+    const refused = await retryingConflicts(() => this.#statement(sorted), undefined, 3)
+    for (const g of sorted) {
+      const r = refused.has(g) ? new ApiError('EXTERNAL_USER_DEVICE_LIMIT', { limite: this.o.devicesPerUser }) : g.row.id
+      for (const i of g.waiters) results[i] = r
     }
+    return results
   }
 
   /** Writes the batch; answers the groups refused by the per-user cap. Ids of existing devices are read back. */

@@ -5,7 +5,7 @@
 // retries, duplicates in one batch and races between batches or instances count each occurrence once.
 import type { Logger } from 'pino'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
-import { type Db, isRetryable, queryPrepared } from '../db/pool'
+import { type Db, queryPrepared, retryingConflicts } from '../db/pool'
 import type { Clock } from '../time'
 
 export const EVENT_CODES = { impressao: 1, clique: 2, fechou: 3 } as const
@@ -97,38 +97,28 @@ export class EventWriter {
         n: j.n,
         em: new Date(j.emMs).toISOString(),
       }))
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const r = await queryPrepared<{ k: string; key: string; cap_total: number | null }>(this.db, WRITE, [
-          JSON.stringify(rows),
-          new Date(this.clock()),
-        ])
-        const caps = new Map<string, number>()
-        const fresh = new Set<string>()
-        for (const x of r.rows) {
-          if (x.k === 'c') caps.set(x.key, x.cap_total as number)
-          else fresh.add(x.key)
-        }
-        this.stats.fresh += fresh.size
-        const owned = new Set<string>()
-        return jobs.map((j): Verdict => {
-          const cap = caps.get(j.appId + j.campaignId)
-          if (cap === undefined) return 'prova_invalida' // the campaign is gone (deleted) or of another app
-          if (cap > 0 && j.n > cap) return 'acima_do_cap'
-          const k = rowKey(j)
-          if (fresh.has(k) && !owned.has(k)) {
-            owned.add(k)
-            return 'aceito'
-          }
-          return 'duplicado'
-        })
-      } catch (err) {
-        if (isRetryable(err) && attempt < 5) {
-          this.log.warn({ code: (err as { code?: string }).code, attempt, events: rows.length }, 'in-app events batch retried')
-          continue
-        }
-        throw err
-      }
+    const r = await retryingConflicts(
+      () => queryPrepared<{ k: string; key: string; cap_total: number | null }>(this.db, WRITE, [JSON.stringify(rows), new Date(this.clock())]),
+      (err, attempt) => this.log.warn({ code: (err as { code?: string }).code, attempt, events: rows.length }, 'in-app events batch retried'),
+    )
+    const caps = new Map<string, number>()
+    const fresh = new Set<string>()
+    for (const x of r.rows) {
+      if (x.k === 'c') caps.set(x.key, x.cap_total as number)
+      else fresh.add(x.key)
     }
+    this.stats.fresh += fresh.size
+    const owned = new Set<string>()
+    return jobs.map((j): Verdict => {
+      const cap = caps.get(j.appId + j.campaignId)
+      if (cap === undefined) return 'prova_invalida' // the campaign is gone (deleted) or of another app
+      if (cap > 0 && j.n > cap) return 'acima_do_cap'
+      const k = rowKey(j)
+      if (fresh.has(k) && !owned.has(k)) {
+        owned.add(k)
+        return 'aceito'
+      }
+      return 'duplicado'
+    })
   }
 }

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import { DEFAULT_LIMITS } from '../config'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
-import { type Db, isRetryable, query } from '../db/pool'
+import { type Db, query, retryingConflicts } from '../db/pool'
 import type { Clock } from '../time'
 
 interface ServedJob {
@@ -63,34 +63,29 @@ export class ServedWriter {
     const distinct = new Map<string, ServedJob>()
     for (const j of jobs) distinct.set(j.campaignId + j.deviceId, j)
     const rows = [...distinct.values()].sort((a, b) => (a.campaignId + a.deviceId < b.campaignId + b.deviceId ? -1 : 1))
-    for (let attempt = 1; ; attempt++) {
-      try {
-        // One statement (one transaction): the new pairs, and each campaign's counter moved by exactly those.
-        const r = await query<{ n: string }>(
-          this.db,
-          `WITH input AS (
-             SELECT * FROM json_to_recordset($1::json) AS r(app_id uuid, campanha_id uuid, device_id uuid)),
-           ins AS (
-             INSERT INTO inapp_served (app_id, campanha_id, device_id, em)
-             SELECT i.app_id, i.campanha_id, i.device_id, $2 FROM input i
-             JOIN inapp_campaigns c ON c.app_id = i.app_id AND c.id = i.campanha_id
-             ON CONFLICT DO NOTHING RETURNING app_id, campanha_id),
-           upd AS (
-             UPDATE inapp_campaigns c SET servidos = c.servidos + x.n
-             FROM (SELECT app_id, campanha_id, count(*) AS n FROM ins GROUP BY 1, 2) x
-             WHERE c.app_id = x.app_id AND c.id = x.campanha_id RETURNING x.n)
-           SELECT coalesce(sum(n), 0) AS n FROM upd`,
-          [
-            JSON.stringify(rows.map((j) => ({ app_id: j.appId, campanha_id: j.campaignId, device_id: j.deviceId }))),
-            new Date(this.clock()),
-          ],
-        )
-        this.stats.rows += Number(r.rows[0]?.n ?? 0)
-        return jobs.map(() => true)
-      } catch (err) {
-        if (isRetryable(err) && attempt < 5) continue
-        throw err
-      }
-    }
+    // One statement (one transaction): the new pairs, and each campaign's counter moved by exactly those.
+    const r = await retryingConflicts(() =>
+      query<{ n: string }>(
+        this.db,
+        `WITH input AS (
+           SELECT * FROM json_to_recordset($1::json) AS r(app_id uuid, campanha_id uuid, device_id uuid)),
+         ins AS (
+           INSERT INTO inapp_served (app_id, campanha_id, device_id, em)
+           SELECT i.app_id, i.campanha_id, i.device_id, $2 FROM input i
+           JOIN inapp_campaigns c ON c.app_id = i.app_id AND c.id = i.campanha_id
+           ON CONFLICT DO NOTHING RETURNING app_id, campanha_id),
+         upd AS (
+           UPDATE inapp_campaigns c SET servidos = c.servidos + x.n
+           FROM (SELECT app_id, campanha_id, count(*) AS n FROM ins GROUP BY 1, 2) x
+           WHERE c.app_id = x.app_id AND c.id = x.campanha_id RETURNING x.n)
+         SELECT coalesce(sum(n), 0) AS n FROM upd`,
+        [
+          JSON.stringify(rows.map((j) => ({ app_id: j.appId, campanha_id: j.campaignId, device_id: j.deviceId }))),
+          new Date(this.clock()),
+        ],
+      )
+    )
+    this.stats.rows += Number(r.rows[0]?.n ?? 0)
+    return jobs.map(() => true)
   }
 }

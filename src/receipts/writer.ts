@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import { DEFAULT_LIMITS } from '../config'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
-import { type Db, isRetryable } from '../db/pool'
+import { type Db, retryingConflicts } from '../db/pool'
 import { ApiError } from '../errors'
 import { type Clock, DAY_MS, isoWithOffset } from '../time'
 import { KIND_ARRIVAL, KIND_CLICK, type ReceiptRow, writeBatch } from './store'
@@ -74,30 +74,23 @@ export class ReceiptWriter {
     const nowMs = this.clock()
     const now = new Date(nowMs)
     const horizon = new Date(nowMs - this.o.windowMs)
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const res = await writeBatch(this.db, rows, now, horizon, isoWithOffset(now))
-        const owned = new Set<string>()
-        return jobs.map((j) => {
-          if (!res.valid.has(`${j.appId}:${j.sendId}`)) return new ApiError('RECEIPT_PROOF_INVALID')
-          const kinds = j.evento === 'clique' ? [KIND_ARRIVAL, KIND_CLICK] : [KIND_ARRIVAL]
-          let out: ReceiptOutcome = 'duplicate'
-          for (const kind of kinds) {
-            const k = `${j.sendId}:${j.deviceId}:${kind}`
-            if (res.fresh.has(k) && !owned.has(k)) {
-              owned.add(k)
-              out = res.late.has(k) ? 'late' : 'counted'
-            }
-          }
-          return out
-        })
-      } catch (err) {
-        if (isRetryable(err) && attempt < 5) {
-          this.log.warn({ code: (err as { code?: string }).code, attempt, receipts: rows.length }, 'receipt batch retried')
-          continue
+    const res = await retryingConflicts(
+      () => writeBatch(this.db, rows, now, horizon, isoWithOffset(now)),
+      (err, attempt) => this.log.warn({ code: (err as { code?: string }).code, attempt, receipts: rows.length }, 'receipt batch retried'),
+    )
+    const owned = new Set<string>()
+    return jobs.map((j) => {
+      if (!res.valid.has(`${j.appId}:${j.sendId}`)) return new ApiError('RECEIPT_PROOF_INVALID')
+      const kinds = j.evento === 'clique' ? [KIND_ARRIVAL, KIND_CLICK] : [KIND_ARRIVAL]
+      let out: ReceiptOutcome = 'duplicate'
+      for (const kind of kinds) {
+        const k = `${j.sendId}:${j.deviceId}:${kind}`
+        if (res.fresh.has(k) && !owned.has(k)) {
+          owned.add(k)
+          out = res.late.has(k) ? 'late' : 'counted'
         }
-        throw err
       }
-    }
+      return out
+    })
   }
 }
