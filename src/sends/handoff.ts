@@ -31,6 +31,16 @@ export function stillUnread(h: Horizon | undefined, handedMs: number): boolean {
   return h !== undefined && handedMs > h.lastReadMs + CLOCK_SKEW_MS && handedMs - CLOCK_SKEW_MS >= h.firstMs
 }
 
+/**
+ * When a send was last handed to a stream, or NULL when it never was. The sweeper stamps `enqueued_at` on every
+ * hand-off it makes; the create path hands a send off at once (no stamp: that would cost a write per send) unless
+ * its `send_after` lies ahead, and then the sweeper's hand-off is its first. A scheduled send not yet handed off
+ * has no entry anywhere, so its creation time must never pass for a hand-off time: a stream read before it was
+ * created would make it look "waiting unread" to every sweep, forever.
+ */
+const FIRST_HANDOFF = `CASE WHEN enqueued_at IS NOT NULL THEN enqueued_at
+  WHEN send_after IS NULL OR send_after <= queued_at THEN queued_at END`
+
 /** The ms part of a stream id ("1700000000000-3"). */
 function idMs(id: string): number {
   return Number(id.slice(0, id.indexOf('-')))
@@ -97,7 +107,9 @@ export class Handoff {
         this.#scheduled = false
         const batch = this.#pending
         this.#pending = []
-        this.#xadd(batch).catch((err) => this.log.warn({ err: String(err), sends: batch.length }, 'hand-off failed; the sweeper will retry'))
+        this.#xadd(batch).catch((err) =>
+          this.log.warn({ err: String(err), sends: batch.length }, 'hand-off failed; the sweeper will retry'),
+        )
       })
     }
   }
@@ -129,9 +141,9 @@ export class Handoff {
   /** Enqueues due, unfinished sends no worker has touched lately; answers how many. One instance at a time (lock). */
   async sweep(limit = 5_000): Promise<number> {
     const now = new Date(this.clock())
-    const r = await query<{ app_id: string; id: string; lane: number; handed_ms: number }>(
+    const r = await query<{ app_id: string; id: string; lane: number; handed_ms: number | null }>(
       this.db,
-      `SELECT app_id, id, lane, extract(epoch FROM GREATEST(enqueued_at, queued_at))::float8 * 1000 AS handed_ms FROM sends
+      `SELECT app_id, id, lane, extract(epoch FROM ${FIRST_HANDOFF})::float8 * 1000 AS handed_ms FROM sends
         WHERE completed_at IS NULL AND COALESCE(send_after, queued_at) <= $1
           AND ((enqueued_at IS NULL AND picked_at IS NULL AND send_after IS NOT NULL)
                OR GREATEST(picked_at, enqueued_at, queued_at) < $1::timestamptz - make_interval(secs => $2::float8 / 1000))
@@ -140,18 +152,18 @@ export class Handoff {
     )
     if (r.rows.length === 0) return 0
     const horizons = await this.#readHorizons([...new Set(r.rows.map((x) => this.streamOf(x.app_id)))])
-    const due = r.rows.filter((x) => !stillUnread(horizons.get(this.streamOf(x.app_id)), x.handed_ms))
+    const due = r.rows.filter((x) => x.handed_ms === null || !stillUnread(horizons.get(this.streamOf(x.app_id)), x.handed_ms))
     if (due.length === 0) return 0
     // Re-enqueued sends are loaded by their worker: it may have delivered some of them already.
     await this.#xadd(due.map((x) => ({ appId: x.app_id, sendId: x.id, lane: x.lane, carried: '' })))
     // A deadlock with an outcome batch (which moves the same rows' counters) is retried: a failed stamp would have
     // the next sweep, a second later, enqueue the same sends again.
     await retryingConflicts(() =>
-      query(this.db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
-        now,
-        due.map((x) => x.app_id),
-        due.map((x) => x.id),
-      ]),
+      query(
+        this.db,
+        'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i',
+        [now, due.map((x) => x.app_id), due.map((x) => x.id)],
+      ),
     )
     return due.length
   }
