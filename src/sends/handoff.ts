@@ -171,7 +171,7 @@ export class Handoff {
   /**
    * How far the workers have read each stream: the time of the group's last-read entry, and of the stream's first
    * (older ones were trimmed). Stream ids are Redis' clock in ms. A stream without entries or without the group (Redis
-   * lost it) has no horizon: nothing is known to wait in it. Errors count as no horizon (the sweep then re-enqueues,
+   * lost it), or whose group has no lag, has no horizon: nothing is known to wait in it. Errors count as no horizon (the sweep then re-enqueues,
    * which is always safe).
    */
   async #readHorizons(streams: string[]): Promise<Map<string, Horizon>> {
@@ -192,6 +192,9 @@ export class Handoff {
         const f = new Map<string, unknown>()
         for (let k = 0; k + 1 < g.length; k += 2) f.set(String(g[k]), g[k + 1])
         if (f.get('name') !== WORK_GROUP) continue
+        // Lag 0: the group has read every entry, so nothing waits unread however recent its hand-off looks (a send
+        // whose hand-off was lost in a crash after its commit would otherwise wait for other traffic to pass it).
+        if (f.get('lag') === 0) continue
         const lastRead = idMs(String(f.get('last-delivered-id')))
         const firstMs = idMs(String((first[0] as [string])[0]))
         if (Number.isFinite(lastRead) && Number.isFinite(firstMs)) out.set(stream, { lastReadMs: lastRead, firstMs })

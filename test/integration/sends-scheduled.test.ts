@@ -116,6 +116,23 @@ t.test('a worker restarted, and a backlog waiting unread while it was down', asy
   await scheduledIsDelivered(t, d, app, device, 'phone')
 })
 
+t.test('a send whose hand-off was lost after its commit is handed off by the sweeper, though the stream was read', async (t) => {
+  // A crash between the commit and the XADD leaves a committed send with no entry: its first hand-off is the
+  // sweeper's, after the grace, even when its creation time lies past the group's last read.
+  const d = await startDelivery(t, { jobs: true, env: { PM_HANDOFF_GRACE_MS: '1000' } })
+  const { app, device } = await appWithDevice(d)
+  await sendNow(d, app, device)
+  await new Promise((r) => setTimeout(r, AFTER_READ_MS))
+  const handoff = d.s.svc.deps.sends.handoff
+  const enqueue = handoff.enqueue
+  handoff.enqueue = () => {}
+  const id = await d.send(app, { include_player_ids: [device] })
+  handoff.enqueue = enqueue
+  const row = await d.closed(id, 15_000)
+  t.equal(row.successful, 1, 'delivered once the sweeper handed it off')
+  t.equal(d.fcm.delivered.filter((r) => r.target === 'phone').length, 2)
+})
+
 function workerEnv(d: Delivery): Record<string, string> {
   return { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, PM_PARTITIONS: '4' }
 }
