@@ -1,6 +1,7 @@
 // HTML for the dashboard's pages. `html` is a tagged template that escapes every interpolated value; only values
 // made by `html` itself (or `raw`, for text that is already HTML) pass through as they are. A page therefore
 // cannot print a value from outside unescaped by forgetting to escape it.
+import { BUSINESS_IANA_ZONE } from '../business-time'
 
 export class Html {
   constructor(readonly text: string) {}
@@ -38,12 +39,17 @@ export function html(strings: TemplateStringsArray, ...values: Part[]): Html {
 
 /** JSON for a `<script type="application/json">` block: `<` escaped so the data can never close the element. */
 export function jsonData(v: unknown): Html {
-  return new Html(JSON.stringify(v).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029'))
+  return new Html(
+    JSON.stringify(v)
+      .replace(/</g, '\\u003c')
+      .replace(/\u2028/g, '\\u2028')
+      .replace(/\u2029/g, '\\u2029'),
+  )
 }
 
-const dateFmt = new Intl.DateTimeFormat('pt-BR', { dateStyle: 'short', timeStyle: 'medium', timeZone: 'America/Sao_Paulo' })
+const dateFmt = new Intl.DateTimeFormat('pt-BR', { dateStyle: 'short', timeStyle: 'medium', timeZone: BUSINESS_IANA_ZONE })
 
-/** A moment as people of the spec's zone read it (Brasília time). */
+/** A moment in the business zone (src/business-time.ts), the zone of the charts' days. */
 export function when(d: Date | null | undefined): string {
   return d ? dateFmt.format(d) : '—'
 }

@@ -3,6 +3,7 @@
 // a measurement it does not have).
 import type { Logger } from 'pino'
 import type { AppRecord } from '../apps/store'
+import { atBusinessZone } from '../business-time'
 import { type Db, query } from '../db/pool'
 import { ApiError } from '../errors'
 import type { RedisClient } from '../redis/client'
@@ -24,16 +25,21 @@ interface Measurement {
   measuredAtMs: number
 }
 
-/** A device is active in a month when it showed a sign of life in it (registration/session or receipt), UTC months. */
+const LOCAL_NOW = atBusinessZone('$1::timestamptz')
+
+/**
+ * A device is active in a month when it showed a sign of life in it (registration/session or receipt). Months are
+ * the business zone's (src/business-time.ts): they turn at the instant the statistics' days do.
+ */
 export async function measureMau(db: Db, now: Date): Promise<number> {
   const r = await query(
     db,
     `INSERT INTO org_mau (org_id, month, mau, measured_at)
-     SELECT o.id, to_char($1::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM'), count(d.id)::int, $1
+     SELECT o.id, to_char(${LOCAL_NOW}, 'YYYY-MM'), count(d.id)::int, $1
        FROM orgs o
        LEFT JOIN apps a ON a.org_id = o.id
        LEFT JOIN devices d ON d.app_id = a.id AND NOT d.sandbox
-                          AND d.last_active >= date_trunc('month', $1::timestamptz AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+                          AND d.last_active >= ${atBusinessZone(`date_trunc('month', ${LOCAL_NOW})`)}
       GROUP BY o.id
      ON CONFLICT (org_id) DO UPDATE SET month = excluded.month, mau = excluded.mau, measured_at = excluded.measured_at`,
     [now],

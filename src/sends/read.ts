@@ -1,5 +1,6 @@
 // Reads of sends (the spec, Notification read shape, Window statistics): one send, the newest sends, window totals.
 import type { Plan } from '../apps/store'
+import { atBusinessZone } from '../business-time'
 import { type Db, query } from '../db/pool'
 import { epochSeconds } from '../time'
 
@@ -82,10 +83,11 @@ export async function readOne(db: Db, appId: string, id: string): Promise<SendDb
 }
 
 export async function readNewest(db: Db, appId: string, limit: number): Promise<SendDbRow[]> {
-  const r = await query<SendDbRow>(db, `SELECT ${COLUMNS} FROM sends WHERE app_id = $1 ORDER BY queued_at DESC, id DESC LIMIT $2`, [
-    appId,
-    limit,
-  ])
+  const r = await query<SendDbRow>(
+    db,
+    `SELECT ${COLUMNS} FROM sends WHERE app_id = $1 ORDER BY queued_at DESC, id DESC LIMIT $2`,
+    [appId, limit],
+  )
   return r.rows
 }
 
@@ -95,13 +97,20 @@ export interface WindowStats {
 }
 
 /**
- * Sends queued in [desde, ate), attributed to their queueing time. `falhas` = failed + errored. Days are counted in a
- * fixed UTC-03 zone without daylight saving (the interval form of AT TIME ZONE keeps the ISO sign).
+ * Sends queued in [desde, ate), attributed to their queueing time. `falhas` = failed + errored. Days are the business
+ * zone's (src/business-time.ts: the spec's fixed UTC-03 without daylight saving).
  */
 export async function windowStats(db: Db, appId: string, desde: Date, ate: Date): Promise<WindowStats> {
-  const r = await query<{ dia: string | null; disparos: number; enviados: number; falhas: number; entregues: number; cliques: number }>(
+  const r = await query<{
+    dia: string | null
+    disparos: number
+    enviados: number
+    falhas: number
+    entregues: number
+    cliques: number
+  }>(
     db,
-    `SELECT to_char((queued_at AT TIME ZONE INTERVAL '-03:00')::date, 'YYYY-MM-DD') AS dia,
+    `SELECT to_char(${atBusinessZone('queued_at')}::date, 'YYYY-MM-DD') AS dia,
             count(*)::int AS disparos, sum(successful)::int AS enviados, sum(failed + errored)::int AS falhas,
             sum(recebidos)::int AS entregues, sum(converted)::int AS cliques
        FROM sends WHERE app_id = $1 AND queued_at >= $2 AND queued_at < $3
