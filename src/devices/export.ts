@@ -42,18 +42,16 @@ interface Job {
 const sha256hex = (s: string): string => createHash('sha256').update(s).digest('hex')
 
 /**
- * Spreadsheets run a cell that starts with = + - @ (or tab / CR) as a formula. external_user_id is the only free
- * text in the file, so such a value is written with a leading apostrophe ('=x), which spreadsheets show as text.
- * Everything else is standard CSV (RFC 4180 quoting by Postgres).
+ * The file's rows (the spec, Export: "standard CSV escaping"): Postgres's CSV output is RFC 4180 quoting, so every
+ * value comes back exactly as stored. A field is quoted only when it holds a comma, a quote, CR or LF (inner quotes
+ * doubled); NULL is an empty field. Nothing is rewritten to defuse spreadsheet formulas: `+5511…` and `=1+1` are data
+ * (docs/decisions.md; docs/design/devices.md says how to open the file safely).
  */
 export function copySql(appId: string): string {
   // COPY takes no parameters; appId is a validated, lower-case UUID (the key's own app).
   if (!/^[0-9a-f-]{36}$/.test(appId)) throw new Error('copySql: app id is not a UUID')
   return `COPY (
-    SELECT id,
-           CASE WHEN left(external_user_id, 1) IN ('=', '+', '-', '@', E'\\t', E'\\r') THEN '''' || external_user_id
-                ELSE external_user_id END AS external_user_id,
-           notification_types,
+    SELECT id, external_user_id, notification_types,
            CASE WHEN invalid_identifier THEN 'true' ELSE 'false' END AS invalid_identifier,
            floor(extract(epoch FROM last_active))::bigint AS last_active
       FROM devices WHERE app_id = '${appId}' AND NOT sandbox
@@ -151,7 +149,9 @@ export class Exporter {
   /** Records the export and queues its build; the estimate counts the rows of builds still ahead of it. */
   async start(appId: string): Promise<ExportAnswer> {
     if (this.#queue.length >= this.o.maxQueued) throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'armazenamento' })
-    const count = await query<{ n: string }>(this.db, 'SELECT count(*) AS n FROM devices WHERE app_id = $1 AND NOT sandbox', [appId])
+    const count = await query<{ n: string }>(this.db, 'SELECT count(*) AS n FROM devices WHERE app_id = $1 AND NOT sandbox', [
+      appId,
+    ])
     const rows = Number(count.rows[0]?.n ?? 0)
     const token = randomBytes(32).toString('hex')
     const hash = sha256hex(token)
@@ -175,7 +175,11 @@ export class Exporter {
     const m = FILE_RE.exec(name)
     if (!m || this.dir === '') return null
     const hash = sha256hex(m[1] as string)
-    const r = await query<{ status: string; expires_at: Date }>(this.db, 'SELECT status, expires_at FROM exports WHERE token_hash = $1', [hash])
+    const r = await query<{ status: string; expires_at: Date }>(
+      this.db,
+      'SELECT status, expires_at FROM exports WHERE token_hash = $1',
+      [hash],
+    )
     const row = r.rows[0]
     if (row?.status !== 'ready') return null
     if (row.expires_at.getTime() <= this.clock()) {
@@ -194,7 +198,9 @@ export class Exporter {
   /** Removes every expired export (file and row), and temporary files a crashed build left behind. */
   async sweep(): Promise<number> {
     const now = this.clock()
-    const r = await query<{ token_hash: string }>(this.db, 'SELECT token_hash FROM exports WHERE expires_at <= $1', [new Date(now)])
+    const r = await query<{ token_hash: string }>(this.db, 'SELECT token_hash FROM exports WHERE expires_at <= $1', [
+      new Date(now),
+    ])
     for (const { token_hash } of r.rows) await this.#remove(token_hash)
     const names = await readdir(this.dir).catch(() => [] as string[])
     for (const name of names) {
@@ -259,12 +265,11 @@ export class Exporter {
       const rows = copy.rowCount // from the COPY command tag: data rows, header excluded
       const seconds = (performance.now() - started) / 1000
       if (rows >= 50_000) this.#rowsPerSec = Math.round(0.5 * this.#rowsPerSec + 0.5 * (rows / seconds))
-      await query(this.db, `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4 WHERE token_hash = $1 AND status = 'building'`, [
-        job.hash,
-        rows,
-        out.bytesWritten,
-        new Date(this.clock()),
-      ])
+      await query(
+        this.db,
+        `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4 WHERE token_hash = $1 AND status = 'building'`,
+        [job.hash, rows, out.bytesWritten, new Date(this.clock())],
+      )
       this.log.info({ app_id: job.appId, rows, bytes: out.bytesWritten, seconds: Number(seconds.toFixed(2)) }, 'export ready')
     } catch (err) {
       await unlink(tmp).catch(() => {})

@@ -37,12 +37,30 @@ t.test('parseRegistration: required fields and their values', async (t) => {
   const r = parseRegistration({ ...base, app_id: APP.toUpperCase() })
   t.equal(r.app_id, APP, 'app_id lower-cased')
   t.equal(r.transporte, null)
-  t.equal(campoOf(() => parseRegistration({ ...base, app_id: undefined })), 'app_id')
-  t.equal(campoOf(() => parseRegistration({ ...base, app_id: 'x' })), 'app_id')
-  t.equal(campoOf(() => parseRegistration({ ...base, device_type: 2 })), 'device_type')
-  t.equal(campoOf(() => parseRegistration({ ...base, device_type: '1' })), 'device_type')
-  t.equal(campoOf(() => parseRegistration({ ...base, identifier: '' })), 'identifier')
-  t.equal(campoOf(() => parseRegistration({ ...base, identifier: 'x'.repeat(195) })), 'identifier')
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, app_id: undefined })),
+    'app_id',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, app_id: 'x' })),
+    'app_id',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, device_type: 2 })),
+    'device_type',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, device_type: '1' })),
+    'device_type',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, identifier: '' })),
+    'identifier',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, identifier: 'x'.repeat(195) })),
+    'identifier',
+  )
   t.equal(parseRegistration({ ...base, identifier: 'x'.repeat(194) }).identifier.length, 194)
 })
 
@@ -51,12 +69,27 @@ t.test('parseRegistration: identity fields', async (t) => {
   t.equal(parseRegistration({ ...base, game_version: '1' }).app_version, '1')
   t.equal(parseRegistration({ ...base, game_version: '1', app_version: '2' }).app_version, '2')
   t.equal(parseRegistration({ ...base, game_version: '1', app_version: null }).app_version, '1', 'null app_version: alias used')
-  t.equal(campoOf(() => parseRegistration({ ...base, game_version: 3 })), 'game_version')
-  t.equal(campoOf(() => parseRegistration({ ...base, tags: { k: 'a\u0000' } })), 'tags')
-  t.equal(campoOf(() => parseRegistration({ ...base, language: 'ç'.repeat(17) })), 'language')
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, game_version: 3 })),
+    'game_version',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, tags: { k: 'a\u0000' } })),
+    'tags',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, language: 'ç'.repeat(17) })),
+    'language',
+  )
   t.equal(parseRegistration({ ...base, language: 'ç'.repeat(16) }).language, 'ç'.repeat(16))
-  t.equal(campoOf(() => parseRegistration({ ...base, timezone: 'UTC' })), 'timezone')
-  t.equal(campoOf(() => parseRegistration({ ...base, timezone: Number.NaN })), 'timezone')
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, timezone: 'UTC' })),
+    'timezone',
+  )
+  t.equal(
+    campoOf(() => parseRegistration({ ...base, timezone: Number.NaN })),
+    'timezone',
+  )
   t.equal(parseRegistration({ ...base, timezone: 0 }).timezone, 0)
 })
 
@@ -88,8 +121,14 @@ t.test('parseUpdate: tri-state and preserve rule', async (t) => {
   t.equal(u.app_version, undefined)
   t.equal(u.transporte, undefined)
   t.equal(parseUpdate({ app_id: APP, game_version: '5' }).app_version, '5')
-  t.equal(campoOf(() => parseUpdate({ app_id: APP, external_user_id: 'x'.repeat(129) })), 'external_user_id')
-  t.equal(campoOf(() => parseUpdate({})), 'app_id')
+  t.equal(
+    campoOf(() => parseUpdate({ app_id: APP, external_user_id: 'x'.repeat(129) })),
+    'external_user_id',
+  )
+  t.equal(
+    campoOf(() => parseUpdate({})),
+    'app_id',
+  )
 })
 
 t.test('mergeRegistration applies two registrations of one token in order', async (t) => {
@@ -126,10 +165,10 @@ t.test('lockKey is a stable signed 64-bit integer per (app, kind, value)', async
   t.ok(n >= -(2n ** 63n) && n < 2n ** 63n)
 })
 
-t.test('copySql neutralises formulas, excludes sandbox, refuses a non-UUID app id', async (t) => {
+t.test('copySql writes external_user_id as stored, excludes sandbox, refuses a non-UUID app id', async (t) => {
   const sql = copySql(APP)
   t.match(sql, /NOT sandbox/)
   t.match(sql, /FORMAT csv, HEADER/)
-  t.match(sql, /'=', '\+', '-', '@'/)
+  t.match(sql, /SELECT id, external_user_id, notification_types,/)
   t.throws(() => copySql("x' OR '1'='1"))
 })
