@@ -20,7 +20,7 @@ import {
   transition,
   updateConfig,
 } from './store'
-import { type CampaignDef, parseCampaign, schemaMin, schemaText } from './validate'
+import { type CampaignDef, checkDates, parseCampaign, schemaMin, schemaText } from './validate'
 
 export type Operation = 'publicar' | 'pausar' | 'encerrar'
 
@@ -130,6 +130,7 @@ export class CampaignService {
 
   /** PATCH: the body's top-level fields replace the stored ones; the result is validated whole. 409 when ended. */
   async patch(appId: string, id: string, body: Record<string, unknown>): Promise<CampaignShape> {
+    checkDates(body) // an unreadable date is a 400 whatever the campaign's state, before it is looked up
     const row = await editCampaign(
       this.db,
       appId,

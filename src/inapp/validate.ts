@@ -2,7 +2,7 @@
 // all. Creating and PATCH share one validator: PATCH replaces the top-level fields it carries and the merged
 // campaign is validated whole, so an edit can never leave a campaign that creation would refuse.
 import { DEFAULT_LIMITS, type Limits } from '../config'
-import { ApiError } from '../errors'
+import { ApiError, fieldError } from '../errors'
 import { isUuid } from '../http/router'
 import { isObj, join, type Obj, parseRfc3339, Problems, wellFormed } from './checks'
 import { checkContent, checkStyle, checkTrap, newFacts } from './validate-content'
@@ -65,7 +65,12 @@ export interface ValidCampaign {
 
 /** The `regras` of a campaign that sends none; the numbers are settings (src/config.ts). */
 export function regrasDefault(lim: Limits = DEFAULT_LIMITS): Regras {
-  return { cap_total: lim.inappCapTotalDefault, cooldown_h: lim.inappCooldownHDefault, fechar_apos_ms: 0, prioridade: lim.inappPrioridadeDefault }
+  return {
+    cap_total: lim.inappCapTotalDefault,
+    cooldown_h: lim.inappCooldownHDefault,
+    fechar_apos_ms: 0,
+    prioridade: lim.inappPrioridadeDefault,
+  }
 }
 const REGRAS_KEYS: readonly string[] = Object.keys(regrasDefault())
 
@@ -86,7 +91,8 @@ function trigger(p: Problems, v: unknown): Obj {
     tipo = p.oneOf('gatilho.tipo', v.tipo, TRIGGERS)
   }
   out.tipo = tipo
-  out.atraso_ms = v.atraso_ms === undefined ? p.lim.inappAtrasoMsDefault : p.int('gatilho.atraso_ms', v.atraso_ms, 0, p.lim.inappAtrasoMsMax)
+  out.atraso_ms =
+    v.atraso_ms === undefined ? p.lim.inappAtrasoMsDefault : p.int('gatilho.atraso_ms', v.atraso_ms, 0, p.lim.inappAtrasoMsMax)
   if (!tipo) return out
   const allowed = TRIGGER_PARAMS[tipo] as readonly string[]
   for (const k of Object.keys(v)) {
@@ -144,7 +150,8 @@ function rules(p: Problems, v: unknown): Regras {
   const r = regrasDefault(p.lim)
   if (v.cap_total !== undefined) r.cap_total = p.int('regras.cap_total', v.cap_total, 0, p.lim.inappOccurrenceMax) ?? r.cap_total
   if (v.cooldown_h !== undefined) r.cooldown_h = p.int('regras.cooldown_h', v.cooldown_h, 0, 8_760) ?? r.cooldown_h
-  if (v.fechar_apos_ms !== undefined) r.fechar_apos_ms = p.int('regras.fechar_apos_ms', v.fechar_apos_ms, 0, p.lim.inappFecharAposMsMax) ?? 0
+  if (v.fechar_apos_ms !== undefined)
+    r.fechar_apos_ms = p.int('regras.fechar_apos_ms', v.fechar_apos_ms, 0, p.lim.inappFecharAposMsMax) ?? 0
   if (v.prioridade !== undefined) r.prioridade = p.int('regras.prioridade', v.prioridade, 0, 1_000_000) ?? r.prioridade
   return r
 }
@@ -176,11 +183,26 @@ function audience(p: Problems, tipoRaw: unknown, v: unknown): { tipo: AlvoTipo; 
   return { tipo, alvo: [...out] }
 }
 
+const DATE_FIELDS = ['inicia_em', 'termina_em'] as const
+const NOT_A_DATE = 'deve ser uma data RFC 3339 com fuso (ex.: 2026-12-01T09:00:00-03:00)'
+
+/**
+ * The spec's In-app errors: a date outside RFC 3339 is a 400 (the value cannot be read), not one of the campaign's
+ * 422 problems; `null` and absence are not dates. Create and PATCH call it before anything is read or written.
+ */
+export function checkDates(body: Obj): void {
+  for (const k of DATE_FIELDS) {
+    const v = body[k]
+    if (v !== undefined && v !== null && parseRfc3339(v) === null) throw fieldError(k, NOT_A_DATE)
+  }
+}
+
+/** A date that reached the validator (the body's were checked by checkDates; a stored one was valid when stored). */
 function moment(p: Problems, name: string, v: unknown): { iso: string | null; ms: number | null } {
   if (v === undefined || v === null) return { iso: null, ms: null }
   const ms = parseRfc3339(v)
   if (ms === null) {
-    p.add(name, 'deve ser uma data RFC 3339 com fuso (ex.: 2026-12-01T09:00:00-03:00)')
+    p.add(name, NOT_A_DATE)
     return { iso: null, ms: null }
   }
   return { iso: v as string, ms }
@@ -188,9 +210,11 @@ function moment(p: Problems, name: string, v: unknown): { iso: string | null; ms
 
 /**
  * Validates a campaign body. `base` (PATCH) is the stored campaign: the body's top-level fields replace its fields.
- * Throws INAPP_CAMPAIGN_INVALID listing every problem; `app_id` is the route's business.
+ * Throws INVALID_FIELD (400) for a date outside RFC 3339, else INAPP_CAMPAIGN_INVALID listing every problem;
+ * `app_id` is the route's business.
  */
 export function parseCampaign(body: Obj, base?: CampaignDef, lim: Limits = DEFAULT_LIMITS): ValidCampaign {
+  checkDates(body)
   const p = new Problems(lim)
   p.known('', body, [...TOP, 'app_id'])
   const src: Obj = { ...(base as unknown as Obj | undefined) }

@@ -1103,7 +1103,7 @@ function campaignBodies(d: Draft): fc.Arbitrary<Mutated> {
       () => ({ ...base(), inicia_em: '2027-01-01T00:00:00Z', termina_em: '2026-01-01T00:00:00Z' }),
       { valid: false, statuses: [422] },
     ],
-    ['inicia_em month 13', () => ({ ...base(), inicia_em: '2026-13-01T00:00:00Z' }), { valid: false, statuses: [422] }],
+    ['inicia_em month 13', () => ({ ...base(), inicia_em: '2026-13-01T00:00:00Z' }), { valid: false, statuses: [400] }],
     [
       'trigger valor 1e12 + 1',
       () => ({ ...base(), gatilho: { tipo: 'evento', chave: 'k', comparador: 'maior', valor: 1e12 + 1 } }),
