@@ -3,11 +3,13 @@
 // (and would send no POST with a JSON body at all, the preflight failing). Any origin may call: these routes carry no
 // cookie and no secret (the app id and the device's own ids are public by nature; receipts carry their own proof),
 // so `*` grants nothing a script could not already do with curl. Answers name the headers a script needs to read:
-// ETag (in-app pending), Retry-After (429 and 503), and the request ids.
+// ETag (in-app pending), Retry-After (429 and 503), the request ids, and the mark of an unknown device (the SDK
+// registers again when it sees it).
+import { UNKNOWN_DEVICE_HEADER } from '../devices/unknown'
 import type { Reply } from './reply'
 
 const ALLOW_ORIGIN = 'Access-Control-Allow-Origin'
-const EXPOSE = 'ETag, Retry-After, X-Pm-Request-Id, X-Request-Id'
+const EXPOSE = `ETag, Retry-After, X-Pm-Request-Id, X-Request-Id, ${UNKNOWN_DEVICE_HEADER}`
 /** Headers a device request may carry; the SDK sends only the first two. */
 const ALLOW_HEADERS = 'Content-Type, If-None-Match, X-Request-Id, Traceparent'
 /** How long a browser may reuse a preflight (Chromium caps it at 2 hours, Firefox at 24). */

@@ -1,10 +1,12 @@
 // POST /api/v1/receipts (the spec, Receipts): public, the proof is the credential. Fields are validated, the app checked
 // (unknown 400, paused 403), the proof verified in memory in constant time, and only then is the receipt handed to
 // the group-commit writer, which is the first to look at the send. A wrong proof, an unknown send and a send past
-// the 90-day window all answer the same 403: a caller without the proof learns nothing about which sends exist.
+// the 90-day window all answer the same 403: a caller without the proof learns nothing about which sends exist. A
+// receipt of a device deleted since the push left still counts; its answer carries the unknown-device mark.
 import type { AppDirectory } from '../apps/directory'
 import type { Config } from '../config'
 import { verifyProof } from '../delivery/proof'
+import { UNKNOWN_DEVICE_HEADERS } from '../devices/unknown'
 import { ApiError } from '../errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { constantJson } from '../http/reply'
@@ -38,8 +40,8 @@ export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
     if (app.paused) throw new ApiError('APP_PAUSED')
     const key = await d.receipts.keys.get(app.id)
     if (!key || !verifyProof(key, input.sendId, input.deviceId, input.rcpt)) throw new ApiError('RECEIPT_PROOF_INVALID')
-    const outcome = await d.receipts.writer.submit(input)
+    const { outcome, unknownDevice } = await d.receipts.writer.submit(input)
     m?.labels(input.evento, outcome).inc()
-    return ANSWERS[outcome]
+    return unknownDevice ? { ...ANSWERS[outcome], headers: UNKNOWN_DEVICE_HEADERS } : ANSWERS[outcome]
   })
 }

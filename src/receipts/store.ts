@@ -1,7 +1,9 @@
 // The SQL of receipts: one statement per batch (autocommitted, so one transaction) that checks each send is this
 // app's and inside the acceptance window, inserts what is new, adds exactly that to the send's counters, touches
 // the devices and writes the events of apps in webhook or grpc mode (src/confirmations/events.ts). Fact and notice
-// commit together or not at all.
+// commit together or not at all. It also names the devices the app no longer has (deleted in the dashboard): their
+// receipts count like any other (the proof binds the send to that device), and the answer tells the SDK to register
+// again (src/devices/unknown.ts).
 import { eventCtes } from '../confirmations/events'
 import { type Db, queryPrepared } from '../db/pool'
 
@@ -23,6 +25,8 @@ export interface BatchResult {
   fresh: Set<string>
   /** The part of `fresh` counted through the archive (the send's day was archived). */
   late: Set<string>
+  /** `app:device` of every valid receipt whose device the app no longer has. */
+  gone: Set<string>
 }
 
 /**
@@ -70,6 +74,9 @@ export const WRITE_RECEIPTS_SQL = `WITH input AS (
       AND (d.last_active < $5::timestamptz - interval '1 minute'
            OR (v.recebido AND (d.last_receipt_at IS NULL OR d.last_receipt_at < $5::timestamptz - interval '1 minute')))
    RETURNING d.id
+ ), gone AS (
+   SELECT DISTINCT g.app_id, g.device_id FROM valid g
+    WHERE NOT EXISTS (SELECT 1 FROM devices k WHERE k.app_id = g.app_id AND k.id = g.device_id)
  ), ev_in AS (
    SELECT i.app_id, i.send_id, i.device_id, i.kind,
           CASE i.kind WHEN ${KIND_ARRIVAL} THEN 'delivery.received' ELSE 'delivery.clicked' END AS evento,
@@ -80,7 +87,9 @@ export const WRITE_RECEIPTS_SQL = `WITH input AS (
  ), ${eventCtes({ source: 'ev_in', order: 's.send_id, s.device_id, s.kind', at: '$5', after: ['counted', 'touched'] })}
  SELECT DISTINCT 'v' AS t, app_id, send_id, NULL::uuid AS device_id, NULL::smallint AS kind, false AS late FROM valid
  UNION ALL
- SELECT 'n', app_id, send_id, device_id, kind, late FROM ins`
+ SELECT 'n', app_id, send_id, device_id, kind, late FROM ins
+ UNION ALL
+ SELECT 'g', app_id, NULL::uuid, device_id, NULL::smallint, false FROM gone`
 
 /**
  * Writes a batch. A `clique` writes the arrival row too: if it is new the click also counts as received (the
@@ -105,9 +114,10 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
     horizon,
     quando,
   ])
-  const out: BatchResult = { valid: new Set(), fresh: new Set(), late: new Set() }
+  const out: BatchResult = { valid: new Set(), fresh: new Set(), late: new Set(), gone: new Set() }
   for (const x of r.rows) {
     if (x.t === 'v') out.valid.add(`${x.app_id}:${x.send_id}`)
+    else if (x.t === 'g') out.gone.add(`${x.app_id}:${x.device_id}`)
     else {
       out.fresh.add(`${x.send_id}:${x.device_id}:${x.kind}`)
       if (x.late) out.late.add(`${x.send_id}:${x.device_id}:${x.kind}`)

@@ -15,6 +15,12 @@ import type { ReceiptInput } from './validate'
 /** `late`: counted now, through the archive (the spec, Receipts `tardio`). */
 export type ReceiptOutcome = 'counted' | 'late' | 'duplicate'
 
+/** A receipt's outcome, and whether its device is one the app no longer has (deleted since the push left). */
+export interface ReceiptResult {
+  outcome: ReceiptOutcome
+  unknownDevice: boolean
+}
+
 export interface ReceiptWriterOptions {
   maxBatch: number
   concurrency: number
@@ -31,7 +37,7 @@ export const RECEIPT_WRITER_DEFAULTS: ReceiptWriterOptions = {
 }
 
 export class ReceiptWriter {
-  readonly #gc: GroupCommit<ReceiptInput, ReceiptOutcome>
+  readonly #gc: GroupCommit<ReceiptInput, ReceiptResult>
   /** Its group commit as metrics see it (queue depth, batches). */
   get groupCommit(): GroupCommitStats {
     return this.#gc
@@ -53,7 +59,7 @@ export class ReceiptWriter {
 
   /** Resolves once the receipt is durable: counted now, or already counted. A send unknown to the app or past the
    * window rejects with the same 403 as a wrong proof. */
-  submit(r: ReceiptInput): Promise<ReceiptOutcome> {
+  submit(r: ReceiptInput): Promise<ReceiptResult> {
     return this.#gc.submit(r)
   }
 
@@ -61,7 +67,7 @@ export class ReceiptWriter {
     return this.#gc.stop()
   }
 
-  async #write(jobs: ReceiptInput[]): Promise<Array<ReceiptOutcome | Error>> {
+  async #write(jobs: ReceiptInput[]): Promise<Array<ReceiptResult | Error>> {
     this.stats.statements++
     this.stats.receipts += jobs.length
     const distinct = new Map<string, ReceiptRow>()
@@ -76,7 +82,8 @@ export class ReceiptWriter {
     const horizon = new Date(nowMs - this.o.windowMs)
     const res = await retryingConflicts(
       () => writeBatch(this.db, rows, now, horizon, isoWithOffset(now)),
-      (err, attempt) => this.log.warn({ code: (err as { code?: string }).code, attempt, receipts: rows.length }, 'receipt batch retried'),
+      (err, attempt) =>
+        this.log.warn({ code: (err as { code?: string }).code, attempt, receipts: rows.length }, 'receipt batch retried'),
     )
     const owned = new Set<string>()
     return jobs.map((j) => {
@@ -90,7 +97,7 @@ export class ReceiptWriter {
           out = res.late.has(k) ? 'late' : 'counted'
         }
       }
-      return out
+      return { outcome: out, unknownDevice: res.gone.has(`${j.appId}:${j.deviceId}`) }
     })
   }
 }

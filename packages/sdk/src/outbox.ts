@@ -78,6 +78,8 @@ export interface OutboxOptions {
    *  token changed carries a proof for that device. */
   previousPlayers: () => string[]
   drop: (job: Job, reason: string) => void
+  /** The service answered (and counted) a job for a player_id it has no device for: the device was deleted there. */
+  unknownPlayer: (player: string) => void
   random?: () => number
 }
 
@@ -152,7 +154,8 @@ export class Outbox {
         this.#settled.delete(j.id)
       }
       const over = s.items.length - this.o.max
-      if (over > 0) for (const j of s.items.splice(0, over)) this.o.drop(j, `fila cheia (${this.o.max} itens): o mais antigo foi descartado`)
+      if (over > 0)
+        for (const j of s.items.splice(0, over)) this.o.drop(j, `fila cheia (${this.o.max} itens): o mais antigo foi descartado`)
       await this.#save(s)
       this.#schedule(s)
     })
@@ -311,6 +314,9 @@ export class Outbox {
           if (out.status === 403) continue
           return { kind: 'done', results: [[j, 'dropped', out.reason]] }
         }
+        // The proof names the device the push went to, so the receipt counts for it even when the service has
+        // deleted that device since; the device itself then registers again (rejoin.ts).
+        if (out.unknownDevice) this.o.unknownPlayer(player)
         const dup = (out.body as { duplicado?: unknown } | undefined)?.duplicado === true
         return { kind: 'done', results: [[j, dup ? 'duplicate' : 'sent']] }
       }
@@ -326,7 +332,13 @@ export class Outbox {
         body: {
           app_id: this.o.appId,
           player_id: u.player,
-          eventos: jobs.map((j) => ({ campanha_id: j.campanhaId, prova: j.prova, evento: j.evento, ocorrencia_n: j.n, em: j.em })),
+          eventos: jobs.map((j) => ({
+            campanha_id: j.campanhaId,
+            prova: j.prova,
+            evento: j.evento,
+            ocorrencia_n: j.n,
+            em: j.em,
+          })),
         },
       })
       if (out.kind === 'retry') return results.length > 0 ? { kind: 'done', results } : out
@@ -342,6 +354,7 @@ export class Outbox {
         for (const j of jobs) results.push([j, 'dropped', out.reason])
         break
       }
+      if (out.unknownDevice) this.o.unknownPlayer(u.player)
       const verdicts = (out.body as { resultados?: unknown } | undefined)?.resultados
       jobs.forEach((j, k) => {
         const v = Array.isArray(verdicts) ? verdicts[k] : undefined

@@ -1,7 +1,8 @@
 // The SDK's entry point. `Pombo.init` registers the device (never asking for permission) and sends what the last
 // run still owed; `handlePush` turns a push into what to draw and proves its arrival; `handleTap` proves the click;
-// `flush` sends what is queued; `inapp` is the in-app feed. Nothing here throws into the host's handlers: failures
-// become results and `onError` reports.
+// `flush` sends what is queued; `inapp` is the in-app feed. A device the service deleted registers again as soon as
+// an answer says so (rejoin.ts). Nothing here throws into the host's handlers: failures become results and `onError`
+// reports.
 import { DEFAULT_RETRY, type RetryPolicy, backoffMs } from './backoff.js'
 import { detectLanguage } from './device-info.js'
 import { type ErrorHandler, messageOf, type PomboError, reporter } from './errors.js'
@@ -18,6 +19,7 @@ import {
   SESSIONS_KEY,
   type Stored,
 } from './registration.js'
+import { Rejoin } from './rejoin.js'
 import { MemoryStorage, type StorageAdapter, Store } from './storage.js'
 import type { FetchLike, Transport } from './transport.js'
 
@@ -83,6 +85,7 @@ export class Pombo {
   readonly #report: ErrorHandler
   readonly #now: () => number
   readonly #retry: RetryPolicy
+  readonly #rejoin: Rejoin
   #install = ''
   #reg: Stored | null = null
   #registering: Promise<void> | null = null
@@ -106,6 +109,13 @@ export class Pombo {
       now: this.#now,
       serverAt: null,
     }
+    this.#rejoin = new Rejoin({
+      current: () => this.playerId,
+      register: (unknown) => this.#registerAgain(unknown),
+      retry: this.#retry,
+      now: this.#now,
+    })
+    const unknownPlayer = (player: string): void => void this.#rejoin.unknown(player)
     this.#outbox = new Outbox({
       appId: this.appId,
       store,
@@ -119,6 +129,7 @@ export class Pombo {
       playerId: () => this.playerId,
       previousPlayers: () => this.#reg?.previous ?? [],
       drop: (job, reason) => this.#dropped(job, reason),
+      unknownPlayer,
     })
     this.inapp = new InappFeed({
       appId: this.appId,
@@ -133,6 +144,7 @@ export class Pombo {
       previousSession,
       pollIntervalMs: o.inappPollMs ?? 5 * 60_000,
       enabled: !o.background,
+      unknownPlayer,
     })
   }
 
@@ -220,6 +232,7 @@ export class Pombo {
   /** Sends everything queued now (only a Retry-After from the service delays it). Registers first if still owed. */
   async flush(): Promise<FlushReport> {
     try {
+      await this.#rejoin.idle()
       if (!this.#reg || this.#regFailures > 0) await this.#ensureRegistered(true)
       await this.inapp.idle() // events of displays, clicks and closes already reported are queued first
       return await this.#outbox.flush('now')
@@ -273,6 +286,19 @@ export class Pombo {
   #dropped(job: Job, reason: string): void {
     const status = /^(\d{3}):/.exec(reason)?.[1]
     this.#report({ kind: job.k === 'r' ? 'receipt' : 'inapp', message: reason, job, status: status ? Number(status) : undefined })
+  }
+
+  /**
+   * The service said it has no device `unknown` (deleted in the dashboard): registers the token again, which makes a
+   * new device. A registration already under way decides first; a retry already scheduled on the registration's
+   * own backoff is left to do it.
+   */
+  async #registerAgain(unknown: string): Promise<boolean> {
+    await this.#registering
+    if (this.playerId !== unknown) return true
+    if (this.#regTimer !== undefined || this.#closed) return false
+    await this.#ensureRegistered(true)
+    return this.playerId !== unknown
   }
 
   #ensureRegistered(force: boolean): Promise<void> {

@@ -1,13 +1,14 @@
 // One HTTP exchange with the service, reduced to what the SDK does next: done (2xx, or 304 for `pending`), try
 // again later (no network, timeout, 408, 429, 5xx; with the service's Retry-After when it gave one), or refused
 // for good (any other 4xx: the service looked at the request and will never accept it; its first error text is the
-// reason). Never throws.
+// reason). Never throws. A success may also say that the service does not know the player_id the request named (the
+// device was deleted there): see rejoin.ts.
 import { retryAfterMs } from './backoff.js'
 
 export type FetchLike = (url: string, init: RequestInit) => Promise<Response>
 
 export type Outcome =
-  | { kind: 'ok'; status: number; body: unknown; etag: string | null }
+  | { kind: 'ok'; status: number; body: unknown; etag: string | null; unknownDevice: boolean }
   | { kind: 'retry'; status: number | null; retryAfterMs: number | undefined; reason: string }
   | { kind: 'refused'; status: number; reason: string; body: unknown }
 
@@ -20,7 +21,12 @@ export interface Transport {
   serverAt: { date: number; mono: number } | null
 }
 
-const mono = (): number | undefined => (typeof performance === 'object' && typeof performance.now === 'function' ? performance.now() : undefined)
+/** The service's mark on an answer about a player_id it has no device for (a receipt counted, an in-app poll). */
+const UNKNOWN_DEVICE_HEADER = 'x-pm-dispositivo'
+const UNKNOWN_DEVICE = 'desconhecido'
+
+const mono = (): number | undefined =>
+  typeof performance === 'object' && typeof performance.now === 'function' ? performance.now() : undefined
 
 /**
  * The service's idea of now: its last Date header carried forward on the monotonic clock, used when the device clock
@@ -73,9 +79,17 @@ export async function call(t: Transport, path: string, o: CallOptions): Promise<
       body = undefined
     }
     const s = res.status
-    if ((s >= 200 && s < 300) || s === 304) return { kind: 'ok', status: s, body, etag: res.headers.get('etag') }
+    if ((s >= 200 && s < 300) || s === 304) {
+      const unknownDevice = res.headers.get(UNKNOWN_DEVICE_HEADER)?.trim().toLowerCase() === UNKNOWN_DEVICE
+      return { kind: 'ok', status: s, body, etag: res.headers.get('etag'), unknownDevice }
+    }
     if (s === 408 || s === 429 || s >= 500) {
-      return { kind: 'retry', status: s, retryAfterMs: retryAfterMs(res.headers.get('retry-after'), t.now()), reason: reasonOf(s, body, text) }
+      return {
+        kind: 'retry',
+        status: s,
+        retryAfterMs: retryAfterMs(res.headers.get('retry-after'), t.now()),
+        reason: reasonOf(s, body, text),
+      }
     }
     return { kind: 'refused', status: s, reason: reasonOf(s, body, text), body }
   } catch (err) {

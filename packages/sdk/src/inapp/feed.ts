@@ -75,6 +75,8 @@ export interface FeedDeps {
   pollIntervalMs: number
   /** False for a background init (service worker, extension): no UI, so no feed. */
   enabled: boolean
+  /** The service answered a poll for a player_id it has no device for (never awaited: it re-registers). */
+  unknownPlayer: (player: string) => void
 }
 
 const PKG_KEY = 'inapp:package'
@@ -128,7 +130,10 @@ export class InappFeed {
   trigger(key: string, value?: TriggerValue | null): void {
     try {
       if (typeof key !== 'string' || !KEY_RE.test(key)) {
-        this.#d.report({ kind: 'inapp', message: `chave de gatilho inválida: ${JSON.stringify(key)} (1-64: letras, dígitos e _ . : -)` })
+        this.#d.report({
+          kind: 'inapp',
+          message: `chave de gatilho inválida: ${JSON.stringify(key)} (1-64: letras, dígitos e _ . : -)`,
+        })
         return
       }
       if (value === null || value === undefined) this.#values.delete(key)
@@ -227,6 +232,7 @@ export class InappFeed {
       if (this.#pkg?.etag) headers['if-none-match'] = this.#pkg.etag
       const out = await call(this.#d.transport, `/api/v1/inapp/pending?${q}`, { method: 'GET', headers })
       const now = this.#d.now()
+      if (out.kind === 'ok' && out.unknownDevice) this.#d.unknownPlayer(player)
       if (out.kind === 'ok' && out.status === 304 && this.#pkg) {
         this.#pkg = { ...this.#pkg, fetchedAt: now }
         await this.#d.store.set(PKG_KEY, this.#pkg)
