@@ -4,12 +4,19 @@
 // GET /pg-read   → one Postgres read by primary key through a pg Pool, answered as JSON (floor of a DB-backed read)
 // POST /receipt  → reads the body, JSON.parse, one HMAC-SHA256 proof verification (BARE_RECEIPT_KEY, hex) in constant
 //                  time, answers {ok: true} or 403 (the floor of the receipt route before any durable write)
+
+import type uWS from 'uWebSockets.js'
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import pg from 'pg'
-import uWS from 'uWebSockets.js'
+import { loadUws } from '../src/http/uws'
+
+// The same build Pombo loads on this runtime, so the baseline measures the framework alone.
+const { uws } = loadUws()
 
 const port = Number(process.argv[2] ?? 9100)
-const pool = process.env.BARE_PG_SQL ? new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 16, options: `-c search_path=${process.env.BARE_PG_SCHEMA}` }) : null
+const pool = process.env.BARE_PG_SQL
+  ? new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 16, options: `-c search_path=${process.env.BARE_PG_SCHEMA}` })
+  : null
 const root = JSON.stringify({ servico: 'pombo', versao: '0.1.0', git: 'desconhecido' })
 const TYPE = 'application/json; charset=utf-8'
 // The same response bytes as Pombo (the spec requires the request id header): the difference is the framework alone.
@@ -38,14 +45,19 @@ function verified(b: { notification_id: string; player_id: string; rcpt: string 
   return got.length === want.length && timingSafeEqual(got, want)
 }
 
-uWS
+uws
   .App()
   .get('/', (res) => {
     res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(root))
   })
   .post('/json', (res) => {
     readJson(res, (body) => {
-      res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(JSON.stringify({ success: true, id: body.app_id })))
+      res.cork(() =>
+        res
+          .writeHeader('X-Pm-Request-Id', ID)
+          .writeHeader('Content-Type', TYPE)
+          .end(JSON.stringify({ success: true, id: body.app_id })),
+      )
     })
   })
   .post('/receipt', (res) => {
@@ -60,11 +72,15 @@ uWS
     res.onAborted(() => {
       aborted = true
     })
-    pool
-      ?.query(process.env.BARE_PG_SQL as string, JSON.parse(process.env.BARE_PG_PARAMS ?? '[]'))
-      .then((r) => {
-        if (!aborted) res.cork(() => res.writeHeader('X-Pm-Request-Id', ID).writeHeader('Content-Type', TYPE).end(JSON.stringify(r.rows[0] ?? null)))
-      })
+    pool?.query(process.env.BARE_PG_SQL as string, JSON.parse(process.env.BARE_PG_PARAMS ?? '[]')).then((r) => {
+      if (!aborted)
+        res.cork(() =>
+          res
+            .writeHeader('X-Pm-Request-Id', ID)
+            .writeHeader('Content-Type', TYPE)
+            .end(JSON.stringify(r.rows[0] ?? null)),
+        )
+    })
   })
   .listen('127.0.0.1', port, (s) => {
     if (!s) process.exit(1)

@@ -3,23 +3,24 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { ConfigError, type Config, loadConfig, redacted } from './config'
+import { credentialsCommand } from './cli/credentials'
+import { withOperatorTools } from './cli/operator'
+import { PartitionsCliError, partitionsCommand } from './cli/partitions'
+import { orgCommand, orgId, userCommand } from './cli/people'
+import { WebhookCliError, webhookCommand } from './cli/webhook'
+import { type Config, ConfigError, loadConfig, redacted } from './config'
 import { migrate, migrationStatus } from './db/migrate'
+import { releaseDeadWorker } from './delivery/worker'
 import { ApiError } from './errors'
-import { createLogger } from './log'
-import { ROOT } from './root'
-import { ALL_ROLES, type Role, Service } from './service'
 import { serveParent } from './group/member'
 import { GROUP_MEMBER_ENV } from './group/messages'
 import { groupBudget, WorkerGroup } from './group/supervisor'
-import { releaseDeadWorker } from './delivery/worker'
-import { credentialsCommand } from './cli/credentials'
-import { withOperatorTools } from './cli/operator'
-import { WebhookCliError, webhookCommand } from './cli/webhook'
-import { PartitionsCliError, partitionsCommand } from './cli/partitions'
-import { orgCommand, orgId, userCommand } from './cli/people'
+import { loadUws } from './http/uws'
+import { createLogger } from './log'
 import { PeopleError } from './people/service'
 import { ResizeRefused } from './redis/partitions'
+import { ROOT } from './root'
+import { ALL_ROLES, type Role, Service } from './service'
 import { SIMULATE_USAGE } from './simulate/args'
 import { SimulateError } from './simulate/providers'
 
@@ -55,7 +56,8 @@ function appId(v: string | undefined): string {
 function parseRoles(v: string | undefined): Role[] {
   if (!v) return [...ALL_ROLES]
   const roles = v.split(',').map((s) => s.trim())
-  for (const r of roles) if (!ALL_ROLES.includes(r as Role)) throw new UsageError(`--roles: unknown role "${r}" (api, worker, dashboard)`)
+  for (const r of roles)
+    if (!ALL_ROLES.includes(r as Role)) throw new UsageError(`--roles: unknown role "${r}" (api, worker, dashboard)`)
   return roles as Role[]
 }
 
@@ -68,8 +70,16 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   const grouped = !member && cfg.serveWorkers > 0 && roles.includes('worker') && roles.length > 1
   const budget = grouped ? groupBudget(cfg.limits.pgPool, cfg.serveWorkers) : null
   const own = grouped ? roles.filter((r) => r !== 'worker') : roles
-  log.info({ config: redacted(cfg), roles: own, ...(budget ? { worker_processes: cfg.serveWorkers, pg_pool: budget } : {}) }, 'starting')
-  const svc = await Service.start(budget ? { ...cfg, limits: { ...cfg.limits, pgPool: budget.parent } } : cfg, { roles: own, log })
+  // Refused before anything starts (migrations, connections) when no HTTP build fits this runtime.
+  if (own.includes('api') || own.includes('dashboard')) loadUws()
+  log.info(
+    { config: redacted(cfg), roles: own, ...(budget ? { worker_processes: cfg.serveWorkers, pg_pool: budget } : {}) },
+    'starting',
+  )
+  const svc = await Service.start(budget ? { ...cfg, limits: { ...cfg.limits, pgPool: budget.parent } } : cfg, {
+    roles: own,
+    log,
+  })
   const group = budget
     ? new WorkerGroup({
         workers: cfg.serveWorkers,
@@ -209,7 +219,12 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { nome: { type: 'string' }, sandbox: { type: 'boolean' }, 'rate-por-min': { type: 'string' }, org: { type: 'string' } },
+    options: {
+      nome: { type: 'string' },
+      sandbox: { type: 'boolean' },
+      'rate-por-min': { type: 'string' },
+      org: { type: 'string' },
+    },
   })
   switch (sub) {
     case 'create': {
@@ -219,7 +234,8 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
         throw new UsageError(`--nome: at most ${cfg.limits.appNameMaxBytes} bytes of well-formed text`)
       }
       const rateRaw = values['rate-por-min']
-      if (rateRaw !== undefined && !/^[1-9]\d{0,9}$/.test(rateRaw)) throw new UsageError('--rate-por-min: expected an integer > 0')
+      if (rateRaw !== undefined && !/^[1-9]\d{0,9}$/.test(rateRaw))
+        throw new UsageError('--rate-por-min: expected an integer > 0')
       const org = values.org === undefined ? undefined : orgId(values.org)
       const created = await withOperatorTools(cfg, (t) =>
         t.apps.create({ nome, sandbox: values.sandbox ?? false, ratePorMin: rateRaw ? Number(rateRaw) : undefined, orgId: org }),
@@ -265,7 +281,14 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
 /** docs/spec/contract.md: bad input exits non-zero with a one-line reason (the usage is `pombo help`). */
 function fail(err: unknown): never {
   if (err instanceof UsageError) console.error(`pombo: ${err.message} (pombo help lists the commands)`)
-  else if (err instanceof ConfigError || err instanceof WebhookCliError || err instanceof PartitionsCliError || err instanceof ResizeRefused || err instanceof PeopleError || err instanceof SimulateError)
+  else if (
+    err instanceof ConfigError ||
+    err instanceof WebhookCliError ||
+    err instanceof PartitionsCliError ||
+    err instanceof ResizeRefused ||
+    err instanceof PeopleError ||
+    err instanceof SimulateError
+  )
     console.error(`pombo: ${err.message}`)
   else if (err instanceof ApiError) console.error(`pombo: ${err.texts().erro} ${err.texts().causa}`)
   else console.error(`pombo: ${((err as Error).message ?? String(err)).split('\n')[0]}`)

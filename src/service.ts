@@ -10,17 +10,18 @@ import { WebhookDispatcher } from './confirmations/dispatcher'
 import { confirmationRoutes } from './confirmations/routes'
 import { ConfirmationStreamServer } from './confirmations/stream'
 import { dashboardRoutes } from './dashboard/server'
-import { deviceRoutes } from './devices/routes'
-import { DeviceService } from './devices/service'
 import { splitBudget } from './db/budget'
 import { checkSchema, migrate } from './db/migrate'
 import { checkSearchPath, createPool, type Db, query } from './db/pool'
+import { DeliveryModule } from './delivery/module'
+import { deviceRoutes } from './devices/routes'
+import { DeviceService } from './devices/service'
 import { ProxyTrust } from './http/client-ip'
 import { IpLimiter } from './http/ip-limit'
 import { openApiReply } from './http/openapi'
 import { constantJson } from './http/reply'
-import { DeliveryModule } from './delivery/module'
 import { HttpServer } from './http/server'
+import { loadUws } from './http/uws'
 import { inappDeviceRoutes } from './inapp/device-routes'
 import { InappModule } from './inapp/module'
 import { inappRoutes } from './inapp/routes'
@@ -36,13 +37,13 @@ import {
 } from './ops/collect'
 import { Metrics } from './ops/metrics'
 import { OpsServer } from './ops/server'
-import { SendsModule } from './sends/module'
-import { sendRoutes } from './sends/routes'
 import { ReceiptsModule } from './receipts/module'
 import { receiptRoutes } from './receipts/routes'
 import { connectRedis, pingAll, type RedisClient } from './redis/client'
 import { Keys } from './redis/keys'
 import { checkPartitions } from './redis/partitions'
+import { SendsModule } from './sends/module'
+import { sendRoutes } from './sends/routes'
 import { type Clock, DAY_MS, systemClock } from './time'
 import { Vault } from './vault'
 import { gitCommit, VERSION } from './version'
@@ -179,14 +180,27 @@ export class Service {
     try {
       // First, so a probe sees the process live (and not ready) while it starts; ready once every role listens.
       if (cfg.opsPort !== null) {
-        svc.ops = new OpsServer(metrics, { postgres: () => query(db, 'SELECT 1'), redis: () => pingAll(redis) }, log, cfg.opsCheckTimeoutMs)
+        svc.ops = new OpsServer(
+          metrics,
+          { postgres: () => query(db, 'SELECT 1'), redis: () => pingAll(redis) },
+          log,
+          cfg.opsCheckTimeoutMs,
+        )
         await svc.ops.listen(cfg.host, cfg.opsPort)
       }
       svc.#metrics(roles)
       const proxies = new ProxyTrust(cfg.trustProxy)
       // Without the operations port nobody can read the HTTP series, so the routes skip measuring them (the http
       // bench runs Pombo both ways in one run: what measuring costs the API).
-      const http = { jsonMaxDepth: cfg.limits.jsonMaxDepth, metrics: cfg.opsPort === null ? undefined : metrics, accessLog: cfg.accessLog }
+      const http = {
+        jsonMaxDepth: cfg.limits.jsonMaxDepth,
+        metrics: cfg.opsPort === null ? undefined : metrics,
+        accessLog: cfg.accessLog,
+      }
+      if (roles.has('api') || roles.has('dashboard')) {
+        const { choice } = loadUws()
+        log.info({ build: choice.build }, `HTTP server: ${choice.why}`)
+      }
       if (roles.has('api')) {
         svc.api = new HttpServer('api', log, proxies, http)
         await deps.inapp.start() // the package cache's invalidations (only the API serves packages)
@@ -230,7 +244,12 @@ export class Service {
       if (roles.has('dashboard')) {
         svc.dashboard = new HttpServer('dashboard', log, proxies, http)
         const apiUrl = `http://${cfg.host}:${svc.api?.port ?? cfg.port}`
-        svc.#dashboardParts = dashboardRoutes(svc.dashboard.router, { ...deps, version: VERSION, apiUrl, providerCa: opts.providerCa })
+        svc.#dashboardParts = dashboardRoutes(svc.dashboard.router, {
+          ...deps,
+          version: VERSION,
+          apiUrl,
+          providerCa: opts.providerCa,
+        })
         svc.dashboard.router.fallback()
         await svc.dashboard.listen(cfg.host, cfg.dashboardPort)
       }

@@ -4,7 +4,7 @@
 // GET /api/v1/notifications/{id}. The hand-off grace stays at its default (30 s), so only the sweeper's first
 // hand-off of a due send (never a re-enqueue after the grace) can close these sends within the test's deadline.
 import Redis from 'ioredis'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { partitionOf } from '../../src/redis/partitions'
 import { type App, startDelivery } from '../helpers/delivery'
 import { basic, REDIS_URL, startService, type TestService } from '../helpers/service'
@@ -45,7 +45,7 @@ async function scheduledIsDelivered(t: Tap, d: Delivery, app: App, device: strin
   t.ok((pushes[0]?.at ?? 0) >= due - 50, 'not before send_after')
 }
 
-type Tap = typeof t
+type Tap = Test
 
 async function appWithDevice(d: Delivery): Promise<{ app: App; device: string }> {
   const app = await d.s.createApp()
