@@ -16,6 +16,7 @@ interface SendDbRow {
   send_after: Date | null
   completed_at: Date | null
   name: string | null
+  external_id: string | null
   headings: unknown
   contents: unknown
   included_segments: string[]
@@ -29,7 +30,7 @@ interface SendDbRow {
 }
 
 const COLUMNS = `id, successful, failed, errored, remaining, converted, recebidos, queued_at, send_after, completed_at, name,
-  headings, contents, included_segments, include_player_ids, include_external_user_ids, android_successful,
+  external_id, headings, contents, included_segments, include_player_ids, include_external_user_ids, android_successful,
   android_failed, ios_successful, ios_failed, problem`
 
 /** What a free-plan reader sees instead of `recebidos` (the spec, Notification read shape). */
@@ -56,6 +57,8 @@ export function readShape(r: SendDbRow, plan: Plan): Record<string, unknown> {
     send_after: r.send_after ? epochSeconds(r.send_after) : null,
     completed_at: r.completed_at ? epochSeconds(r.completed_at) : null,
     name: r.name,
+    // The request's external_id as stored; null when none was sent (docs/decisions.md).
+    external_id: r.external_id,
     headings: r.headings,
     contents: r.contents,
     included_segments: r.included_segments ?? [],

@@ -16,7 +16,6 @@ import * as store from './store'
 import type { Lane, SendInput } from './types'
 import { IdempotencyRace, type Resolution, type SendJob, type SendWriter } from './writer'
 
-
 export const NOBODY_REACHABLE =
   'Nenhum destinatário alcançável: os dispositivos indicados são desconhecidos, inválidos, de teste ou estão fora das plataformas escolhidas.'
 
@@ -38,16 +37,34 @@ export interface CreateSend {
 }
 
 export function platformMask(p: SendInput['platforms']): number {
-  return (p.ios ? store.PLATFORM_BIT.ios : 0) | (p.android ? store.PLATFORM_BIT.android : 0) | (p.web ? store.PLATFORM_BIT.web : 0)
+  return (
+    (p.ios ? store.PLATFORM_BIT.ios : 0) | (p.android ? store.PLATFORM_BIT.android : 0) | (p.web ? store.PLATFORM_BIT.web : 0)
+  )
 }
 
-/** The answer of a send (the spec, Sends, the four 200 shapes), in a fixed key order. */
-export function renderAnswer(id: string, r: Resolution): string {
-  if (r.recipients === 0) return JSON.stringify({ id: '', recipients: 0, errors: [NOBODY_REACHABLE] })
-  const errors: Record<string, string[]> = {}
-  if (r.invalidPlayers.length > 0) errors.invalid_player_ids = r.invalidPlayers
-  if (r.invalidUsers.length > 0) errors.invalid_external_user_ids = r.invalidUsers
-  return JSON.stringify(Object.keys(errors).length > 0 ? { id, recipients: r.recipients, errors } : { id, recipients: r.recipients })
+/**
+ * The answer of a send (the spec, Sends, the four 200 shapes), in a fixed key order. The request's `external_id` is
+ * "echoed in response" (the spec, Notification): the last key when the request had one, no key when it did not
+ * (docs/decisions.md).
+ */
+export function renderAnswer(id: string, r: Resolution, externalId?: string): string {
+  const out: Record<string, unknown> =
+    r.recipients === 0 ? { id: '', recipients: 0, errors: [NOBODY_REACHABLE] } : { id, recipients: r.recipients }
+  if (r.recipients > 0 && (r.invalidPlayers.length > 0 || r.invalidUsers.length > 0)) {
+    const errors: Record<string, string[]> = {}
+    if (r.invalidPlayers.length > 0) errors.invalid_player_ids = r.invalidPlayers
+    if (r.invalidUsers.length > 0) errors.invalid_external_user_ids = r.invalidUsers
+    out.errors = errors
+  }
+  if (externalId !== undefined) out.external_id = externalId
+  return JSON.stringify(out)
+}
+
+/** The dry-run shape: audience counted, nothing stored. */
+function dryRunAnswer(recipients: number, externalId: string | undefined): string {
+  const out: Record<string, unknown> = { id: '', recipients, dry_run: true }
+  if (externalId !== undefined) out.external_id = externalId
+  return JSON.stringify(out)
 }
 
 export class SendService {
@@ -60,7 +77,10 @@ export class SendService {
     private readonly quota: WindowCounter,
     private readonly mau: MauGate,
     private readonly clock: Clock,
-    private readonly limits: Pick<Limits, 'idempotencyTtlDays' | 'idempotencyWaitMs' | 'idempotencyLockTtlMs' | 'idempotencyPollMs'> = DEFAULT_LIMITS,
+    private readonly limits: Pick<
+      Limits,
+      'idempotencyTtlDays' | 'idempotencyWaitMs' | 'idempotencyLockTtlMs' | 'idempotencyPollMs'
+    > = DEFAULT_LIMITS,
   ) {}
 
   async create(c: CreateSend): Promise<SendAnswer> {
@@ -71,7 +91,7 @@ export class SendService {
       await this.#takeQuota(c.app)
       await this.mau.check(c.app)
       const recipients = await this.#estimate(c)
-      return { body: JSON.stringify({ id: '', recipients, dry_run: true }), lane, exact, replay: false }
+      return { body: dryRunAnswer(recipients, c.input.externalId), lane, exact, replay: false }
     }
     if (!c.idemKey) return this.#create(c, undefined)
 
@@ -80,7 +100,8 @@ export class SendService {
     if (prior) return this.#replay(prior, c.bodyHash)
     const lockKey = this.keys.idempotencyLock(c.app.id, c.idemKey)
     const token = randomUUID()
-    if ((await this.redis.set(lockKey, token, 'PX', this.limits.idempotencyLockTtlMs, 'NX')) !== 'OK') return this.#waitForFirst(c)
+    if ((await this.redis.set(lockKey, token, 'PX', this.limits.idempotencyLockTtlMs, 'NX')) !== 'OK')
+      return this.#waitForFirst(c)
     try {
       // The first call may have committed between the lookup and the lock.
       const settled = await store.findIdempotency(this.db, c.app.id, c.idemKey, now)
@@ -94,7 +115,9 @@ export class SendService {
       throw err
     } finally {
       // Released only if still ours (a lock that outlived its TTL may belong to someone else now).
-      await this.redis.eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, lockKey, token).catch(() => {})
+      await this.redis
+        .eval("if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0", 1, lockKey, token)
+        .catch(() => {})
     }
   }
 
@@ -134,8 +157,10 @@ export class SendService {
         sendAfter: input.sendAfterMs === null ? null : new Date(input.sendAfterMs),
       },
       mask: platformMask(input.platforms),
-      idem: idemKey ? { key: idemKey, hash: c.bodyHash, expiresAt: new Date(now + this.limits.idempotencyTtlDays * DAY_MS) } : undefined,
-      render: (r) => renderAnswer(id, r),
+      idem: idemKey
+        ? { key: idemKey, hash: c.bodyHash, expiresAt: new Date(now + this.limits.idempotencyTtlDays * DAY_MS) }
+        : undefined,
+      render: (r) => renderAnswer(id, r, input.externalId),
     }
     if (t.kind === 'players') job.players = splitPlayerIds(t.ids)
     else if (t.kind === 'users') job.users = [...new Set(t.ids)]
@@ -163,7 +188,8 @@ export class SendService {
   }
 
   #replay(prior: store.StoredAnswer, hash: string): SendAnswer {
-    if (prior.bodyHash !== hash) throw new ApiError('IDEMPOTENCY_BODY_MISMATCH', { hash_original: prior.bodyHash, hash_recebido: hash })
+    if (prior.bodyHash !== hash)
+      throw new ApiError('IDEMPOTENCY_BODY_MISMATCH', { hash_original: prior.bodyHash, hash_recebido: hash })
     return { body: prior.response, lane: prior.lane as Lane, exact: prior.exact, replay: true }
   }
 

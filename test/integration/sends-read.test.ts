@@ -26,7 +26,13 @@ t.test('every stored text reads back exactly: quotes, backslashes, braces, comma
   const app = await s.createApp()
   const a = await device(s, app, 'tok-texts')
   const hostile = 'NULL "q" \\ \\" {a,b} ,\n\ttab \u0007 é 🐦'
-  const body = { include_player_ids: [a], name: hostile, contents: { en: hostile, pt: '' }, headings: { en: hostile }, data: { k: hostile, '{,}': '"' } }
+  const body = {
+    include_player_ids: [a],
+    name: hostile,
+    contents: { en: hostile, pt: '' },
+    headings: { en: hostile },
+    data: { k: hostile, '{,}': '"' },
+  }
   const sent = await send(s, app, body)
   t.equal(sent.status, 200)
   const n = (await get(s, app, `/api/v1/notifications/${sent.json.id}?app_id=${app.id}`)).json
@@ -34,7 +40,9 @@ t.test('every stored text reads back exactly: quotes, backslashes, braces, comma
   t.same(n.contents, body.contents)
   t.same(n.headings, body.headings)
   t.same(n.include_player_ids, [a])
-  const [row] = await s.sql<{ message: { contents: unknown; data: unknown } }>('SELECT message FROM sends WHERE id = $1', [sent.json.id])
+  const [row] = await s.sql<{ message: { contents: unknown; data: unknown } }>('SELECT message FROM sends WHERE id = $1', [
+    sent.json.id,
+  ])
   t.same(row?.message.contents, body.contents, 'the stored message carries the texts as sent')
   t.same(row?.message.data, { k: hostile, '{,}': '"' })
 })
@@ -48,9 +56,27 @@ t.test('GET one: the full read shape; free plan withholds recebidos behind a gat
   t.equal(r.status, 200)
   const n = r.json
   t.same(Object.keys(n).sort(), [
-    'completed_at', 'contents', 'converted', 'errored', 'failed', 'headings', 'id', 'include_external_user_ids',
-    'include_player_ids', 'included_segments', 'name', 'platform_delivery_stats', 'pm_metricas', 'pm_problema', 'queued_at',
-    'recebidos', 'recebidos_gate', 'remaining', 'send_after', 'successful',
+    'completed_at',
+    'contents',
+    'converted',
+    'errored',
+    'external_id',
+    'failed',
+    'headings',
+    'id',
+    'include_external_user_ids',
+    'include_player_ids',
+    'included_segments',
+    'name',
+    'platform_delivery_stats',
+    'pm_metricas',
+    'pm_problema',
+    'queued_at',
+    'recebidos',
+    'recebidos_gate',
+    'remaining',
+    'send_after',
+    'successful',
   ])
   t.equal(n.id, sent.json.id)
   t.same([n.successful, n.failed, n.errored, n.remaining, n.converted], [0, 0, 0, 1, 0])
@@ -61,6 +87,7 @@ t.test('GET one: the full read shape; free plan withholds recebidos behind a gat
   t.equal(n.send_after, null)
   t.equal(n.completed_at, null)
   t.equal(n.name, 'boas-vindas')
+  t.equal(n.external_id, null, 'none was sent')
   t.same(n.headings, { en: 'Título' })
   t.same(n.contents, { en: 'Olá', pt: 'Oi' })
   t.same(n.included_segments, [], 'always an array')
@@ -72,7 +99,7 @@ t.test('GET one: the full read shape; free plan withholds recebidos behind a gat
   t.equal(n.pm_problema, null)
 
   await s.svc.deps.apps.setPlan(app.id, 'pro')
-  await s.sql('UPDATE sends SET successful = 3, recebidos = 2, remaining = 0, completed_at = queued_at + interval \'1500 ms\'')
+  await s.sql("UPDATE sends SET successful = 3, recebidos = 2, remaining = 0, completed_at = queued_at + interval '1500 ms'")
   // A plan change reaches this instance's app cache at once; the read cache is per plan, so this read is fresh.
   const pro = (await get(s, app, `/api/v1/notifications/${sent.json.id}?app_id=${app.id}`)).json
   t.equal(pro.recebidos, 2)
@@ -82,7 +109,7 @@ t.test('GET one: the full read shape; free plan withholds recebidos behind a gat
   t.ok(Number.isInteger(pro.completed_at))
 })
 
-t.test('GET one: 404 for an unknown send and for another app\'s send (never 401 for a resource)', async (t) => {
+t.test("GET one: 404 for an unknown send and for another app's send (never 401 for a resource)", async (t) => {
   const s = await startService(t)
   const app = await s.createApp()
   const other = await s.createApp()
@@ -112,7 +139,10 @@ t.test('GET list: newest first, limit default and maximum 50, larger silently re
   t.equal(all.json[49].id, ids[3])
   t.equal((await get(s, app, `/api/v1/notifications?app_id=${app.id}&limit=500`)).json.length, 50)
   const three = await get(s, app, `/api/v1/notifications?app_id=${app.id}&limit=3`)
-  t.same(three.json.map((x: { name: string }) => x.name), ['n52', 'n51', 'n50'])
+  t.same(
+    three.json.map((x: { name: string }) => x.name),
+    ['n52', 'n51', 'n50'],
+  )
   t.equal((await get(s, app, `/api/v1/notifications?app_id=${app.id}&limit=0`)).status, 400)
   t.equal((await get(s, app, `/api/v1/notifications?app_id=${app.id}&limit=abc`)).status, 400)
 })
@@ -140,7 +170,10 @@ t.test('stats: half-open window, totals, days in UTC-03', async (t) => {
   for (let i = 0; i < 3; i++) await send(s, app, { include_player_ids: [a] })
   // Place the sends at known instants: 02:30 UTC is still the previous day in UTC-03.
   const ids = (await s.sql('SELECT id FROM sends ORDER BY queued_at')).map((r) => r.id)
-  await s.sql("UPDATE sends SET queued_at = '2026-03-10T02:30:00Z', successful = 5, failed = 1, errored = 1, recebidos = 4, converted = 2 WHERE id = $1", [ids[0]])
+  await s.sql(
+    "UPDATE sends SET queued_at = '2026-03-10T02:30:00Z', successful = 5, failed = 1, errored = 1, recebidos = 4, converted = 2 WHERE id = $1",
+    [ids[0]],
+  )
   await s.sql("UPDATE sends SET queued_at = '2026-03-10T12:00:00Z', successful = 1 WHERE id = $1", [ids[1]])
   await s.sql("UPDATE sends SET queued_at = '2026-03-11T00:00:00Z' WHERE id = $1", [ids[2]])
   const q = (desde: string, ate: string) =>
