@@ -13,7 +13,10 @@ export async function startDelivery(
   t: Tap,
   o: { clock?: FakeClock; env?: Record<string, string>; jobs?: boolean; service?: Partial<StartOptions> } = {},
 ) {
-  const fakes = await startFakeProviders(t, { apns: { bundleId: BUNDLE_ID } })
+  // The fake providers check token lifetimes and assertion times on the service's clock: a test that moves it
+  // (hours, days) keeps its FCM and APNs credentials working.
+  const now = o.clock?.now
+  const fakes = await startFakeProviders(t, { apns: { bundleId: BUNDLE_ID, now }, fcm: { now } })
   const s = await startService(t, {
     roles: ['api', 'worker'],
     clock: o.clock,
