@@ -4,13 +4,12 @@
 import { DEFAULT_LIMITS } from '../config'
 import { type Db, query } from '../db/pool'
 import type { Clock } from '../time'
+import { MEMBERSHIPS_SQL } from './audience'
 
 export interface Profile {
   externalUserId: string | null
-  /** notif_permissoes (bit 1 allowed, bit 2 prompt shown); null when never reported. */
-  perm: number | null
-  invalid: boolean
-  unsubscribed: boolean
+  /** The device's in-app segments as audience.ts computes them (0 = outside the base). */
+  memberships: number
 }
 
 interface Entry {
@@ -74,27 +73,14 @@ export class DeviceProfiles {
     this.#failures = new Map()
     for (const [appId, ids] of pending) {
       const at = this.clock()
-      query<{
-        id: string
-        external_user_id: string | null
-        notif_permissoes: number | null
-        invalid_identifier: boolean
-        notification_types: number
-      }>(
+      query<{ id: string; external_user_id: string | null; memberships: number }>(
         this.db,
-        'SELECT id, external_user_id, notif_permissoes, invalid_identifier, notification_types FROM devices WHERE app_id = $1 AND id = ANY($2::uuid[])',
+        `SELECT d.id, d.external_user_id, ${MEMBERSHIPS_SQL} AS memberships FROM devices d WHERE d.app_id = $1 AND d.id = ANY($2::uuid[])`,
         [appId, [...ids.keys()]],
       ).then(
         (r) => {
           const found = new Map<string, Profile>()
-          for (const d of r.rows) {
-            found.set(d.id, {
-              externalUserId: d.external_user_id,
-              perm: d.notif_permissoes,
-              invalid: d.invalid_identifier,
-              unsubscribed: d.notification_types === -2,
-            })
-          }
+          for (const d of r.rows) found.set(d.id, { externalUserId: d.external_user_id, memberships: d.memberships })
           if (this.#map.size >= this.maxEntries) this.#map.clear()
           for (const [id, waiters] of ids) {
             const p = found.get(id) ?? null

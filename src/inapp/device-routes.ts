@@ -102,7 +102,7 @@ function matches(header: string | undefined, etag: string): boolean {
 export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
   const pub = { ipLimit: d.publicLimiter, hot: true, cors: true }
   const lim = d.cfg.limits
-  const EMPTY: Profile = { externalUserId: null, perm: null, invalid: true, unsubscribed: false }
+  const EMPTY: Profile = { externalUserId: null, memberships: 0 }
 
   /** The device's last selection, reused while nothing it depends on changed (the 304 path's cost). */
   const memos = new Map<string, Memo>()

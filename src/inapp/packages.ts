@@ -10,6 +10,7 @@ import { type Db, query } from '../db/pool'
 import { type RedisClient, subscribe } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import type { Clock } from '../time'
+import { inAudience } from './audience'
 import type { Profile } from './device-profiles'
 import { activeCampaigns } from './store'
 import { type AlvoTipo, schemaMin } from './validate'
@@ -173,24 +174,6 @@ export class PackageCache {
   }
 }
 
-/** Whether a device belongs to a campaign's audience (same rules as reach.ts's SQL). */
-function inAudience(c: PackCampaign, deviceId: string, p: Profile): boolean {
-  switch (c.alvoTipo) {
-    case 'todos':
-      return !p.invalid
-    case 'player_ids':
-      return !p.invalid && c.alvo !== null && c.alvo.has(deviceId)
-    case 'external_ids':
-      return !p.invalid && c.alvo !== null && p.externalUserId !== null && c.alvo.has(p.externalUserId)
-    case 'bloqueados':
-      return !p.invalid && p.perm !== null && (p.perm & 3) === 2
-    case 'nunca_pediu':
-      return !p.invalid && p.perm !== null && (p.perm & 3) === 0
-    case 'desinscritos':
-      return p.invalid || p.unsubscribed
-  }
-}
-
 /**
  * The campaigns of a device's package: active, in its audience, not ended, within its capability (`level`: the
  * `schema` it reported; a future `inicia_em` is sent ahead only to 0.6+, which schedule it), at most `max`.
@@ -209,7 +192,7 @@ export function selectFor(
     if (c.terminaMs !== null && c.terminaMs <= nowMs) continue
     const future = c.iniciaMs !== null && c.iniciaMs > nowMs
     if ((future ? Math.max(c.level, 6) : c.level) > level) continue
-    if (!inAudience(c, deviceId, p)) continue
+    if (!inAudience(c.alvoTipo, c.alvo, deviceId, p)) continue
     out.push(c)
     if (out.length >= max) break
   }

@@ -1,26 +1,9 @@
 // Reach of a campaign (the spec, In-app campaign "Reach answer", Versioning): the audience counted in Postgres with the
 // SDK capability arithmetic. A device whose `sdk_versao` is absent or unreadable is incapable.
-// Permission bitmask (`notif_permissoes`, our reading): bit 1 = notifications allowed, bit 2 = the prompt was shown.
+// Who is in the audience is audience.ts's one definition.
 import { type Db, query } from '../db/pool'
+import { audienceSql } from './audience'
 import type { CampaignDef } from './validate'
-
-/** The audience predicate of each `alvo_tipo` over `devices d` ($3 = the list, for the list types only). */
-export function audienceSql(tipo: string): string {
-  switch (tipo) {
-    case 'bloqueados':
-      return 'NOT d.invalid_identifier AND d.notif_permissoes & 3 = 2'
-    case 'nunca_pediu':
-      return 'NOT d.invalid_identifier AND d.notif_permissoes & 3 = 0'
-    case 'desinscritos':
-      return '(d.invalid_identifier OR d.notification_types = -2)'
-    case 'external_ids':
-      return 'NOT d.invalid_identifier AND d.external_user_id = ANY($3::text[])'
-    case 'player_ids':
-      return 'NOT d.invalid_identifier AND d.id = ANY($3::uuid[])'
-    default:
-      return 'NOT d.invalid_identifier'
-  }
-}
 
 export interface Reach {
   alcance_estimado: number
