@@ -64,8 +64,12 @@ export function malformedIdReply(): Reply {
   return { status: 400, body: { erro: 'id inválido: esperado um UUID.' } }
 }
 
-/** Writes the answer; a streamed file answers a promise that settles when the last byte is handed to the socket. */
-export function write(res: HttpResponse, req: Request, reply: Reply): void | Promise<void> {
+/**
+ * Writes the answer; a streamed file answers a promise that settles when the last byte is handed to the socket.
+ * `closeConnection` (while the server stops): the connection is shut down gracefully once the answer is sent, so the
+ * final close cannot reset it while the client still reads the answer.
+ */
+export function write(res: HttpResponse, req: Request, reply: Reply, closeConnection = false): void | Promise<void> {
   if (req.aborted) {
     reply.file?.handle.close().catch(() => {})
     return
@@ -96,6 +100,6 @@ export function write(res: HttpResponse, req: Request, reply: Reply): void | Pro
     if (req.correlationId !== null) res.writeHeader('X-Request-Id', req.correlationId)
     if (type) res.writeHeader('Content-Type', type)
     if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k] as string)
-    res.end(payload)
+    res.end(payload, closeConnection)
   })
 }

@@ -116,6 +116,9 @@ export class Router {
     )
   }
 
+  /** Set when the server stops: every answer from then on closes its connection once sent (reply.ts write). */
+  closing = false
+
   /** Resolves once no request is in flight (graceful shutdown). */
   drained(): Promise<void> {
     if (this.#inflight === 0) return Promise.resolve()
@@ -211,13 +214,13 @@ export class Router {
     const route = info.path
     let streaming: void | Promise<void>
     try {
-      streaming = write(res, req, info.cors ? withCors(reply) : reply)
+      streaming = write(res, req, info.cors ? withCors(reply) : reply, this.closing)
       this.#measure(req, info, reply.status, t0)
     } catch (err) {
       // A reply that cannot be written (a bug: a body JSON.stringify refuses) still answers, once.
       this.log.error({ ...ids(req), route, err }, 'answer could not be written')
       try {
-        if (!req.aborted) write(res, req, errorReply(new ApiError('INTERNAL'), req.id))
+        if (!req.aborted) write(res, req, errorReply(new ApiError('INTERNAL'), req.id), this.closing)
       } catch {
         if (!req.aborted) res.close()
       }

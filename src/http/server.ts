@@ -35,6 +35,7 @@ export class HttpServer {
 
   /** Stops accepting, waits up to `graceMs` for in-flight requests, then closes every connection. */
   async close(graceMs = 10_000): Promise<void> {
+    this.router.closing = true
     if (this.#listen) {
       this.#uws.us_listen_socket_close(this.#listen)
       this.#listen = null
