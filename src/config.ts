@@ -285,8 +285,8 @@ export interface Delivery {
   readonly slicesPerWorker: number
   /** A send never has more slices than this, whatever its size (PM_MAX_SLICES). */
   readonly maxSlices: number
-  /** At or above this share (percent) of APNs BadDeviceToken among a send's APNs answers, an environment mismatch
-   *  is suspected and nothing is invalidated (PM_APNS_SUSPECT_PERCENT). */
+  /** At or above this share (percent) of APNs BadDeviceToken among the app's APNs answers of the last 24 hours, an
+   *  environment mismatch is suspected and nothing is invalidated (PM_APNS_SUSPECT_PERCENT; src/delivery/bad-tokens.ts). */
   readonly apnsSuspectPercent: number
   /** How often a worker with room looks for a slice to lease (PM_SLICE_POLL_MS); after finding none, it waits
    *  PM_SLICE_IDLE_POLL_MS unless its own process plans slices meanwhile. */

@@ -22,7 +22,7 @@ import { type OutcomeRecorder, type OutcomeRow, STATUS } from './outcomes'
 import { abortableSleep, type PaceCause, Pacer, type PaceStore } from './pacer'
 import { proof } from './proof'
 import type { Outcome, Provider } from './providers/types'
-import { invalidateBadTokens } from './bad-tokens'
+import { type ApnsAnswers, type ApnsEnv, invalidateBadTokens } from './bad-tokens'
 import { Lane } from './lane'
 import type { Platform } from './credentials-types'
 import type { LoadedSend } from './send-batches'
@@ -66,8 +66,10 @@ export interface ActorDeps {
   sliceWatchMs?: number
   /** A send never has more slices than this. */
   maxSlices?: number
-  /** Percent of APNs BadDeviceToken answers at which an environment mismatch is suspected. */
+  /** Percent of the app's recent APNs answers being BadDeviceToken at which an environment mismatch is suspected. */
   apnsSuspectPercent?: number
+  /** The app's recent APNs answers across workers (absent: each send is judged on its own answers). */
+  apnsAnswers?: ApnsAnswers
   /** A slice's walk is over: `complete` when every device of it has a durable outcome. */
   sliceFinished?(lease: SliceLease, complete: boolean): Promise<void>
   /** A send was just cut into slices: this process looks for slices to lease now. */
@@ -368,6 +370,8 @@ interface Active {
   broken: Set<Platform>
   badTokens: string[]
   apnsAccepted: number
+  /** The APNs credential's environment its answers came from (the last one, should it change mid-send). */
+  apnsEnv: ApnsEnv
   /** An outcome could not be recorded: the send's stream entry is left unacknowledged for a redelivery. */
   unrecorded: boolean
 }
@@ -476,6 +480,7 @@ export class AppActor {
       broken: new Set(),
       badTokens: [],
       apnsAccepted: 0,
+      apnsEnv: 'production',
       unrecorded: false,
     }
     this.#sends.set(key, s)
@@ -649,6 +654,7 @@ export class AppActor {
       )
       answered()
       providerAnswered = true
+      if (platform === 'apns') this.#countApns(s, provider.apnsEnv ?? 'production', outcome)
       await this.#apply(s, c, attempts + 1, platform, outcome, record)
     } catch (err) {
       if (providerAnswered) {
@@ -688,6 +694,13 @@ export class AppActor {
     })
   }
 
+  /** An APNs answer that tells whether the credential's environment is right: counted for the app (bad-tokens.ts). */
+  #countApns(s: Active, env: ApnsEnv, o: Outcome): void {
+    if (o.kind !== 'accepted' && o.kind !== 'bad-device-token') return
+    s.apnsEnv = env
+    this.d.apnsAnswers?.note(this.appId, env, o.kind === 'accepted')
+  }
+
   async #apply(
     s: Active,
     c: Candidate,
@@ -705,7 +718,7 @@ export class AppActor {
         await record(STATUS.failed, attempts, o.reason)
         return
       case 'bad-device-token':
-        // Invalidated only when the send shows it is not an environment mismatch (decided at the end).
+        // Invalidated only when the app's recent answers show it is not an environment mismatch (decided at the end).
         s.badTokens.push(c.deviceId)
         await record(STATUS.failed, attempts)
         return
@@ -762,7 +775,12 @@ export class AppActor {
   }
 
   async #close(s: Active): Promise<void> {
-    await invalidateBadTokens(this.d.db, this.appId, s.meta.id, s.badTokens, s.apnsAccepted, new Date(this.#clock()), this.d.apnsSuspectPercent)
+    await invalidateBadTokens(
+      { db: this.d.db, answers: this.d.apnsAnswers, log: this.d.log },
+      { appId: this.appId, sendId: s.meta.id, env: s.apnsEnv, bad: s.badTokens, accepted: s.apnsAccepted },
+      new Date(this.#clock()),
+      this.d.apnsSuspectPercent,
+    )
     if (s.slice) {
       // The send is closed by its own actor once every slice is done; a slice taken over is the new owner's to finish.
       if (!s.lost) await this.d.sliceFinished?.(s.slice, !s.unrecorded)

@@ -7,6 +7,7 @@ import { query } from '../db/pool'
 import type { Infra } from '../infra'
 import type { Vault } from '../vault'
 import type { ProviderSource } from './actor'
+import { ApnsAnswers } from './bad-tokens'
 import type { Platform } from './credentials-types'
 import { OutcomeRecorder } from './outcomes'
 import { type PaceCause, SharedBucket } from './pacer'
@@ -33,6 +34,7 @@ export class DeliveryModule implements ProviderSource {
   readonly recorder: OutcomeRecorder
   readonly batches: SendBatches
   readonly worker: DeliveryWorker
+  readonly apnsAnswers: ApnsAnswers
   readonly #providers: ProviderCache
   readonly #credentials = new Map<
     string,
@@ -57,6 +59,7 @@ export class DeliveryModule implements ProviderSource {
       maxQueue: cfg.delivery.sendLoadQueueMax,
     })
     this.recorder.onClosed = (c) => this.batches.closedByOutcomes(c.sendId)
+    this.apnsAnswers = new ApnsAnswers(redis, keys, clock, log)
     this.worker = new DeliveryWorker(
       db,
       redis,
@@ -92,6 +95,7 @@ export class DeliveryModule implements ProviderSource {
         sliceWatchMs: cfg.delivery.sliceWatchMs,
         maxSlices: cfg.delivery.maxSlices,
         apnsSuspectPercent: cfg.delivery.apnsSuspectPercent,
+        apnsAnswers: this.apnsAnswers,
         onPaceWait: d.observePace,
       },
       log,
@@ -139,6 +143,7 @@ export class DeliveryModule implements ProviderSource {
   async stop(): Promise<void> {
     if (this.#jobs) clearInterval(this.#jobs)
     await this.worker.stop()
+    await this.apnsAnswers.stop()
     await this.batches.stop()
     await this.recorder.stop()
     this.#unsubscribe?.()

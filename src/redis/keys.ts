@@ -64,6 +64,11 @@ export class Keys {
     return `${this.prefix}:workers`
   }
 
+  /** An app's recent APNs answers in one credential environment, by hour (src/delivery/bad-tokens.ts). */
+  apnsAnswers(appId: string, env: string): string {
+    return `${this.prefix}:{${appId}}:apns:${env}`
+  }
+
   /** An app's delivery pace (a token bucket shared by every process delivering for it). */
   pace(appId: string): string {
     return `${this.prefix}:{${appId}}:pace`

@@ -76,6 +76,7 @@ export function apnsRequest(cred: Pick<ApnsCredential, 'bundleId'>, push: Push, 
 
 export class ApnsProvider implements Provider {
   readonly tokens: ApnsTokens
+  readonly apnsEnv: 'sandbox' | 'production'
   readonly #origin: string
   readonly #key: string
   readonly #pool: H2Pool
@@ -88,6 +89,7 @@ export class ApnsProvider implements Provider {
     this.#pool = d.pool
     this.#clock = d.clock ?? systemClock
     this.tokens = d.tokens ?? new ApnsTokens()
+    this.apnsEnv = cred.env
     this.#origin = new URL(d.baseUrl ?? (cred.env === 'production' ? APNS_PRODUCTION : APNS_SANDBOX)).origin
     this.#key = signingKeyId(cred)
   }

@@ -27,6 +27,7 @@ export type ProviderObserver = (platform: Platform, outcome: Outcome, seconds: n
 /** A provider whose every answer is timed and told to `observe` (a throw from the observer is not the send's). */
 export function observed(platform: Platform, p: Provider, observe: ProviderObserver): Provider {
   return {
+    apnsEnv: p.apnsEnv,
     async send(target, push) {
       const t0 = performance.now()
       const outcome = await p.send(target, push)

@@ -28,7 +28,8 @@ export type Outcome =
   | { kind: 'dead-token'; reason: string }
   /**
    * APNs BadDeviceToken: `failed`, but often a sandbox/production mismatch rather than a dead token, so the engine
-   * decides per send whether to invalidate (spec: do not wipe the app's iOS base on an environment problem).
+   * decides from the app's recent APNs answers whether to invalidate (bad-tokens.ts: an environment problem must
+   * not wipe the app's iOS base).
    */
   | { kind: 'bad-device-token'; reason: string }
   /** Refused for this message and device, not retried, token kept (e.g. FCM INVALID_ARGUMENT): `failed`. */
@@ -41,6 +42,8 @@ export type Outcome =
   | { kind: 'credential'; reason: string }
 
 export interface Provider {
+  /** APNs: the credential's environment (an app's BadDeviceToken answers are judged per environment, bad-tokens.ts). */
+  readonly apnsEnv?: 'sandbox' | 'production'
   send(target: Target, push: Push): Promise<Outcome>
   close(): Promise<void>
 }
