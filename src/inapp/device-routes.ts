@@ -1,10 +1,12 @@
 // The public in-app device routes (the spec, In-app device routes): GET /api/v1/inapp/pending and POST
 // /api/v1/inapp/eventos. No credential: app_id checked before anything else, 16 KB bodies, the shared per-IP limit.
 // A warm poll is answered synchronously from memory (package cache + device profile cache): no database round trip,
-// no promise; a 304 costs a selection and one hash.
+// no promise; a 304 costs a selection and one hash. A poll for a player_id the app has no device for (deleted in the
+// dashboard) gets the empty package the spec wants, marked so the SDK registers again (src/devices/unknown.ts).
 import { createHash } from 'node:crypto'
 import type { AppDirectory } from '../apps/directory'
 import type { Config } from '../config'
+import { UNKNOWN_DEVICE_HEADERS } from '../devices/unknown'
 import { ApiError, fieldError } from '../errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { JSON_TYPE, ok, type Reply } from '../http/reply'
@@ -102,7 +104,6 @@ function matches(header: string | undefined, etag: string): boolean {
 export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
   const pub = { ipLimit: d.publicLimiter, hot: true, cors: true }
   const lim = d.cfg.limits
-  const EMPTY: Profile = { externalUserId: null, memberships: 0 }
 
   /** The device's last selection, reused while nothing it depends on changed (the 304 path's cost). */
   const memos = new Map<string, Memo>()
@@ -136,7 +137,8 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     if (pack.paused) throw new ApiError('APP_PAUSED')
     if (!pack.ativo) throw new ApiError('INAPP_CHANNEL_OFF')
     const { chosen, digest, etag, epoch } = m ?? chooseFor(pack, q, null, Number.POSITIVE_INFINITY, d.clock())
-    if (matches(q.ifNoneMatch, etag)) return { status: 304, headers: { ETag: etag } }
+    const headers = m?.profile === null ? { ETag: etag, ...UNKNOWN_DEVICE_HEADERS } : { ETag: etag }
+    if (matches(q.ifNoneMatch, etag)) return { status: 304, headers }
     if (chosen.length > 0 && !key) {
       return d.keys.get(q.appId).then((k) => {
         if (!k) throw new ApiError('APP_ID_UNKNOWN')
@@ -148,7 +150,7 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const pacoteId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
     for (const c of chosen) d.served.note(q.appId, c.id, q.playerId)
     const body = `{"pacote_id":"${pacoteId}","messages":[${items.join(',')}],"validade_s":${lim.inappValidityS},"cap_global_h":${pack.capH},"etag":${JSON.stringify(etag)}}`
-    return { status: 200, body, contentType: JSON_TYPE, headers: { ETag: etag } }
+    return { status: 200, body, contentType: JSON_TYPE, headers }
   }
 
   /** Loads what the warm path lacked (the app's pack, the device's profile), then answers. */
@@ -158,8 +160,7 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const now = d.clock()
     const memo = memoFor(pack, q, now)
     if (memo) return answer(pack, q, memo, d.keys.peek(q.appId))
-    let e =
-      pack.campaigns.length === 0 ? { p: EMPTY, until: Number.POSITIVE_INFINITY } : d.profiles.peekEntry(q.appId, q.playerId)
+    let e = d.profiles.peekEntry(q.appId, q.playerId)
     if (e === undefined) {
       const p = await d.profiles.load(q.appId, q.playerId)
       e = d.profiles.peekEntry(q.appId, q.playerId) ?? { p, until: d.clock() + 1_000 }
@@ -175,9 +176,8 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const now = d.clock()
     const memo = memoFor(pack, q, now)
     if (memo) return answer(pack, q, memo, d.keys.peek(q.appId))
-    // An app with no active campaign answers every device the same empty package, without looking the device up.
-    const e =
-      pack.campaigns.length === 0 ? { p: EMPTY, until: Number.POSITIVE_INFINITY } : d.profiles.peekEntry(q.appId, q.playerId)
+    // Also in an app with no active campaign: the answer says whether the device exists (cached like any profile).
+    const e = d.profiles.peekEntry(q.appId, q.playerId)
     if (e === undefined) return slow(q)
     return answer(pack, q, chooseFor(pack, q, e.p, e.until, now), d.keys.peek(q.appId))
   })
