@@ -1,4 +1,5 @@
 // Reads of sends (the spec, Notification read shape, Window statistics): one send, the newest sends, window totals.
+import { planShowsArrivals } from '../apps/plan'
 import type { Plan } from '../apps/store'
 import { atBusinessZone } from '../business-time'
 import { type Db, query } from '../db/pool'
@@ -33,7 +34,7 @@ const COLUMNS = `id, successful, failed, errored, remaining, converted, recebido
   external_id, headings, contents, included_segments, include_player_ids, include_external_user_ids, android_successful,
   android_failed, ios_successful, ios_failed, problem`
 
-/** What a free-plan reader sees instead of `recebidos` (the spec, Notification read shape). */
+/** What a free-plan reader sees instead of `recebidos` (the spec, Notification read shape), and of `entregues`. */
 export const RECEBIDOS_GATE = {
   plano_atual: 'free',
   habilita_em: 'pro',
@@ -41,7 +42,7 @@ export const RECEBIDOS_GATE = {
 }
 
 export function readShape(r: SendDbRow, plan: Plan): Record<string, unknown> {
-  const gated = plan === 'free'
+  const gated = !planShowsArrivals(plan)
   // Coverage is recebidos over provider acceptance; it is withheld with recebidos and undefined before any acceptance.
   const cobertura = gated || r.successful === 0 ? null : Math.round((r.recebidos / r.successful) * 1000) / 10
   return {
@@ -95,15 +96,18 @@ export async function readNewest(db: Db, appId: string, limit: number): Promise<
 }
 
 export interface WindowStats {
-  totais: { disparos: number; enviados: number; falhas: number; entregues: number; cliques: number }
-  por_dia: Array<{ dia: string; enviados: number; entregues: number; cliques: number }>
+  totais: { disparos: number; enviados: number; falhas: number; entregues: number | null; cliques: number }
+  por_dia: Array<{ dia: string; enviados: number; entregues: number | null; cliques: number }>
+  /** Present with null `entregues`: the sum of `recebidos` is withheld with them (src/apps/plan.ts). */
+  recebidos_gate?: typeof RECEBIDOS_GATE
 }
 
 /**
  * Sends queued in [desde, ate), attributed to their queueing time. `falhas` = failed + errored. Days are the business
- * zone's (src/business-time.ts: the spec's fixed UTC-03 without daylight saving).
+ * zone's (src/business-time.ts: the spec's fixed UTC-03 without daylight saving). `entregues` is the sum of
+ * `recebidos`: null, with `recebidos_gate`, on a plan that does not see proof of arrival.
  */
-export async function windowStats(db: Db, appId: string, desde: Date, ate: Date): Promise<WindowStats> {
+export async function windowStats(db: Db, appId: string, desde: Date, ate: Date, plan: Plan): Promise<WindowStats> {
   const r = await query<{
     dia: string | null
     disparos: number
@@ -120,6 +124,7 @@ export async function windowStats(db: Db, appId: string, desde: Date, ate: Date)
       GROUP BY 1 ORDER BY 1`,
     [appId, desde, ate],
   )
+  const shown = planShowsArrivals(plan)
   const totais = { disparos: 0, enviados: 0, falhas: 0, entregues: 0, cliques: 0 }
   for (const x of r.rows) {
     totais.disparos += x.disparos
@@ -129,7 +134,13 @@ export async function windowStats(db: Db, appId: string, desde: Date, ate: Date)
     totais.cliques += x.cliques
   }
   return {
-    totais,
-    por_dia: r.rows.map((x) => ({ dia: x.dia as string, enviados: x.enviados, entregues: x.entregues, cliques: x.cliques })),
+    totais: { ...totais, entregues: shown ? totais.entregues : null },
+    por_dia: r.rows.map((x) => ({
+      dia: x.dia as string,
+      enviados: x.enviados,
+      entregues: shown ? x.entregues : null,
+      cliques: x.cliques,
+    })),
+    ...(shown ? {} : { recebidos_gate: RECEBIDOS_GATE }),
   }
 }

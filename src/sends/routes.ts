@@ -95,7 +95,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
     const app = await d.auth.queryApp(req) // stats keep answering in webhook mode
     const w = statsWindow(req.query)
     await takeRead(app)
-    const s = await windowStats(d.db, app.id, w.from, w.to)
+    const s = await windowStats(d.db, app.id, w.from, w.to, app.plan)
     return ok({ desde: w.desde, ate: w.ate, ...s })
   })
 

@@ -164,7 +164,7 @@ t.test('webhook mode: the two send-read routes answer 403, stats keep answering'
 })
 
 t.test('stats: half-open window, totals, days in UTC-03', async (t) => {
-  const s = await startService(t)
+  const s = await startService(t, { env: { PM_DEFAULT_PLAN: 'pro' } }) // `entregues` is withheld on the free plan
   const app = await s.createApp()
   const a = await device(s, app, 'tok-a')
   for (let i = 0; i < 3; i++) await send(s, app, { include_player_ids: [a] })

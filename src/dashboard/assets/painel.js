@@ -102,7 +102,7 @@
             { label: 'aceitos', data: d.enviados, backgroundColor: '#9ab8dc' },
             { label: 'entregues (recibo)', data: d.entregues, backgroundColor: '#1b5fa8' },
             { label: 'cliques', data: d.cliques, backgroundColor: '#e59a2f' },
-          ],
+          ].filter((x) => x.data), // without proof of arrival on the app's plan, the page sends no receipts' series
         },
         options: { animation: false, responsive: true, scales: { y: { beginAtZero: true } } },
       })

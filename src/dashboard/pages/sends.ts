@@ -1,10 +1,12 @@
 // The app page's "Envios" section: the newest sends first (keyset pages), live counters (the page polls
 // /apps/{id}/envios.json), each send's funnel accepted → received → clicked, and two charts of the window
-// statistics (by day in the API's UTC-03 zone): volumes, and the share of deliveries proven by receipts.
+// statistics (by day in the API's UTC-03 zone): volumes, and the share of deliveries proven by receipts. Proof of
+// arrival (recebidos, the receipts' totals and the proof chart) is shown only where the plan allows it (src/apps/plan.ts).
+import { planShowsArrivals } from '../../apps/plan'
 import type { Plan } from '../../apps/store'
 import { type Db, query } from '../../db/pool'
 import { isUuid, type Router } from '../../http/router'
-import { windowStats } from '../../sends/read'
+import { RECEBIDOS_GATE, windowStats } from '../../sends/read'
 import { decodeCursor, encodeCursor, appFor } from '../access'
 import { html, type Html, jsonData, when } from '../html'
 import { jsonReply, viewerPage } from '../web'
@@ -39,7 +41,7 @@ export function counters(s: SendRow, plan: Plan): Record<string, number | string
     failed: s.failed,
     errored: s.errored,
     remaining: s.remaining,
-    recebidos: plan === 'free' ? null : s.recebidos,
+    recebidos: planShowsArrivals(plan) ? s.recebidos : null,
     clicks: s.converted,
     estado: s.remaining === 0 && s.completed_at ? 'concluído' : 'em andamento',
   }
@@ -58,9 +60,10 @@ const FIELDS = ['recipients', 'successful', 'failed', 'errored', 'remaining', 'r
 
 function funnel(s: SendRow, plan: Plan): Html {
   const max = Math.max(1, s.recipients)
+  const recebidos = planShowsArrivals(plan) ? s.recebidos : 0
   return html`<div class="funil" data-funil="${s.id}">
 <label>aceitos <meter data-campo="successful" min="0" max="${max}" value="${s.successful}">${s.successful}</meter></label>
-<label>recebidos <meter data-campo="recebidos" min="0" max="${max}" value="${plan === 'free' ? 0 : s.recebidos}">${s.recebidos}</meter></label>
+<label>recebidos <meter data-campo="recebidos" min="0" max="${max}" value="${recebidos}">${recebidos}</meter></label>
 <label>cliques <meter data-campo="clicks" min="0" max="${max}" value="${s.converted}">${s.converted}</meter></label></div>`
 }
 
@@ -68,25 +71,37 @@ export async function sendsSection(d: AppPageDeps, { app, q }: AppView): Promise
   const now = d.clock()
   const [rows, stats] = await Promise.all([
     sendPage(d.db, app.id, decodeCursor(q.get('envios_antes'))),
-    windowStats(d.db, app.id, new Date(now - CHART_DAYS * 86_400_000), new Date(now + 1)),
+    windowStats(d.db, app.id, new Date(now - CHART_DAYS * 86_400_000), new Date(now + 1), app.plan),
   ])
   const shown = rows.slice(0, PAGE)
   const last = shown[shown.length - 1]
+  const proof = planShowsArrivals(app.plan)
   const chart = {
     dias: stats.por_dia.map((x) => x.dia),
     enviados: stats.por_dia.map((x) => x.enviados),
-    entregues: stats.por_dia.map((x) => x.entregues),
     cliques: stats.por_dia.map((x) => x.cliques),
-    provados: stats.por_dia.map((x) => (x.enviados > 0 ? Math.round((x.entregues / x.enviados) * 1000) / 10 : null)),
+    // The receipts' series only where proof of arrival is shown (painel.js draws the series it is given).
+    ...(proof && {
+      entregues: stats.por_dia.map((x) => x.entregues),
+      provados: stats.por_dia.map((x) => (x.enviados > 0 ? Math.round(((x.entregues ?? 0) / x.enviados) * 1000) / 10 : null)),
+    }),
   }
   const t = stats.totais
   return html`<section aria-labelledby="sec-envios" id="envios">
 <h2 id="sec-envios">Envios</h2>
-<p>Últimos ${CHART_DAYS} dias: ${t.disparos} envios, ${t.enviados} aceitos pelos provedores, ${t.entregues} com recibo de chegada, ${t.cliques} cliques.
-${app.plan === 'free' ? html`<br><small>recebidos por envio é um recurso do plano pro.</small>` : ''}</p>
+${
+  proof
+    ? html`<p>Últimos ${CHART_DAYS} dias: ${t.disparos} envios, ${t.enviados} aceitos pelos provedores, ${t.entregues} com recibo de chegada, ${t.cliques} cliques.</p>`
+    : html`<p>Últimos ${CHART_DAYS} dias: ${t.disparos} envios, ${t.enviados} aceitos pelos provedores, ${t.cliques} cliques.
+<br><small>${RECEBIDOS_GATE.por_que}</small></p>`
+}
 <div class="duas graficos">
-<figure><canvas id="grafico-volume" aria-label="Envios por dia (UTC-03): aceitos, entregues com recibo e cliques" role="img"></canvas><figcaption>Por dia (UTC-03): aceitos, entregues (recibo) e cliques</figcaption></figure>
-<figure><canvas id="grafico-prova" aria-label="Porcentagem das entregas provadas por recibo, por dia" role="img"></canvas><figcaption>Entregas provadas por recibo (%)</figcaption></figure>
+${
+  proof
+    ? html`<figure><canvas id="grafico-volume" aria-label="Envios por dia (UTC-03): aceitos, entregues com recibo e cliques" role="img"></canvas><figcaption>Por dia (UTC-03): aceitos, entregues (recibo) e cliques</figcaption></figure>
+<figure><canvas id="grafico-prova" aria-label="Porcentagem das entregas provadas por recibo, por dia" role="img"></canvas><figcaption>Entregas provadas por recibo (%)</figcaption></figure>`
+    : html`<figure><canvas id="grafico-volume" aria-label="Envios por dia (UTC-03): aceitos e cliques" role="img"></canvas><figcaption>Por dia (UTC-03): aceitos e cliques</figcaption></figure>`
+}
 </div>
 <script type="application/json" id="dados-graficos">${jsonData(chart)}</script>
 ${
