@@ -121,7 +121,7 @@ export interface Limits {
   readonly registrationWriters: number
   readonly registrationQueueMax: number
   /** Send group commit (src/sends/writer.ts): sends per transaction (PM_SEND_BATCH_MAX), transactions in flight
-   *  (PM_SEND_WRITERS; measured: 16 in flight sustains ~8.6k single-device sends/s here, 4 about 6.6k). */
+   *  (PM_SEND_WRITERS: 16 in flight sustain ~8,600 single-device sends a second on 2 cores, 4 only ~6,600). */
   readonly sendBatchMax: number
   readonly sendWriters: number
   /** Receipt group commit (src/receipts/writer.ts): receipts per statement (PM_RECEIPT_BATCH_MAX), statements in
@@ -351,7 +351,7 @@ export const DEFAULT_STREAM: ConfirmationStream = Object.freeze({
 /** Device exports: builds per process, their queue, the estimate, and the takeover of a dead instance's builds. */
 export interface Exports {
   /** Rows per second assumed before this process has timed an export of its own (PM_EXPORT_ROWS_PER_SEC):
-   *  `npm run bench -- register` measured ~420k rows/s on the 2-core reference machine; a little under that, so the
+   *  an export writes ~420k rows/s on a 2-core machine (`npm run bench -- register`); a little under that, so the
    *  estimate is more often early than late. */
   readonly initialRowsPerSec: number
   /** Builds running at once per process; more wait their turn (PM_EXPORT_BUILDS). */
@@ -423,8 +423,8 @@ export const DEFAULT_DELIVERY: Delivery = Object.freeze({
   maxHeldSends: 10_000,
   outcomeBatchMax: 1_000,
   // One writer: while its statement runs the next batch grows, and a larger batch costs Postgres less per outcome
-  // (a 200,000-device send: 24–25 µs of Postgres a delivery with one writer, 31–36 with four). The provider's window
-  // does not wait for the record (actor.ts), so the writer's latency costs no throughput.
+  // (about a quarter less a delivery than with four writers). The provider's window does not wait for the record
+  // (actor.ts), so the writer's latency costs no throughput.
   outcomeWriters: 1,
   sendLoadBatchMax: 500,
   sendLoadWriters: 2,

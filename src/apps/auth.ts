@@ -76,7 +76,7 @@ export class Auth {
 
   /**
    * A key that passed is remembered with its sha256: every server request presents one, and hashing (OpenSSL 3
-   * looks the digest up on each call) was a few per cent of a send's time in the serving process. Only keys that
+   * looks the digest up on each call) is a few per cent of a send's time in the serving process. Only keys that
    * passed are kept, so a flood of wrong keys cannot fill the memory or evict real ones; each request still compares
    * the digest with the key's current record (a revoked or expired key fails at once).
    */

@@ -53,7 +53,7 @@ export const STATEMENT_TIMEOUT_MS = 30_000
 /**
  * A pooled connection's life by default, in seconds. Postgres makes a prepared statement's generic plan once per
  * connection and keeps it until something invalidates it (an ANALYZE; autovacuum may be off or late): a plan made
- * while `sends` held a few hundred rows walked the whole table on every outcome batch once it held tens of
+ * while `sends` holds a few hundred rows walks the whole table on every outcome batch once it holds tens of
  * thousands (docs/design/throughput.md). A new connection plans with the table as it is; reconnecting every few
  * minutes costs nothing measurable.
  */

@@ -1,11 +1,10 @@
 // One lane of an actor (transactional or marketing): its sends with work, oldest first, each at most once.
 //
-// A Map in insertion order did this until a backlog showed its cost: V8 leaves a hole for every deleted entry until
-// the table shrinks, and iterating from the front walks every hole. Sends leave a lane from the front as they are
-// dispatched, so with 20,000 one-device sends waiting each pick walked thousands of holes (16 µs a pick against
-// 0.3 µs with 100 waiting, measured on this machine). Here a deleted send leaves a slot that is skipped once and
-// dropped: the front moves past it, and the slots are compacted (below) so that they never hold many more sends
-// than the lane does.
+// Not a Map in insertion order: V8 leaves a hole for every deleted entry until the table shrinks, and iterating from
+// the front walks every hole. Sends leave a lane from the front as they are dispatched, so with 20,000 one-device
+// sends waiting each pick would walk thousands of holes (about fifty times the cost of a pick with 100 waiting).
+// Here a deleted send leaves a slot that is skipped once and dropped: the front moves past it, and the slots are
+// compacted (below) so that they never hold many more sends than the lane does.
 
 interface Slot<T> {
   item: T

@@ -12,7 +12,7 @@ import { boundDevices, lockAll, lockKey, retireInstallTokens, rowKey, type Upser
 import { PROFILE_KEYS, type RegistrationRow } from './validate'
 
 export interface WriterOptions {
-  /** Rows per statement (~500 rows a statement is the measured sweet spot on the 2-core machine). */
+  /** Rows per statement (~500 gives the most registrations a second on 2 cores: fewer cost more statements). */
   maxBatch: number
   /** Statements in flight at once (pool connections the writer may hold). */
   concurrency: number

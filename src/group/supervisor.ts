@@ -1,8 +1,8 @@
 // The process group of `pombo serve` (docs/spec/contract.md: "the public API, the delivery workers and the dashboard
 // in one process group"). Node runs one thread of JavaScript per process: with every role in one process, accepting
-// and delivering took turns on one core while the machine's other core sat half idle (send-e2e: the same load was
-// accepted ~25% faster with the worker in a process of its own). So the serving process runs the API and the
-// dashboard and starts PM_SERVE_WORKERS delivery workers, each `pombo serve --roles worker` in a child process:
+// and delivering take turns on one core while the machine's other cores may sit idle. So the serving process runs
+// the API and the dashboard and starts PM_SERVE_WORKERS delivery workers, each `pombo serve --roles worker` in a
+// child process:
 //  - a worker that exits on its own is started again (1 s, doubling to 30 s while it keeps failing); its partition
 //    and slice leases are given back at once, so what it had taken and not acknowledged is taken over by the next
 //    owner without waiting for the leases to lapse;
@@ -58,9 +58,9 @@ const HEALTHY_MS = 60_000
 
 /**
  * V8's young generation of a worker process. A delivery leaves only short-lived garbage (its body, its request, its
- * promises), collected by scavenges whose count falls as the semi-space grows: the deliver bench measured the
- * worker's CPU per delivery at 98 µs with V8's default and 91 µs with 32 MB, for about 30 MB more memory. An
- * operator's own `--max-semi-space-size` (node flags or NODE_OPTIONS) wins.
+ * promises), collected by scavenges whose count falls as the semi-space grows: 32 MB takes about 7% off the
+ * worker's CPU per delivery, for about 30 MB more memory. An operator's own `--max-semi-space-size` (node flags or
+ * NODE_OPTIONS) wins.
  */
 export const WORKER_SEMI_SPACE_FLAG = '--max-semi-space-size=32'
 

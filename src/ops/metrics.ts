@@ -6,10 +6,10 @@ import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type M
 import { type CounterSeries, HotCounter, HotHistogram } from './hot'
 import { succeedsWithin, within } from './within'
 
-/** Buckets of the API's own latency: the cheapest routes answer in ~50 µs (in-app `pending` p99 2 ms), a send or
- *  receipt waits for a group commit (the benches: sends p50 5 ms, p99 20-60 ms against a 50 ms target;
- *  registrations p99 22-39 ms against 25 ms; in-app event batches p99 ~230 ms), a stalled dependency for
- *  seconds. Finer between 5 and 100 ms, where those targets are read. */
+/** Buckets of the API's own latency: the cheapest routes answer in ~50 µs, a send or receipt waits for a group
+ *  commit (milliseconds; the targets are a p99 under 50 ms for sends and under 25 ms for registrations), a batch of
+ *  in-app events a few hundred ms, a stalled dependency seconds. Finer between 5 and 100 ms, where those targets
+ *  are read. */
 const HTTP_BUCKETS_S = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1,
   2.5, 5, 10,

@@ -8,7 +8,7 @@ import type { RedisClient } from './client'
 import type { Keys } from './keys'
 import { firstError, pipelineBySlot } from './slots'
 
-/** The hash of each app seen (bounded): the API and the worker ask once per send, and a sha1 showed in profiles. */
+/** The hash of each app seen (bounded): the API and the worker ask once per send, and a sha1 per send shows in profiles. */
 const hashes = new Map<string, number>()
 
 export function partitionOf(appId: string, partitions: number): number {

@@ -14,8 +14,9 @@ export const REACHABLE_SQL = 'NOT d.invalid_identifier AND NOT d.sandbox AND d.n
 /**
  * The reachable devices among each send's listed player ids (one statement for the whole batch). Each id is looked
  * up by primary key: LATERAL … OFFSET 0 keeps the planner from turning it into a join whose plan depends on table
- * statistics (a fresh devices table once got a 2,000 × 2,000 nested loop). Prepared, like the send write below: parsed
- * and planned for every batch, they took ~40% of Postgres's time per accepted send (docs/design/throughput.md).
+ * statistics (a fresh devices table can get a 2,000 × 2,000 nested loop). Prepared, like the send write below:
+ * parsing and planning them for every batch would be ~40% of Postgres's time per accepted send
+ * (docs/design/throughput.md).
  */
 export const RESOLVE_PLAYERS_SQL = `SELECT ($3::uuid[])[r.k] AS send_id, d.id, d.identifier, d.device_type, d.transporte
    FROM unnest($1::int[], $2::uuid[]) AS r(k, device_id)

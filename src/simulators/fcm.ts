@@ -186,7 +186,7 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
       at: now(),
       httpVersion: req.httpVersion,
       project,
-      // Counts only (the bench): the copy of every request's headers was a measurable part of the simulator's cost.
+      // Counts only (the bench): the copy of every request's headers is a measurable part of the simulator's cost.
       headers: requests.keep ? { ...req.headers } : {},
       body: null,
       target: null,

@@ -93,8 +93,8 @@ export function displayBlock(m: Rendering, deviceType: number): Array<[string, s
 export function fcmData(m: Rendering, push: Push, budgetBytes: number, display: Array<[string, string]> = []): Record<string, string> {
   const data: Record<string, string> = {}
   // UTF-16 lengths first: a text's UTF-8 bytes are at most 3 per UTF-16 unit, so a message whose lengths fit a
-  // third of the budget fits it, and only a larger one is measured in bytes (Buffer.byteLength per entry showed in
-  // a worker's profile of single-device sends).
+  // third of the budget fits it, and only a larger one is measured in bytes (Buffer.byteLength of every entry is a
+  // visible part of a single-device send's cost).
   let chars = 0
   const source = m.data ?? {}
   for (const k in source) {

@@ -13,7 +13,7 @@
 //   leaves behind): those are sent again once, since the server did not act on them (RFC 9113 §8.7).
 // - A request timing out makes its session answer a PING; no answer in time and the session is destroyed. A session
 //   idle for `idleMs` is closed. Requests with the pool's own timeout end in the order they began, so they wait in
-//   one list that one timer checks (a timer per request was a measurable share of a delivery's cost); a request
+//   one list that one timer checks (a timer per request is a measurable share of a delivery's cost); a request
 //   with a timeout of its own gets its own timer.
 // - Trust: Node's roots plus `ca` when given (tests); a service process also honours NODE_EXTRA_CA_CERTS, which Node
 //   adds to its default store at start-up.
@@ -208,7 +208,7 @@ export class H2Pool {
   /**
    * The least-loaded usable session with a free stream. Another session is opened (while the group is below its size)
    * only when the least-loaded one is three-quarters full: multiplexing is what HTTP/2 is for, and each extra session
-   * splits the writes into more TLS records and syscalls (a second, half-idle session cost the bench's worker a fifth
+   * splits the writes into more TLS records and syscalls (a second, half-idle session costs a worker about a fifth
    * more CPU per delivery). Opening before the last stream is taken hides the new session's handshake.
    */
   #pick(g: Group): Conn | undefined {

@@ -15,7 +15,8 @@ export interface H2Failure {
 export type H2Result = H2Response | H2Failure
 
 export interface H2PoolOptions {
-  /** Sessions per origin (and group); default 2. One process is CPU-bound near 8k requests/s (measured on the 2-core machine). */
+  /** Sessions per origin (and group); default 2. A session carries as many requests as the peer's stream limit
+   *  allows, so a second one opens only when the first is ¾ full (each extra session splits the writes). */
   sessionsPerOrigin?: number
   /** Per-request deadline, including time spent waiting for a free stream; default 10 s. */
   timeoutMs?: number

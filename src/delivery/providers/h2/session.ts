@@ -1,7 +1,7 @@
 // One HTTP/2 client connection to a provider (RFC 9113), written for the delivery worker's shape of traffic: thousands
-// of small POSTs a second on few connections. node:http2 spent ~95 µs of CPU on each such request on the 2-core
-// machine (a Duplex stream, an async resource and several events per request) against ~8 µs here: the frames of every
-// request started in one event-loop turn go out in one write, and an answer is one callback.
+// of small POSTs a second on few connections. node:http2 costs ~95 µs of CPU on each such request (a Duplex stream,
+// an async resource and several events per request) against ~8 µs here: the frames of every request started in one
+// event-loop turn go out in one write, and an answer is one callback.
 //
 // What it does, and does not:
 // - TLS with ALPN `h2` (or cleartext prior knowledge for http: origins), the preface, our SETTINGS (no push, a 1 MiB
