@@ -42,7 +42,8 @@ function ensureRoot() {
   }
   log(`building a Debian 13 (trixie) root in ${ROOTFS} (once; several minutes)`)
   mkdirSync(CACHE, { recursive: true })
-  sh('debootstrap', ['--variant=minbase', 'trixie', `${ROOTFS}.part`, 'http://deb.debian.org/debian'])
+  // openssl: the provider simulators make their TLS certificate with it.
+  sh('debootstrap', ['--variant=minbase', '--include=openssl,ca-certificates', 'trixie', `${ROOTFS}.part`, 'http://deb.debian.org/debian'])
   sh('mv', [`${ROOTFS}.part`, ROOTFS])
 }
 
@@ -77,10 +78,10 @@ async function main() {
         'chroot',
         // chroot starts in /: the shell moves to the checkout's path, which the bind mount gives the same contents.
         [ROOTFS, '/bin/sh', '-c', 'cd "$0" && exec /usr/local/bin/node node_modules/.bin/tap "$@"', REPO_ROOT, ...(files.length ? files : SUITES)],
-        { stdio: 'inherit', env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/root', DATABASE_URL, REDIS_URL, CI: process.env.CI ?? '' } },
+        { stdio: 'inherit', env: { PATH: '/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', DATABASE_URL, REDIS_URL, CI: process.env.CI ?? '' } },
       )
       if (r.status !== 0) failed++
-      log(`Node ${version}: ${r.status === 0 ? 'green' : `failed (exit ${r.status})`}`)
+      log(`Node ${version}: ${r.status === 0 ? 'green' : `failed (${r.error?.message ?? `exit ${r.status}`})`}`)
     }
   } finally {
     unmount()
