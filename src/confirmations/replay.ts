@@ -1,14 +1,20 @@
 // Replaying an abandoned webhook event (the audit the spec promises, with a replay from the dashboard): the event
 // goes back into the app's queue as a new event with the same body, after everything already queued; its
 // abandonment record goes in the same transaction, so a replay cannot be doubled by a second click.
+//
+// An event abandoned by an earlier destination of the app (before the URL or the secret changed) is the app's as
+// much as one abandoned by the active one: the active destination took that queue over, and replays it.
 import { type Db, query, tx } from '../db/pool'
 
-export async function replayAbandoned(db: Db, appId: string, destinationId: string, seq: string, now: Date): Promise<boolean> {
+/** The app's abandoned events, whichever of its destinations gave them up (each through its primary key). */
+export const APP_ABANDONED = 'destination_id IN (SELECT id FROM webhook_destinations WHERE app_id = $1)'
+
+export async function replayAbandoned(db: Db, appId: string, seq: string, now: Date): Promise<boolean> {
   return tx(db, async (c) => {
     const gone = await query<{ evento: string; body: unknown }>(
       c,
-      'DELETE FROM webhook_abandoned WHERE destination_id = $1 AND event_seq = $2 AND app_id = $3 RETURNING evento, body',
-      [destinationId, seq, appId],
+      `DELETE FROM webhook_abandoned WHERE ${APP_ABANDONED} AND event_seq = $2 RETURNING evento, body`,
+      [appId, seq],
     )
     const ev = gone.rows[0]
     if (!ev) return false

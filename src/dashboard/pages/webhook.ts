@@ -1,7 +1,7 @@
 // The app page's "Webhook" section: the confirmation mode, the destination, `fila_pendente`, whether it is
 // disabled (re-enable), its last attempts, and the abandoned events with a replay button.
 import { enableDestination, pendingCount } from '../../confirmations/store'
-import { replayAbandoned } from '../../confirmations/replay'
+import { APP_ABANDONED, replayAbandoned } from '../../confirmations/replay'
 import { query } from '../../db/pool'
 import type { Router } from '../../http/router'
 import { html, type Html, when } from '../html'
@@ -20,7 +20,11 @@ interface Destination {
 
 export async function webhookSection(d: AppPageDeps, { app, v, q }: AppView): Promise<Html> {
   const dest = (
-    await query<Destination>(d.db, 'SELECT id, url, disabled_at, consecutive_failures FROM webhook_destinations WHERE app_id = $1 AND active', [app.id])
+    await query<Destination>(
+      d.db,
+      'SELECT id, url, disabled_at, consecutive_failures FROM webhook_destinations WHERE app_id = $1 AND active',
+      [app.id],
+    )
   ).rows[0]
   const base = `/apps/${app.id}`
   if (!dest) {
@@ -39,9 +43,9 @@ export async function webhookSection(d: AppPageDeps, { app, v, q }: AppView): Pr
     ),
     query<{ event_seq: string; evento: string; attempts: number; last_reason: string | null; abandoned_at: Date }>(
       d.db,
-      `SELECT event_seq, evento, attempts, last_reason, abandoned_at FROM webhook_abandoned WHERE destination_id = $1
+      `SELECT event_seq, evento, attempts, last_reason, abandoned_at FROM webhook_abandoned WHERE ${APP_ABANDONED}
         ${before ? 'AND event_seq < $3' : ''} ORDER BY event_seq DESC LIMIT $2`,
-      before ? [dest.id, ABANDONED_PAGE + 1, before] : [dest.id, ABANDONED_PAGE + 1],
+      before ? [app.id, ABANDONED_PAGE + 1, before] : [app.id, ABANDONED_PAGE + 1],
     ),
   ])
   const ab = abandoned.rows.slice(0, ABANDONED_PAGE)
@@ -52,11 +56,14 @@ export async function webhookSection(d: AppPageDeps, { app, v, q }: AppView): Pr
 <dt>Situação</dt><dd>${dest.disabled_at ? html`<b class="erro">desativado</b> desde ${when(dest.disabled_at)} após ${dest.consecutive_failures} falhas seguidas ${button(v, `${base}/webhook/reativar`, 'Reativar')}` : 'ativo'}</dd></dl>
 <table><caption>Últimas tentativas</caption><thead><tr><th scope="col">Evento (seq)</th><th scope="col">Tentativa</th><th scope="col">Resultado</th><th scope="col">HTTP</th><th scope="col">Motivo</th><th scope="col">Quando</th></tr></thead>
 <tbody>${attempts.rows.map(
-    (a) => html`<tr><td>${a.event_seq}</td><td>${a.n}</td><td>${a.result}</td><td>${a.http_status ?? '—'}</td><td>${a.reason ?? ''}</td><td>${when(a.at)}</td></tr>`,
+    (a) =>
+      html`<tr><td>${a.event_seq}</td><td>${a.n}</td><td>${a.result}</td><td>${a.http_status ?? '—'}</td><td>${a.reason ?? ''}</td><td>${when(a.at)}</td></tr>`,
   )}</tbody></table>
 <table><caption>Eventos abandonados</caption><thead><tr><th scope="col">Evento (seq)</th><th scope="col">Tipo</th><th scope="col">Tentativas</th><th scope="col">Último motivo</th><th scope="col">Abandonado em</th><th scope="col">Ações</th></tr></thead>
 <tbody>${ab.map(
-    (a) => html`<tr><td>${a.event_seq}</td><td>${a.evento}</td><td>${a.attempts}</td><td>${a.last_reason ?? ''}</td><td>${when(a.abandoned_at)}</td>
+    (
+      a,
+    ) => html`<tr><td>${a.event_seq}</td><td>${a.evento}</td><td>${a.attempts}</td><td>${a.last_reason ?? ''}</td><td>${when(a.abandoned_at)}</td>
 <td>${button(v, `${base}/webhook/reenviar`, 'Reenviar', { fields: { seq: a.event_seq } })}</td></tr>`,
   )}</tbody></table>
 ${abandoned.rows.length > ABANDONED_PAGE && lastAb ? html`<p><a href="${base}?abandonados_antes=${lastAb.event_seq}#webhook">Abandonados mais antigos</a></p>` : ''}
@@ -72,8 +79,9 @@ export function webhookRoutes(r: Router, d: AppPageDeps): void {
   appAction(d, r, '/apps/:id/webhook/reenviar', async (app, form) => {
     const seq = form.text('seq')
     if (!/^\d{1,19}$/.test(seq)) throw new DashError(400, 'Evento inválido.')
-    const dest = (await query<{ id: string }>(d.db, 'SELECT id FROM webhook_destinations WHERE app_id = $1 AND active', [app.id])).rows[0]
-    if (!dest || !(await replayAbandoned(d.db, app.id, dest.id, seq, new Date(d.clock())))) {
+    const dest = (await query<{ id: string }>(d.db, 'SELECT id FROM webhook_destinations WHERE app_id = $1 AND active', [app.id]))
+      .rows[0]
+    if (!dest || !(await replayAbandoned(d.db, app.id, seq, new Date(d.clock())))) {
       throw new DashError(404, 'Evento abandonado não encontrado (já reenviado?).')
     }
     return { flash: { kind: 'ok', text: `Evento ${seq} de volta à fila do webhook.` }, anchor: 'webhook' }
