@@ -24,6 +24,7 @@ import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
 import { WORKER_SEMI_SPACE_FLAG } from '../src/group/supervisor'
 import { copyRows } from './lib/copy-rows'
+import { record } from './lib/figures'
 import { medianOf } from './lib/report'
 import { type Followed, followSend, sendToEveryone } from './lib/follow-send'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
@@ -35,13 +36,22 @@ const RAW_IN_FLIGHT = 256
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 /** The vault key of every benchmark's Pombo processes. */
 export const VAULT_KEY = 'cd'.repeat(32)
-const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42, tag: 'x' } }
+const SEND_BODY = {
+  contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' },
+  headings: { en: 'Loja' },
+  data: { order: 42, tag: 'x' },
+}
 
 /** An FCM registration token's shape and length (~163 characters), unique per device. */
 const TOKEN_TAIL = randomBytes(105).toString('base64url')
 export const token = (i: number) => `${i.toString(36).padStart(11, '0')}:APA91b${TOKEN_TAIL}`
 
-export async function seed(schema: string, appId: string, n: number, id: (i: number) => string = () => randomUUID()): Promise<void> {
+export async function seed(
+  schema: string,
+  appId: string,
+  n: number,
+  id: (i: number) => string = () => randomUUID(),
+): Promise<void> {
   const c = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` })
   await c.connect()
   try {
@@ -60,8 +70,11 @@ export async function seed(schema: string, appId: string, n: number, id: (i: num
 
 export function cli(args: string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
-      err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout),
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/main.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => (err ? reject(new Error(`pombo ${args[0]}: ${stderr || err.message}`)) : resolve(stdout)),
     ),
   )
 }
@@ -75,7 +88,13 @@ export async function appWithFcm(
   const app = await api.createApp({ rate_por_min: 10_000_000 })
   const saFile = join(process.env.PM_TEST_TLS_DIR as string, `sa-${app.id}.json`)
   writeFileSync(saFile, JSON.stringify(fake.serviceAccount))
-  await cli(['credentials', 'fcm', app.id, saFile], { DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: api.schema, PM_REDIS_PREFIX: api.prefix, PM_VAULT_KEY: VAULT_KEY })
+  await cli(['credentials', 'fcm', app.id, saFile], {
+    DATABASE_URL,
+    REDIS_URL,
+    PM_DB_SCHEMA: api.schema,
+    PM_REDIS_PREFIX: api.prefix,
+    PM_VAULT_KEY: VAULT_KEY,
+  })
   return app
 }
 
@@ -85,7 +104,14 @@ export const rawCpuUs: number[] = []
 export const rawMachineUs: number[] = []
 
 /** A raw node:http2 client: one session, RAW_IN_FLIGHT requests in flight, one prebuilt body per request. */
-export async function rawRate(url: string, ca: string, path: string, accessToken: string, template: string, seconds: number): Promise<number> {
+export async function rawRate(
+  url: string,
+  ca: string,
+  path: string,
+  accessToken: string,
+  template: string,
+  seconds: number,
+): Promise<number> {
   const session = http2.connect(url, { ca: [ca] })
   session.on('error', () => {})
   let seq = 0
@@ -93,7 +119,12 @@ export async function rawRate(url: string, ca: string, path: string, accessToken
   const one = () =>
     new Promise<void>((resolve) => {
       const body = template.replace('@TOKEN@', token(10_000_000 + seq++))
-      const s = session.request({ ':method': 'POST', ':path': path, authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' })
+      const s = session.request({
+        ':method': 'POST',
+        ':path': path,
+        authorization: `Bearer ${accessToken}`,
+        'content-type': 'application/json',
+      })
       let status = 0
       s.on('response', (h) => {
         status = Number(h[':status'])
@@ -128,10 +159,19 @@ export async function rawRate(url: string, ca: string, path: string, accessToken
   return rate
 }
 
-export async function accessTokenFor(sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string }, ca: string): Promise<string> {
+export async function accessTokenFor(
+  sa: { token_uri: string; client_email: string; private_key: string; private_key_id: string },
+  ca: string,
+): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
   const assertion = jwt.sign(
-    { iss: sa.client_email, scope: 'https://www.googleapis.com/auth/firebase.messaging', aud: sa.token_uri, iat: now, exp: now + 3600 },
+    {
+      iss: sa.client_email,
+      scope: 'https://www.googleapis.com/auth/firebase.messaging',
+      aud: sa.token_uri,
+      iat: now,
+      exp: now + 3600,
+    },
     sa.private_key,
     { algorithm: 'RS256', keyid: sa.private_key_id },
   )
@@ -268,7 +308,8 @@ export async function deliver(): Promise<void> {
   const shared = { schema: api.schema, prefix: api.prefix }
   // The worker runs with the engine's defaults unless these are set in the environment (then they are printed).
   const tuned: Record<string, string> = {}
-  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL', 'PM_OUTCOME_WRITERS', 'PM_OUTCOME_BATCH_MAX']) if (process.env[k]) tuned[k] = process.env[k] as string
+  for (const k of ['PM_INFLIGHT_PER_APP', 'PM_DELIVERY_PAGE', 'PM_PG_POOL', 'PM_OUTCOME_WRITERS', 'PM_OUTCOME_BATCH_MAX'])
+    if (process.env[k]) tuned[k] = process.env[k] as string
   const workerEnv = { PM_FCM_BASE_URL: fake.url, PM_VAULT_KEY: VAULT_KEY, ...tuned, ...trustEnv() }
   let worker: Awaited<ReturnType<typeof startPombo>> | null = null
   try {
@@ -318,6 +359,21 @@ export async function deliver(): Promise<void> {
       `ratio (pombo ÷ the raw client beside it): median ${medianOf(ratios).toFixed(2)} of ${ROUNDS} rounds (range ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}) | target ≥ 0.70` +
         ` | worker memory: largest VmHWM ${Math.max(...rounds.map((x) => x.hwm)).toFixed(0)} MB (target < 300 MB)`,
     )
+    const audience = `${DEVICES.toLocaleString('en')}-device segment`
+    record({
+      name: `fan-out of a ${audience}, one worker`,
+      pombo: medianOf(rounds.map((x) => x.steady)),
+      unit: 'deliveries/s',
+      baseline: 'raw node:http2 client to the same fake',
+      base: medianOf(raws),
+      baseUnit: 'requests/s',
+      ratio: medianOf(ratios),
+    })
+    record({
+      name: `worker peak memory (VmHWM), fan-out of a ${audience}`,
+      pombo: Math.max(...rounds.map((x) => x.hwm)),
+      unit: 'MB',
+    })
     console.log(
       `the raw client's runs cost it ${rawCpuUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} per request, the machine ${rawMachineUs.map((u) => `${u.toFixed(0)} µs`).join(' / ')} (the fake's share included) | machine load average (1 min) at the start and after each round: ${load.join(' / ')} on ${cpus().length} cores`,
     )

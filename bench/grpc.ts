@@ -20,6 +20,7 @@ import { trustEnv } from '../test/fakes/tls'
 import { childEntry, DATABASE_URL, ROOT, startPombo } from './lib/pombo'
 import { Receiver } from './webhooks'
 import { medianOf } from './lib/report'
+import { record } from './lib/figures'
 
 const N = Number(process.env.BENCH_GRPC_EVENTS ?? 10_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -203,6 +204,29 @@ export async function grpcBench(): Promise<void> {
     console.log(
       `  replay of ${fmt(N * ROUNDS)} from seq 0: ${fmt(replayRate)} events/s (stream/bare ${(replayRate / b).toFixed(2)})`,
     )
+    record({
+      name: 'confirmation stream, one consumer, live',
+      pombo: s,
+      unit: 'events/s',
+      baseline: 'bare grpc-js server, the same message',
+      base: b,
+      baseUnit: 'msgs/s',
+    })
+    record({
+      name: 'confirmation stream, replay from seq 0',
+      pombo: replayRate,
+      unit: 'events/s',
+      baseline: 'bare grpc-js server, the same message',
+      base: b,
+      baseUnit: 'msgs/s',
+    })
+    record({
+      name: 'confirmation stream against webhooks',
+      pombo: s,
+      unit: 'events/s',
+      baseline: 'one webhook destination',
+      base: h,
+    })
     console.log(
       `  checks: stream out of order ${live.outOfOrder + replay.outOfOrder}; webhook out of order ${rx.outOfOrder}, duplicates ${rx.duplicates}, bad signatures ${rx.badSignatures}`,
     )

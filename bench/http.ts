@@ -5,6 +5,7 @@
 // two routes. Settings changed: PM_LIMIT_IP_PER_MIN=0 (the per-IP limit would otherwise refuse the load generator
 // after 120 requests).
 import { startBare } from './lib/bare'
+import { record } from './lib/figures'
 import { startPombo } from './lib/pombo'
 import { median, row } from './lib/report'
 import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
@@ -50,6 +51,7 @@ export async function http(): Promise<void> {
         () => wrk({ url: `${pombo.url}/`, durationS: DURATION_S }),
       )
       console.log(row('GET /', b1, h1))
+      record({ name: 'GET /', pombo: h1.rps, unit: 'req/s', baseline: 'bare uWS GET /', base: b1.rps })
       if (reg.status === 200 && player.id) {
         const auth = `wrk.headers["Authorization"] = "Bearer ${app.api_key}"`
         const [b2, h2] = await alternate(
@@ -57,16 +59,37 @@ export async function http(): Promise<void> {
           () => wrk({ url: `${pombo.url}/api/v1/players/${player.id}?app_id=${app.id}`, durationS: DURATION_S, lua: auth }),
         )
         console.log(row('GET /api/v1/players/{id} (app key)', b2, h2))
+        record({
+          name: 'GET /api/v1/players/{id} with an app key',
+          pombo: h2.rps,
+          unit: 'req/s',
+          baseline: 'bare uWS, the same Postgres read',
+          base: b2.rps,
+        })
         const [m1, n1] = await alternate(
           () => wrk({ url: `${unmeasured.url}/`, durationS: DURATION_S }),
           () => wrk({ url: `${pombo.url}/`, durationS: DURATION_S }),
         )
         console.log(row('GET /: metrics off → on', m1, n1))
+        record({
+          name: 'GET /, metrics and access log on',
+          pombo: n1.rps,
+          unit: 'req/s',
+          baseline: 'the same Pombo with them off',
+          base: m1.rps,
+        })
         const [m2, n2] = await alternate(
           () => wrk({ url: `${unmeasured.url}/api/v1/players/${player.id}?app_id=${app.id}`, durationS: DURATION_S, lua: auth }),
           () => wrk({ url: `${pombo.url}/api/v1/players/${player.id}?app_id=${app.id}`, durationS: DURATION_S, lua: auth }),
         )
         console.log(row('GET /api/v1/players/{id}: metrics off → on', m2, n2))
+        record({
+          name: 'GET /api/v1/players/{id}, metrics and access log on',
+          pombo: n2.rps,
+          unit: 'req/s',
+          baseline: 'the same Pombo with them off',
+          base: m2.rps,
+        })
       } else {
         console.log(`authenticated read skipped: device registration answered ${reg.status}`)
       }

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startBare } from './lib/bare'
+import { record } from './lib/figures'
 import { countRows, startPombo } from './lib/pombo'
 import { median, row } from './lib/report'
 import { ensureWrk, postLinesScript, type WrkResult, wrk } from './lib/wrk'
@@ -156,11 +157,25 @@ export async function inapp(): Promise<void> {
       () => wrk({ url: pombo.url, durationS: DURATION_S, lua: pollScript(file304) }),
     )
     console.log(row('pending warm, 304', b304, h304, false))
+    record({
+      name: 'in-app pending, warm, 304',
+      pombo: h304.rps,
+      unit: 'req/s',
+      baseline: 'bare uWS GET / through the same wrk script',
+      base: b304.rps,
+    })
     const [b200, h200] = await alt(
       () => wrk({ url: bare.url, durationS: DURATION_S, lua: pollScript(bareFile) }),
       () => wrk({ url: pombo.url, durationS: DURATION_S, lua: pollScript(file200) }),
     )
     console.log(row('pending warm, 200 (3 proofs)', b200, h200, false))
+    record({
+      name: `in-app pending, warm, 200 (${CAMPAIGNS} campaigns)`,
+      pombo: h200.rps,
+      unit: 'req/s',
+      baseline: 'bare uWS GET / through the same wrk script',
+      base: b200.rps,
+    })
 
     const per = Math.floor(bodies.length / ROUNDS)
     const bareEv: WrkResult[] = []
@@ -181,6 +196,14 @@ export async function inapp(): Promise<void> {
     const he = median(reqs)
     const rate = [...rates].sort((a, b) => a - b)[Math.floor(rates.length / 2)] as number
     console.log(row(`eventos, ${BATCH} new events a request`, be, he, false))
+    record({
+      name: `in-app proven events, ${BATCH} a request`,
+      pombo: he.rps,
+      unit: 'req/s',
+      baseline: 'bare uWS POST of the same bodies',
+      base: be.rps,
+    })
+    record({ name: 'in-app proven events, durable', pombo: rate, unit: 'events/s' })
     console.log(
       `proven events durable: ${rate.toFixed(0)}/s (median of ${ROUNDS}; ${(he.rps * BATCH).toFixed(0)}/s answered; target ≥ 10,000/s)`,
     )

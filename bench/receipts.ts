@@ -12,6 +12,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { proof } from '../src/delivery/proof'
 import { startBare } from './lib/bare'
+import { record } from './lib/figures'
 import { countRows, DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
 import { median } from './lib/report'
 import { ensureWrk, postLinesScript, type WrkResult, wrk } from './lib/wrk'
@@ -125,9 +126,7 @@ export async function receipts(): Promise<void> {
     for (let i = 0; i < ROUNDS; i++) {
       const pairs = fresh()
       const file = receiptFile(seeded, key, pairs, `u${i}`)
-      base.push(
-        await postFile(`${bare.url}/receipt`, file, DURATION_S),
-      )
+      base.push(await postFile(`${bare.url}/receipt`, file, DURATION_S))
       const before = await countRows(pombo.schema, 'receipts')
       const h = await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S)
       const rows = (await countRows(pombo.schema, 'receipts')) - before
@@ -144,9 +143,7 @@ export async function receipts(): Promise<void> {
     const dup: WrkResult[] = []
     for (const [i, c] of counted_.entries()) {
       const file = receiptFile(seeded, key, range(c.start, c.rows), `d${i}`)
-      dup.push(
-        await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S),
-      )
+      dup.push(await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S))
     }
     // Mixed: new pairs alternating with pairs a unique round counted.
     const mixed: WrkResult[] = []
@@ -156,9 +153,7 @@ export async function receipts(): Promise<void> {
       const pairs = fresh().map((j, k) => (k % 2 === 1 ? c.start + ((k >> 1) % Math.max(1, c.rows)) : j))
       const file = receiptFile(seeded, key, pairs, `m${i}`)
       const before = await countRows(pombo.schema, 'receipts')
-      mixed.push(
-        await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S),
-      )
+      mixed.push(await postFile(`${pombo.url}/api/v1/receipts`, file, DURATION_S))
       mixedDurable.push(((await countRows(pombo.schema, 'receipts')) - before) / DURATION_S)
     }
     const b = median(base)
@@ -171,6 +166,10 @@ export async function receipts(): Promise<void> {
     console.log(line('receipts, unique (all new)', u))
     console.log(line('receipts, duplicate (all counted)', median(dup)))
     console.log(line('receipts, mixed (half new)', median(mixed)))
+    const bareName = 'bare uWS POST + JSON + one HMAC'
+    record({ name: 'receipts, all new', pombo: u.rps, unit: 'req/s', baseline: bareName, base: b.rps })
+    record({ name: 'receipts, all duplicate', pombo: median(dup).rps, unit: 'req/s', baseline: bareName, base: b.rps })
+    record({ name: 'receipts, half new', pombo: median(mixed).rps, unit: 'req/s', baseline: bareName, base: b.rps })
     console.log(
       `receipts: ratio unique/bare ${(u.rps / b.rps).toFixed(3)}; durable receipts/s (new rows in Postgres / seconds): unique ${sorted(durable).toFixed(0)}, ` +
         `mixed ${sorted(mixedDurable).toFixed(0)} (target >= 10,000)`,

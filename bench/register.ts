@@ -15,6 +15,7 @@ import { join } from 'node:path'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { startBare } from './lib/bare'
+import { record } from './lib/figures'
 import { DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
 import { median } from './lib/report'
 import { ensureWrk, type WrkResult, wrk } from './lib/wrk'
@@ -62,7 +63,11 @@ end
 `
 }
 
-async function fixedRate(url: string, appId: string, path: string): Promise<{ rps: number; p50: number; p99: number; non2xx: number }> {
+async function fixedRate(
+  url: string,
+  appId: string,
+  path: string,
+): Promise<{ rps: number; p50: number; p99: number; non2xx: number }> {
   const run = randomBytes(4).toString('hex')
   let n = 0
   const r = await autocannon({
@@ -136,6 +141,7 @@ async function exportBench(pombo: Pombo): Promise<void> {
     await head.body?.cancel()
   }
   const readyS = (performance.now() - t0) / 1000
+  record({ name: `export of ${EXPORT_ROWS.toLocaleString('en')} devices, file ready`, pombo: readyS, unit: 's' })
   const t1 = performance.now()
   const file = await fetch(pombo.url + path)
   const bytes = (await file.arrayBuffer()).byteLength
@@ -172,7 +178,12 @@ export async function register(): Promise<void> {
     const app = await pombo.createApp()
     console.log(`register: settings changed: PM_LIMIT_IP_PER_MIN=0 PM_LIMIT_REGISTRATIONS_PER_HOUR=100000000`)
     // Warm-up: JIT, pool connections, caches.
-    await wrk({ url: `${pombo.url}/api/v1/players`, durationS: 2, connections: CONNECTIONS, lua: wrkScript(app.id, '/api/v1/players') })
+    await wrk({
+      url: `${pombo.url}/api/v1/players`,
+      durationS: 2,
+      connections: CONNECTIONS,
+      lua: wrkScript(app.id, '/api/v1/players'),
+    })
     await wrk({ url: `${bare.url}/json`, durationS: 1, connections: CONNECTIONS, lua: wrkScript(app.id, '/json') })
 
     const saturation = process.env.BENCH_SKIP_SATURATION !== '1'
@@ -182,8 +193,15 @@ export async function register(): Promise<void> {
     let okTotal = 0
     let seconds = 0
     for (let i = 0; i < (saturation ? ROUNDS : 0); i++) {
-      base.push(await wrk({ url: `${bare.url}/json`, durationS: DURATION_S, connections: CONNECTIONS, lua: wrkScript(app.id, '/json') }))
-      const h = await wrk({ url: `${pombo.url}/api/v1/players`, durationS: DURATION_S, connections: CONNECTIONS, lua: wrkScript(app.id, '/api/v1/players') })
+      base.push(
+        await wrk({ url: `${bare.url}/json`, durationS: DURATION_S, connections: CONNECTIONS, lua: wrkScript(app.id, '/json') }),
+      )
+      const h = await wrk({
+        url: `${pombo.url}/api/v1/players`,
+        durationS: DURATION_S,
+        connections: CONNECTIONS,
+        lua: wrkScript(app.id, '/api/v1/players'),
+      })
       head.push(h)
       okTotal += Math.round(h.rps * DURATION_S) - h.non2xx
       seconds += DURATION_S
@@ -191,18 +209,46 @@ export async function register(): Promise<void> {
     const rows = (await devices(pombo, app.id)) - rows0
     const b = median(base)
     const h = median(head)
-    if (saturation) console.log(`register: saturation, wrk -t1 -c${CONNECTIONS} -d${DURATION_S}s, ${ROUNDS} alternating rounds, medians`)
+    if (saturation)
+      console.log(`register: saturation, wrk -t1 -c${CONNECTIONS} -d${DURATION_S}s, ${ROUNDS} alternating rounds, medians`)
     if (saturation) console.log(line('bare uWS POST + JSON.parse', b))
     if (saturation) console.log(line('POST /api/v1/players', h))
-    if (saturation) console.log(`register: ratio pombo/bare ${(h.rps / b.rps).toFixed(3)}; durable: ${rows.toLocaleString('en')} new rows for ~${okTotal.toLocaleString('en')} answers 200 => ${(rows / seconds).toFixed(0)} durable registrations/s (target >= 10,000)`)
+    if (saturation) {
+      record({
+        name: 'registrations at saturation, durable',
+        pombo: rows / seconds,
+        unit: 'registrations/s',
+        baseline: 'bare uWS POST + JSON.parse',
+        base: b.rps,
+        baseUnit: 'req/s',
+      })
+    }
+    if (saturation)
+      console.log(
+        `register: ratio pombo/bare ${(h.rps / b.rps).toFixed(3)}; durable: ${rows.toLocaleString('en')} new rows for ~${okTotal.toLocaleString('en')} answers 200 => ${(rows / seconds).toFixed(0)} durable registrations/s (target >= 10,000)`,
+      )
 
     rows0 = await devices(pombo, app.id)
     const fb = await fixedRate(bare.url, app.id, '/json')
     const fh = await fixedRate(pombo.url, app.id, '/api/v1/players')
     const fixedRows = (await devices(pombo, app.id)) - rows0
-    console.log(`register: fixed offered load ${FIXED_RATE}/s for ${DURATION_S}s (autocannon, 64 connections, coordinated omission corrected)`)
-    console.log(`${'bare uWS POST + JSON.parse'.padEnd(30)} ${fb.rps.toFixed(0).padStart(7)} req/s  p50 ${fb.p50} ms  p99 ${fb.p99} ms`)
-    console.log(`${'POST /api/v1/players'.padEnd(30)} ${fh.rps.toFixed(0).padStart(7)} req/s  p50 ${fh.p50} ms  p99 ${fh.p99} ms (target p99 < 25 ms)${fh.non2xx ? `  non-2xx/errors ${fh.non2xx}` : ''}; ${fixedRows.toLocaleString('en')} rows written`)
+    console.log(
+      `register: fixed offered load ${FIXED_RATE}/s for ${DURATION_S}s (autocannon, 64 connections, coordinated omission corrected)`,
+    )
+    console.log(
+      `${'bare uWS POST + JSON.parse'.padEnd(30)} ${fb.rps.toFixed(0).padStart(7)} req/s  p50 ${fb.p50} ms  p99 ${fb.p99} ms`,
+    )
+    const offered = FIXED_RATE.toLocaleString('en')
+    record({
+      name: `registrations at ${offered}/s offered, p99`,
+      pombo: fh.p99,
+      unit: 'ms',
+      baseline: `bare uWS at ${offered}/s`,
+      base: fb.p99,
+    })
+    console.log(
+      `${'POST /api/v1/players'.padEnd(30)} ${fh.rps.toFixed(0).padStart(7)} req/s  p50 ${fh.p50} ms  p99 ${fh.p99} ms (target p99 < 25 ms)${fh.non2xx ? `  non-2xx/errors ${fh.non2xx}` : ''}; ${fixedRows.toLocaleString('en')} rows written`,
+    )
 
     if (EXPORT_ROWS > 0) await exportBench(pombo)
   } finally {

@@ -21,8 +21,21 @@ import pg from 'pg'
 import { fcmMessage } from '../src/delivery/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
-import { accessTokenFor, appWithFcm, commandCpuSeconds, cpuSeconds, loadavg, machineBusySeconds, postgresCpuSeconds, procStatus, rawRate, seed, VAULT_KEY } from './deliver'
+import {
+  accessTokenFor,
+  appWithFcm,
+  commandCpuSeconds,
+  cpuSeconds,
+  loadavg,
+  machineBusySeconds,
+  postgresCpuSeconds,
+  procStatus,
+  rawRate,
+  seed,
+  VAULT_KEY,
+} from './deliver'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
+import { record } from './lib/figures'
 import { DATABASE_URL, startPombo } from './lib/pombo'
 import { medianOf } from './lib/report'
 import { ensureWrk, wrk } from './lib/wrk'
@@ -66,7 +79,9 @@ export async function sendE2e(): Promise<void> {
   if (process.env.BENCH_E2E_API_ONLY === '1') {
     // Only the API alone (no worker): the cost of accepting a send, e.g. to compare two builds.
     const a = await acceptedByApiAlone()
-    console.log(`\`pombo serve --roles api\` alone: ${a.rate.toFixed(0)}/s accepted, CPU per send: pombo ${a.cpuUs.toFixed(0)} µs, Postgres ${a.pgUs.toFixed(0)} µs`)
+    console.log(
+      `\`pombo serve --roles api\` alone: ${a.rate.toFixed(0)}/s accepted, CPU per send: pombo ${a.cpuUs.toFixed(0)} µs, Postgres ${a.pgUs.toFixed(0)} µs`,
+    )
     return
   }
   const fake = await startFakeFcmProcess({ maxConcurrentStreams: 1000 })
@@ -108,15 +123,37 @@ export async function sendE2e(): Promise<void> {
       console.log(`load average ${load.join(' / ')} on ${cpus().length} cores`)
       return
     }
-    const [group, single] = shapes.map((x) => ({ accepted: medianOf(x.runs.map((r) => r.accepted)), e2e: medianOf(x.runs.map((r) => r.e2e)) })) as [
-      { accepted: number; e2e: number },
-      { accepted: number; e2e: number },
-    ]
+    const [group, single] = shapes.map((x) => ({
+      accepted: medianOf(x.runs.map((r) => r.accepted)),
+      e2e: medianOf(x.runs.map((r) => r.e2e)),
+    })) as [{ accepted: number; e2e: number }, { accepted: number; e2e: number }]
     const raw = medianOf(shapes.flatMap((x) => x.runs.flatMap((r) => [r.rawBefore, r.rawAfter])))
     console.log(
       `\nmedians: the group accepted ${group.accepted.toFixed(0)}/s (target ≥ 6,000/s) and delivered end to end ${group.e2e.toFixed(0)}/s (target ≥ 5,000/s); one process ${single.accepted.toFixed(0)}/s and ${single.e2e.toFixed(0)}/s` +
         ` | the group ÷ one process: accepted ${(group.accepted / single.accepted).toFixed(2)}, delivered ${(group.e2e / single.e2e).toFixed(2)} | the raw client's median ${raw.toFixed(0)}/s: the group's deliveries ${(group.e2e / raw).toFixed(2)} of it`,
     )
+    record({
+      name: 'single-device sends delivered end to end, the group',
+      pombo: group.e2e,
+      unit: 'sends/s',
+      baseline: 'raw node:http2 client to the same fake',
+      base: raw,
+      baseUnit: 'requests/s',
+    })
+    record({
+      name: 'single-device sends accepted, the group',
+      pombo: group.accepted,
+      unit: 'sends/s',
+      baseline: 'the same load on --roles api alone',
+      base: apiOnly.rate,
+    })
+    record({
+      name: 'delivered end to end, the group against one process',
+      pombo: group.e2e,
+      unit: 'sends/s',
+      baseline: 'every role in one process',
+      base: single.e2e,
+    })
     console.log(
       `the same load against \`pombo serve --roles api\` alone (no worker, nothing delivered): ${apiOnly.rate.toFixed(0)}/s accepted, CPU per send: pombo ${apiOnly.cpuUs.toFixed(0)} µs, Postgres ${apiOnly.pgUs.toFixed(0)} µs | the group accepted ${(group.accepted / apiOnly.rate).toFixed(2)} of that while delivering`,
     )
@@ -126,7 +163,11 @@ export async function sendE2e(): Promise<void> {
   }
 }
 
-async function e2eRun(fake: Awaited<ReturnType<typeof startFakeFcmProcess>>, ca: string, env: Record<string, string>): Promise<E2e> {
+async function e2eRun(
+  fake: Awaited<ReturnType<typeof startFakeFcmProcess>>,
+  ca: string,
+  env: Record<string, string>,
+): Promise<E2e> {
   const pombo = await startPombo(
     9430,
     {
@@ -257,7 +298,12 @@ function sendsLua(app: { id: string; api_key: string }, ids: string[]): string {
 
 /** The same load against an API-only process (its own namespace): sends accepted per second, nothing delivered. */
 async function acceptedByApiAlone(): Promise<{ rate: number; cpuUs: number; pgUs: number }> {
-  const api = await startPombo(9440, { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_LIMIT_SENDS_PER_SEC: '1000000', PM_VAULT_KEY: VAULT_KEY }, 'api', process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])
+  const api = await startPombo(
+    9440,
+    { PM_DEFAULT_PLAN: 'pro', PM_LIMIT_IP_PER_MIN: '0', PM_LIMIT_SENDS_PER_SEC: '1000000', PM_VAULT_KEY: VAULT_KEY },
+    'api',
+    process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
+  )
   try {
     const app = await api.createApp({ rate_por_min: 10_000_000 })
     const ids = Array.from({ length: DEVICES }, () => randomUUID())
@@ -273,7 +319,14 @@ async function acceptedByApiAlone(): Promise<{ rate: number; cpuUs: number; pgUs
     const end = Date.now()
     const cpu = cpuSeconds(api.pid) - cpu0
     const pgCpu = postgresCpuSeconds() - pg0
-    const n = Number((await db.query('SELECT count(*)::int AS n FROM sends WHERE queued_at >= $1 AND queued_at <= $2', [new Date(t0), new Date(end)])).rows[0].n)
+    const n = Number(
+      (
+        await db.query('SELECT count(*)::int AS n FROM sends WHERE queued_at >= $1 AND queued_at <= $2', [
+          new Date(t0),
+          new Date(end),
+        ])
+      ).rows[0].n,
+    )
     await db.end()
     return { rate: n / ((end - t0) / 1000), cpuUs: (cpu / n) * 1e6, pgUs: (pgCpu / n) * 1e6 }
   } finally {

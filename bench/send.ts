@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { startBare } from './lib/bare'
+import { record } from './lib/figures'
 import { fixedRate } from './lib/fixed-rate'
 import { DATABASE_URL, startPombo } from './lib/pombo'
 import { row } from './lib/report'
@@ -78,7 +79,11 @@ export async function send(): Promise<void> {
   const ids = await registerDevices(pombo.url, app.id, DEVICES)
   const auth = { authorization: `Bearer ${app.api_key}` }
   const single = (i: number) =>
-    JSON.stringify({ app_id: app.id, contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, include_player_ids: [ids[i % ids.length]] })
+    JSON.stringify({
+      app_id: app.id,
+      contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' },
+      include_player_ids: [ids[i % ids.length]],
+    })
   try {
     console.log(`send: ${DEVICES} devices registered; runs of ${DURATION_S}s`)
     if (PARTS.has('single')) await singleSends()
@@ -91,12 +96,26 @@ export async function send(): Promise<void> {
   async function singleSends(): Promise<void> {
     // The same offered load against the bare server shows the load generator's own latency floor on this machine.
     const bare6k = await fixedRate({ url: `${bare.url}/json`, body: single, rate: 6_000, durationS: DURATION_S })
-    const at6k = await fixedRate({ url: `${pombo.url}/api/v1/notifications`, headers: auth, body: single, rate: 6_000, durationS: DURATION_S })
+    const at6k = await fixedRate({
+      url: `${pombo.url}/api/v1/notifications`,
+      headers: auth,
+      body: single,
+      rate: 6_000,
+      durationS: DURATION_S,
+    })
     console.log(
       `single-device sends at 6,000/s offered | bare uWS: achieved ${bare6k.rps.toFixed(0)}/s, p50 ${bare6k.p50Ms} ms, p99 ${bare6k.p99Ms} ms` +
         ` | pombo: achieved ${at6k.rps.toFixed(0)}/s, p50 ${at6k.p50Ms} ms, p99 ${at6k.p99Ms} ms, non-2xx ${at6k.non2xx}, errors ${at6k.errors}` +
         ' | target: 6,000/s with p99 < 50 ms',
     )
+
+    record({
+      name: 'single-device sends at 6,000/s offered, p99',
+      pombo: at6k.p99Ms,
+      unit: 'ms',
+      baseline: 'bare uWS at 6,000/s',
+      base: bare6k.p99Ms,
+    })
 
     const luaIds = ids.map((x) => `"${x}"`).join(',')
     const singleLua = `
@@ -115,6 +134,14 @@ export async function send(): Promise<void> {
     const head = await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: DURATION_S, lua: singleLua })
     // The baseline only parses the JSON; a send also validates, resolves its audience and commits to Postgres.
     console.log(row('single-device sends at saturation', base, head, false))
+    record({
+      name: 'single-device sends at saturation',
+      pombo: head.rps,
+      unit: 'sends/s',
+      baseline: 'bare uWS POST + JSON.parse',
+      base: base.rps,
+      baseUnit: 'req/s',
+    })
   }
 
   async function listSends(): Promise<void> {
@@ -124,9 +151,21 @@ export async function send(): Promise<void> {
       wrk.headers["Content-Type"] = "application/json"
       wrk.headers["Authorization"] = "Bearer ${app.api_key}"
       wrk.body = '${listBody}'`
-    const list = await wrk({ url: `${pombo.url}/api/v1/notifications`, durationS: DURATION_S, connections: Number(process.env.BENCH_LIST_CONNS ?? 8), lua: listLua })
+    const list = await wrk({
+      url: `${pombo.url}/api/v1/notifications`,
+      durationS: DURATION_S,
+      connections: Number(process.env.BENCH_LIST_CONNS ?? 8),
+      lua: listLua,
+    })
     const copy = await rawCopyRate(pombo.schema, DEVICES, DURATION_S)
     const listRows = list.rps * DEVICES
+    record({
+      name: '2,000-device list sends, delivery rows',
+      pombo: listRows,
+      unit: 'rows/s',
+      baseline: 'raw COPY of 2,000-row batches',
+      base: copy,
+    })
     console.log(
       `2,000-device list sends | ${list.rps.toFixed(1)} sends/s = ${listRows.toFixed(0)} delivery rows/s (p50 ${list.p50Ms.toFixed(1)} ms, p99 ${list.p99Ms.toFixed(1)} ms)` +
         ` | raw COPY of 2,000-row batches ${copy.toFixed(0)} rows/s | ratio ${(listRows / copy).toFixed(3)} (target ≥ 0.5)` +

@@ -24,6 +24,7 @@ import { pushFor } from '../test/helpers/push'
 import { accessTokenFor, appWithFcm, loadavg, procStatus, rawRate, seed, VAULT_KEY } from './deliver'
 import { followSend, sendToEveryone } from './lib/follow-send'
 import { startFakeFcmProcess } from './lib/fake-fcm-process'
+import { record } from './lib/figures'
 import { DATABASE_URL, type Pombo, startPombo } from './lib/pombo'
 
 const DEVICES = Number(process.env.BENCH_SLICES_DEVICES ?? 100_000)
@@ -31,7 +32,11 @@ const DELAY_MS = Number(process.env.BENCH_FCM_DELAY_MS ?? 200)
 const SLICE_DEVICES = Number(process.env.BENCH_SLICE_DEVICES ?? Math.ceil(DEVICES / 32))
 const PROCS = (process.env.BENCH_SLICES_PROCS ?? '1,2,4').split(',').map(Number)
 const RAW_SECONDS = Number(process.env.BENCH_DURATION_S ?? 8)
-const SEND_BODY = { contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' }, headings: { en: 'Loja' }, data: { order: 42 } }
+const SEND_BODY = {
+  contents: { en: 'Seu pedido saiu para entrega', pt: 'Pedido a caminho' },
+  headings: { en: 'Loja' },
+  data: { order: 42 },
+}
 
 interface Run {
   procs: number
@@ -91,7 +96,9 @@ export async function slices(): Promise<void> {
         },
       })
       const row = f.row
-      const owners = await db.query<{ n: number }>('SELECT count(DISTINCT owner)::int AS n FROM send_slices WHERE send_id = $1', [sendId])
+      const owners = await db.query<{ n: number }>('SELECT count(DISTINCT owner)::int AS n FROM send_slices WHERE send_id = $1', [
+        sendId,
+      ])
       await Promise.all(workers.splice(0).map((w) => w.stop()))
       runs.push({
         procs,
@@ -118,6 +125,27 @@ export async function slices(): Promise<void> {
           )
           .join('\n'),
     )
+    const shape = `${DEVICES.toLocaleString('en')}-device segment, fake answering after ${DELAY_MS} ms`
+    const first = runs[0]
+    if (first) {
+      record({
+        name: `${shape}, 1 worker process`,
+        pombo: first.steady,
+        unit: 'deliveries/s',
+        baseline: `raw node:http2 client, ${inflight} in flight`,
+        base: raw,
+        baseUnit: 'requests/s',
+      })
+    }
+    for (const x of runs.slice(1)) {
+      record({
+        name: `${shape}, ${x.procs} worker processes`,
+        pombo: x.steady,
+        unit: 'deliveries/s',
+        baseline: `${first?.procs} worker process`,
+        base: one,
+      })
+    }
     console.log(
       `same run: raw node:http2 client with 256 in flight ${raw.toFixed(0)}/s against this fake; ideal one process ${((inflight * 1000) / DELAY_MS).toFixed(0)}/s (${inflight} in flight / ${DELAY_MS} ms)`,
     )

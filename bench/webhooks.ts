@@ -14,6 +14,7 @@ import type { AddressInfo } from 'node:net'
 import pg from 'pg'
 import { eventCtes } from '../src/confirmations/events'
 import { testTls, trustEnv } from '../test/fakes/tls'
+import { record } from './lib/figures'
 import { DATABASE_URL, startPombo } from './lib/pombo'
 
 const DESTINATIONS = 50
@@ -90,9 +91,29 @@ async function raw(rx: Receiver, paths: string[], per: number): Promise<number> 
   const agent = new Agent({ keepAlive: true, maxSockets: 4, ca: testTls().caPem })
   const post = (path: string, secret: Buffer) =>
     new Promise<void>((resolve, reject) => {
-      const body = Buffer.from(JSON.stringify({ evento: 'delivery.received', app_id: randomUUID(), notification_id: randomUUID(), player_id: randomUUID(), quando: new Date().toISOString(), canal: 'webhook' }))
+      const body = Buffer.from(
+        JSON.stringify({
+          evento: 'delivery.received',
+          app_id: randomUUID(),
+          notification_id: randomUUID(),
+          player_id: randomUUID(),
+          quando: new Date().toISOString(),
+          canal: 'webhook',
+        }),
+      )
       const req = request(
-        { host: '127.0.0.1', port: rx.port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-pm-evento-id': String(++rawSeq), 'x-pm-assinatura': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}` } },
+        {
+          host: '127.0.0.1',
+          port: rx.port,
+          path,
+          method: 'POST',
+          agent,
+          headers: {
+            'content-type': 'application/json',
+            'x-pm-evento-id': String(++rawSeq),
+            'x-pm-assinatura': `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`,
+          },
+        },
         (res) => {
           res.resume()
           res.on('end', resolve)
@@ -121,7 +142,14 @@ export async function webhooks(): Promise<void> {
   await rx.listen()
   const pombo = await startPombo(
     18_000 + Math.floor(Math.random() * 1000) * 2,
-    { ...trustEnv(), PM_WEBHOOK_ALLOW_PRIVATE: '1', PM_WEBHOOK_CONCURRENCY: String(DESTINATIONS), PM_WEBHOOK_POLL_MS: '50', PM_PG_POOL: '208', PM_LIMIT_IP_PER_MIN: '0' },
+    {
+      ...trustEnv(),
+      PM_WEBHOOK_ALLOW_PRIVATE: '1',
+      PM_WEBHOOK_CONCURRENCY: String(DESTINATIONS),
+      PM_WEBHOOK_POLL_MS: '50',
+      PM_PG_POOL: '208',
+      PM_LIMIT_IP_PER_MIN: '0',
+    },
     'api,worker',
   )
   const db = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${pombo.schema}` })
@@ -164,14 +192,19 @@ export async function webhooks(): Promise<void> {
         [apps, PER],
       )
       const t0 = performance.now()
-      const timedOut = await Promise.race([done.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 120_000).unref())])
+      const timedOut = await Promise.race([
+        done.then(() => false),
+        new Promise<boolean>((r) => setTimeout(() => r(true), 120_000).unref()),
+      ])
       if (timedOut) {
         console.log(`  round ${round + 1}: not every event arrived within 120 s`)
         break
       }
       const rate = total / ((performance.now() - t0) / 1000)
       pomboRates.push(rate)
-      console.log(`  round ${round + 1}: pombo ${fmt(rate)} events/s; raw https client ${fmt(rawRates[round] as number)} requests/s`)
+      console.log(
+        `  round ${round + 1}: pombo ${fmt(rate)} events/s; raw https client ${fmt(rawRates[round] as number)} requests/s`,
+      )
     }
     // The cursors are written after each batch, just after its last answer: give the last batches a moment.
     let left = -1
@@ -182,13 +215,25 @@ export async function webhooks(): Promise<void> {
       )
       left = q.rows[0]?.n ?? -1
     }
-    console.log(`  median: pombo ${fmt(median(pomboRates))} events/s (target ≥ 5,000) | raw ${fmt(median(rawRates))} requests/s | ratio ${(median(pomboRates) / median(rawRates)).toFixed(2)}`)
+    record({
+      name: `webhook events, ${DESTINATIONS} destinations`,
+      pombo: median(pomboRates),
+      unit: 'events/s',
+      baseline: 'raw https client, a serial loop per destination',
+      base: median(rawRates),
+      baseUnit: 'requests/s',
+    })
+    console.log(
+      `  median: pombo ${fmt(median(pomboRates))} events/s (target ≥ 5,000) | raw ${fmt(median(rawRates))} requests/s | ratio ${(median(pomboRates) / median(rawRates)).toFixed(2)}`,
+    )
     const failures = await db.query<{ result: string; reason: string; n: number }>(
       'SELECT result, left(reason, 80) AS reason, count(*)::int AS n FROM webhook_attempts WHERE result <> $1 GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 5',
       ['ok'],
     )
     for (const f of failures.rows) console.log(`  failed attempts: ${f.n} × ${f.result} (${f.reason})`)
-    console.log(`  checks: out of order ${rx.outOfOrder}, duplicates ${rx.duplicates}, bad signatures ${rx.badSignatures}, left in queues ${left}`)
+    console.log(
+      `  checks: out of order ${rx.outOfOrder}, duplicates ${rx.duplicates}, bad signatures ${rx.badSignatures}, left in queues ${left}`,
+    )
   } finally {
     await db.end()
     await pombo.stop()
