@@ -6,6 +6,8 @@
 //   npm run fuzz -- --runs 1000 --seed 42    # a fixed seed
 //   npm run fuzz -- --seed 42 --path 17      # replay case 17 of seed 42 (prints its bytes and what came back)
 //   npm run fuzz -- --seed 42 --shrink       # stop at the first failure and shrink it to a smallest case
+//   npm run fuzz -- --sends-model            # the model of a send's life (test/model/): 20 random sequences
+//   npm run fuzz -- --sends-model --runs 50 --commands 60 --seed 42 [--path P] [--minutes 30] [--verbose] [--shrink]
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import type { Failure } from './property'
@@ -26,6 +28,8 @@ async function main(): Promise<number> {
       path: { type: 'string' },
       shrink: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
+      'sends-model': { type: 'boolean', default: false },
+      commands: { type: 'string' },
     },
   })
   const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31)
@@ -36,6 +40,11 @@ async function main(): Promise<number> {
   const local = await services.ensureTestServices({ log: (m) => console.error(`[pombo fuzz] ${m}`) })
   process.env.DATABASE_URL = local.DATABASE_URL
   process.env.REDIS_URL = local.REDIS_URL
+  if (values['sends-model']) {
+    const code = await model(seed, values, timeLimitMs)
+    await local.stop()
+    return code
+  }
   // Imported only now: the test helpers read DATABASE_URL / REDIS_URL when loaded.
   const { startFuzz } = require('./harness') as typeof import('./harness')
   const { describeCase, fuzz, summarize } = require('./property') as typeof import('./property')
@@ -80,6 +89,38 @@ async function main(): Promise<number> {
   for (const f of teardowns.reverse()) await f()
   await local.stop()
   return report.failures.length > 0 || report.assertError ? 1 : 0
+}
+
+/** `--sends-model`: random sequences of commands against the model of a send's life, each on a fresh deployment. */
+async function model(
+  seed: number,
+  values: { runs?: string; commands?: string; path?: string; shrink?: boolean; verbose?: boolean },
+  timeLimitMs: number | undefined,
+): Promise<number> {
+  const { runSendsModel } = require('../model/run') as typeof import('../model/run')
+  const numRuns = values.runs !== undefined ? Number(values.runs) : timeLimitMs ? 1_000_000 : 20
+  const maxCommands = values.commands !== undefined ? Number(values.commands) : 40
+  console.log(`model: seed ${seed}, up to ${maxCommands} commands a run${values.path ? `, path ${values.path}` : ''}`)
+  const report = await runSendsModel({
+    seed,
+    numRuns,
+    maxCommands,
+    path: values.path,
+    shrink: values.shrink,
+    timeLimitMs,
+    onRun: (r) => {
+      console.log(
+        `run ${r.run}: ${r.commands} commands, ${r.sends} sends, ${r.crashes} crashes, ${r.scheduledAfterRead} scheduled after a read, ` +
+          `${(r.ms / 1000).toFixed(1)} s${r.error ? ' FAILED' : ''}`,
+      )
+      if (values.verbose || values.path !== undefined) for (const l of r.timeline) console.log(`  ${l}`)
+    },
+  })
+  console.log(
+    `\nmodel: seed ${seed}, ${report.runs} runs in ${(report.ms / 1000).toFixed(1)} s, ${report.failure ? 'FAILED' : 'every invariant held'}`,
+  )
+  if (report.failure) console.log(`\n${report.failure}`)
+  return report.failure ? 1 : 0
 }
 
 main().then(
