@@ -1,9 +1,10 @@
 // The SQL of receipts: one statement per batch (autocommitted, so one transaction) that checks each send is this
 // app's and inside the acceptance window, inserts what is new, adds exactly that to the send's counters, touches
-// the devices and writes the events of apps in webhook or grpc mode (src/confirmations/events.ts). Fact and notice
-// commit together or not at all. It also names the devices the app no longer has (deleted in the dashboard): their
-// receipts count like any other (the proof binds the send to that device), and the answer tells the SDK to register
-// again (src/devices/unknown.ts).
+// the devices and writes the events of apps in webhook or grpc mode (src/confirmations/events.ts), delivery.received
+// only where the app's plan shows proof of arrival. Fact and notice commit together or not at all. It also names the
+// devices the app no longer has (deleted in the dashboard): their receipts count like any other (the proof binds the
+// send to that device), and the answer tells the SDK to register again (src/devices/unknown.ts).
+import { planShowsArrivalsSql } from '../apps/plan'
 import { eventCtes } from '../confirmations/events'
 import { type Db, queryPrepared } from '../db/pool'
 
@@ -84,6 +85,9 @@ export const WRITE_RECEIPTS_SQL = `WITH input AS (
                              'app_id', i.app_id, 'notification_id', i.send_id, 'player_id', i.device_id,
                              'quando', $7::text) AS body
      FROM ins i
+     -- A delivery.received is one device's proof of arrival: none for an app whose plan withholds it (src/apps/plan.ts).
+    WHERE i.kind = ${KIND_CLICK}
+       OR EXISTS (SELECT 1 FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = i.app_id AND ${planShowsArrivalsSql('o.plan')})
  ), ${eventCtes({ source: 'ev_in', order: 's.send_id, s.device_id, s.kind', at: '$5', after: ['counted', 'touched'] })}
  SELECT DISTINCT 'v' AS t, app_id, send_id, NULL::uuid AS device_id, NULL::smallint AS kind, false AS late FROM valid
  UNION ALL

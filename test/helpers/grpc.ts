@@ -88,9 +88,13 @@ export function subscribe(
   }
 }
 
-/** An app in `grpc` mode with one registered device and one send to it (never delivered: API role only is fine). */
-export async function streamApp(s: TestService, modo = 'grpc') {
+/**
+ * An app in `grpc` mode with one registered device and one send to it (never delivered: API role only is fine). On
+ * the pro plan by default: a free-plan app gets no `delivery.received` (src/apps/plan.ts).
+ */
+export async function streamApp(s: TestService, modo = 'grpc', plan: 'free' | 'pro' = 'pro') {
   const app = await s.createApp()
+  await s.svc.deps.apps.setPlan(app.id, plan)
   const reg = await s.call('POST', '/api/v1/players', {
     body: { app_id: app.id, device_type: 1, identifier: `tok-${randomUUID()}` },
   })

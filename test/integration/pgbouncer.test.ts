@@ -61,6 +61,7 @@ if (!hasPgBouncer()) {
         PM_PGBOUNCER: 'transaction',
         PM_LIMIT_IP_PER_MIN: '0',
         PM_WEBHOOK_ALLOW_PRIVATE: '1',
+        PM_DEFAULT_PLAN: 'pro', // delivery.received: a plan that shows proof of arrival
       },
       service: { schema, webhookCa: testCa(), webhook: { pollMs: 20, retryDelaysMs: [50], timeoutMs: 2_000 } },
     })

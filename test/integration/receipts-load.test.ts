@@ -8,7 +8,7 @@ import { DATABASE_URL, startService } from '../helpers/service'
 import { postgresBehindCut } from '../helpers/tcp-cut'
 
 t.test('1,000 copies of one receipt in parallel count once; one answer says counted', async (t) => {
-  const w = await deliveredSend(t, { devices: 1 })
+  const w = await deliveredSend(t, { devices: 1, env: { PM_DEFAULT_PLAN: 'pro' } }) // delivery.received: pro plan
   const [a] = w.players as [string]
   await w.s.sql("UPDATE apps SET confirm_modo = 'webhook' WHERE id = $1", [w.app.id])
   const writer = w.s.svc.deps.receipts.writer
@@ -34,7 +34,7 @@ t.test('1,000 copies of one receipt in parallel count once; one answer says coun
 })
 
 t.test('a mixed parallel burst over many devices counts exactly', async (t) => {
-  const w = await deliveredSend(t, { devices: 20 })
+  const w = await deliveredSend(t, { devices: 20, env: { PM_DEFAULT_PLAN: 'pro' } }) // delivery.received: pro plan
   await w.s.sql("UPDATE apps SET confirm_modo = 'webhook' WHERE id = $1", [w.app.id])
   const bodies: Array<Record<string, unknown>> = []
   w.players.forEach((p, i) => {

@@ -148,7 +148,7 @@ t.test('the read shape and window statistics show the counters; free plan gates 
 })
 
 t.test('webhook events: only in webhook mode, in the receipt transaction, with the exact body', async (t) => {
-  const w = await deliveredSend(t, { devices: 3 })
+  const w = await deliveredSend(t, { devices: 3, env: { PM_DEFAULT_PLAN: 'pro' } }) // delivery.received: pro plan
   const [a, b, c] = w.players as [string, string, string]
   const events = () =>
     w.s.sql("SELECT seq, app_id, evento, body, created_at FROM events WHERE evento LIKE 'delivery.%' ORDER BY seq")

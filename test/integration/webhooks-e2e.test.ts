@@ -9,7 +9,8 @@ import { basic } from '../helpers/service'
 t.test('send → notification.completed; receipts → delivery.received before delivery.clicked', async (t) => {
   const rx = await WebhookReceiver.start(t)
   const d = await startDelivery(t, {
-    env: { PM_LIMIT_IP_PER_MIN: '0', PM_WEBHOOK_ALLOW_PRIVATE: '1' },
+    // The pro plan: a free-plan app gets no delivery.received (src/apps/plan.ts).
+    env: { PM_LIMIT_IP_PER_MIN: '0', PM_WEBHOOK_ALLOW_PRIVATE: '1', PM_DEFAULT_PLAN: 'pro' },
     service: { webhookCa: testCa(), webhook: { pollMs: 20, retryDelaysMs: [50], timeoutMs: 2_000 } },
   })
   const app = await d.s.createApp()
