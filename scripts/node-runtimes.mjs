@@ -6,8 +6,8 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs'
 import { homedir } from 'node:os'
 import path from 'node:path'
 
-/** Outside the checkout, so `npm ci` and fresh clones on the same machine reuse what was fetched. */
-export const CACHE = path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'pombo-runtimes')
+/** PM_RUNTIMES_CACHE, or outside the checkout, so `npm ci` and fresh clones on the same machine reuse what was fetched. */
+export const CACHE = process.env.PM_RUNTIMES_CACHE || path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'pombo-runtimes')
 
 /** The runtimes Pombo supports besides this machine's: the newest of each line when this was written. */
 export const RUNTIMES = { 22: '22.23.3', 24: '24.21.0' }

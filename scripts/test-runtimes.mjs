@@ -71,6 +71,11 @@ async function main() {
   const unmount = mountAll()
   let failed = 0
   try {
+    // Every runtime inside the root too, where runtime-versions.test.ts looks for them (the root has no npm).
+    for (const version of Object.values(RUNTIMES)) {
+      mkdirSync(path.join(ROOTFS, 'opt', 'pombo-runtimes', version, 'bin'), { recursive: true })
+      copyFileSync(nodeBinary(version, log), path.join(ROOTFS, 'opt', 'pombo-runtimes', version, 'bin', 'node'))
+    }
     for (const version of Object.values(RUNTIMES)) {
       copyFileSync(nodeBinary(version, log), path.join(ROOTFS, 'usr', 'local', 'bin', 'node'))
       log(`Node ${version}: ${(files.length ? files : SUITES).length} files`)
@@ -78,7 +83,7 @@ async function main() {
         'chroot',
         // chroot starts in /: the shell moves to the checkout's path, which the bind mount gives the same contents.
         [ROOTFS, '/bin/sh', '-c', 'cd "$0" && exec /usr/local/bin/node node_modules/.bin/tap "$@"', REPO_ROOT, ...(files.length ? files : SUITES)],
-        { stdio: 'inherit', env: { PATH: '/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', DATABASE_URL, REDIS_URL, CI: process.env.CI ?? '' } },
+        { stdio: 'inherit', env: { PATH: '/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', PM_RUNTIMES_CACHE: '/opt/pombo-runtimes', DATABASE_URL, REDIS_URL, CI: process.env.CI ?? '' } },
       )
       if (r.status !== 0) failed++
       log(`Node ${version}: ${r.status === 0 ? 'green' : `failed (${r.error?.message ?? `exit ${r.status}`})`}`)

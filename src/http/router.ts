@@ -118,6 +118,8 @@ export class Router {
 
   /** Set when the server stops: every answer from then on closes its connection once sent (reply.ts write). */
   closing = false
+  /** Answers written since `closing` was set (their connections are shutting down gracefully). */
+  answeredWhileClosing = 0
 
   /** Resolves once no request is in flight (graceful shutdown). */
   drained(): Promise<void> {
@@ -215,6 +217,7 @@ export class Router {
     let streaming: void | Promise<void>
     try {
       streaming = write(res, req, info.cors ? withCors(reply) : reply, this.closing)
+      if (this.closing) this.answeredWhileClosing++
       this.#measure(req, info, reply.status, t0)
     } catch (err) {
       // A reply that cannot be written (a bug: a body JSON.stringify refuses) still answers, once.

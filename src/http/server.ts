@@ -6,6 +6,9 @@ import type { ProxyTrust } from './client-ip'
 import { Router, type RouterOptions } from './router'
 import { loadUws } from './uws'
 
+/** How long answers written while stopping may take to reach their clients before the last connections are reset. */
+const ANSWER_LINGER_MS = 500
+
 export class HttpServer {
   readonly #uws = loadUws().uws
   readonly app = this.#uws.App()
@@ -49,6 +52,10 @@ export class HttpServer {
     })
     await Promise.race([this.router.drained(), timeout])
     clearTimeout(timer)
+    // The final close resets every connection still open (the current uWebSockets.js build does), and a reset
+    // discards an answer the client has not read yet: answers written during the stop get a moment to be read and
+    // their connections to finish their graceful shutdown first.
+    if (this.router.answeredWhileClosing > 0) await new Promise((r) => setTimeout(r, ANSWER_LINGER_MS))
     const app = this.app as unknown as { close?: () => void }
     app.close?.()
   }
