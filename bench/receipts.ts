@@ -83,7 +83,9 @@ function line(name: string, r: WrkResult): string {
 
 export async function receipts(): Promise<void> {
   ensureWrk()
-  const pombo = await startPombo(9400, { ...JSON.parse(process.env.BENCH_POMBO_ENV ?? '{}'), PM_LIMIT_IP_PER_MIN: '0' })
+  // The pro plan: a free-plan app's receipts write no delivery.received (src/apps/plan.ts), so BENCH_RECEIPTS_MODO
+  // would measure no event.
+  const pombo = await startPombo(9400, { PM_DEFAULT_PLAN: 'pro', ...JSON.parse(process.env.BENCH_POMBO_ENV ?? '{}'), PM_LIMIT_IP_PER_MIN: '0' })
   let bare: Awaited<ReturnType<typeof startBare>> | null = null
   try {
     const app = await pombo.createApp({ nome: 'receipts' })
@@ -104,7 +106,7 @@ export async function receipts(): Promise<void> {
     const t0 = performance.now()
     const seeded = await seed(pombo, app.id)
     console.log(
-      `receipts: settings changed: PM_LIMIT_IP_PER_MIN=0; seeded ${DEVICES.toLocaleString('en')} devices and ${SENDS} sends in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      `receipts: settings changed: PM_DEFAULT_PLAN=pro, PM_LIMIT_IP_PER_MIN=0; seeded ${DEVICES.toLocaleString('en')} devices and ${SENDS} sends in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     )
     if (SENDS * DEVICES < PER_ROUND * (2 * ROUNDS + 1)) throw new Error('not enough (send, device) pairs for the rounds')
     let next = 0
