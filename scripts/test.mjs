@@ -1,16 +1,23 @@
-// `npm test`: makes sure Postgres and Redis are there (see ensureTestServices), starts a throw-away 3-master Redis
-// Cluster (scripts/redis-cluster.mjs), then runs tap with DATABASE_URL, REDIS_URL and PM_TEST_REDIS_CLUSTER_NODES
-// set. A full run then runs the Redis-bound suites (CLUSTER_SUITES) a second time with every service on the
-// cluster (PM_TEST_REDIS=cluster). Extra arguments go to tap:
-//   npm test -- test/unit/foo.test.ts
+// `npm test`: the two tiers, unit first, with coverage checked against its floor (scripts/coverage.mjs).
+//   unit         test/unit: no Postgres, no Redis, none started; a test that reaches for one stops with a message
+//                (scripts/no-services.mjs). `npm run test:unit`.
+//   integration  every other test file, against Postgres and Redis (see ensureTestServices) and a throw-away
+//                3-master Redis Cluster (scripts/redis-cluster.mjs), with DATABASE_URL, REDIS_URL and
+//                PM_TEST_REDIS_CLUSTER_NODES set; then the Redis-bound suites (CLUSTER_SUITES) a second time with
+//                every service on the cluster (PM_TEST_REDIS=cluster). `npm run test:integration`.
+// Extra arguments go to tap:
+//   npm test -- test/unit/foo.test.ts                       (unit files only: run as the unit tier, no services)
+//   npm test -- test/integration/delivery.test.ts           (any other file: with the services)
 //   npm test -- --redis-cluster test/integration/delivery.test.ts   (those files, every service on the cluster)
 // The machine's shared Postgres/Redis are left running; an embedded fallback and the cluster started here are
 // stopped when tap is done.
 
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { buildSdk } from './build-sdk.mjs'
+import { checkCoverage, coverageArgs, coverageWanted, keepCoverage, resetCoverage } from './coverage.mjs'
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
 
@@ -22,6 +29,9 @@ const CLUSTER_SUITES = [
   'test/integration/pace-shared.test.ts',
   'test/integration/group-release.test.ts',
 ]
+const UNIT_DIR = 'test/unit'
+/** Environment a unit-tier process never sees: the services' addresses. */
+const SERVICE_ENV = ['DATABASE_URL', 'REDIS_URL', 'PM_DATABASE_DIRECT_URL', 'PM_TEST_REDIS_CLUSTER_NODES', 'REDIS_CLUSTER_NODES']
 
 const log = (msg) => console.error(`[pombo test] ${msg}`)
 
@@ -30,6 +40,7 @@ let interrupted = null
 let cluster = null
 
 const stopCluster = () => (cluster ? cluster.stop().catch(() => {}) : Promise.resolve())
+const exitCode = () => (interrupted === 'SIGINT' ? 130 : 143)
 
 function forward(signal) {
   if (tap && tap.exitCode === null && tap.signalCode === null) {
@@ -37,7 +48,7 @@ function forward(signal) {
     tap.kill(signal)
   } else if (!interrupted) {
     interrupted = signal
-    Promise.all([stopAllServices(), stopCluster()]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143))
+    Promise.all([stopAllServices(), stopCluster()]).finally(() => process.exit(exitCode()))
   }
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, forward)
@@ -58,17 +69,36 @@ function runTap(args, env) {
   })
 }
 
-async function main() {
-  // The tests import '@pombo/sdk' through its package exports (packages/sdk/dist).
-  buildSdk()
-  const argv = process.argv.slice(2)
-  const onCluster = argv.includes('--redis-cluster')
-  const args = argv.filter((a) => a !== '--redis-cluster')
-  const files = args.filter((a) => !a.startsWith('-'))
-  const full = files.length === 0
+/** Test files under `dir`, sorted; `skip` (a folder) left out. */
+function testFiles(dir, skip) {
+  const out = []
+  const walk = (d) => {
+    for (const e of readdirSync(path.join(REPO_ROOT, d), { withFileTypes: true })) {
+      const p = `${d}/${e.name}`
+      if (e.isDirectory() && p !== skip && e.name !== 'node_modules') walk(p)
+      else if (e.isFile() && e.name.endsWith('.test.ts')) out.push(p)
+    }
+  }
+  walk(dir)
+  return out.sort()
+}
 
+const isUnitFile = (f) => path.relative(path.join(REPO_ROOT, UNIT_DIR), path.resolve(REPO_ROOT, f)).split(path.sep)[0] !== '..'
+
+/** The unit tier: `files` (default test/unit) with the services out of reach. */
+function unitTier(files, flags) {
+  const env = { ...process.env }
+  for (const k of SERVICE_ENV) delete env[k]
+  const guard = `--import=${pathToFileURL(path.join(REPO_ROOT, 'scripts', 'no-services.mjs')).href}`
+  env.NODE_OPTIONS = [env.NODE_OPTIONS, guard].filter(Boolean).join(' ')
+  log(`unit tier: ${files.length ? files.join(' ') : `${UNIT_DIR}/`} (no Postgres, no Redis)`)
+  return runTap([...flags, ...(files.length ? files : testFiles(UNIT_DIR))], env)
+}
+
+/** The integration tier: `files` (default every test file outside test/unit, then CLUSTER_SUITES on the cluster). */
+async function integrationTier(files, flags, { onCluster, full }) {
   const { DATABASE_URL, REDIS_URL, stop } = await ensureTestServices({ log })
-  if (interrupted) return
+  if (interrupted) return 1
   log(`DATABASE_URL=${DATABASE_URL.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')} REDIS_URL=${REDIS_URL}`)
   const env = { ...process.env, DATABASE_URL, REDIS_URL }
   // Started once for the run (about 2 s) when something will use it; files run alone start their own.
@@ -76,16 +106,56 @@ async function main() {
     cluster = await startRedisCluster({ log })
     env.PM_TEST_REDIS_CLUSTER_NODES = cluster.nodes
   }
-
-  let code = await runTap(onCluster && full ? [...args, ...CLUSTER_SUITES] : args, onCluster ? { ...env, PM_TEST_REDIS: 'cluster' } : env)
-  if (full && !onCluster && !interrupted) {
-    log(`the delivery, sends and receipts suites again, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`)
-    const again = await runTap([...args, ...CLUSTER_SUITES], { ...env, PM_TEST_REDIS: 'cluster' })
-    code = code || again
+  const clusterEnv = { ...env, PM_TEST_REDIS: 'cluster' }
+  let code
+  if (onCluster) {
+    code = await runTap([...flags, ...(full ? CLUSTER_SUITES : files)], clusterEnv)
+  } else {
+    code = await runTap([...flags, ...(full ? testFiles('test', UNIT_DIR) : files)], env)
+    await keepCoverage()
+    if (full && !interrupted) {
+      log(
+        `the delivery, sends and receipts suites again, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`,
+      )
+      code = (await runTap([...flags, ...CLUSTER_SUITES], clusterEnv)) || code
+    }
   }
+  await keepCoverage()
   await stopCluster()
   await stop().catch((err) => log(`while stopping services: ${err.message}`))
-  process.exit(interrupted ? (interrupted === 'SIGINT' ? 130 : 143) : code)
+  return code
+}
+
+async function main() {
+  // The tests import '@pombo/sdk' through its package exports (packages/sdk/dist).
+  buildSdk()
+  const argv = process.argv.slice(2)
+  const onCluster = argv.includes('--redis-cluster')
+  const only = argv.includes('--unit') ? 'unit' : argv.includes('--integration') ? 'integration' : null
+  const args = argv.filter((a) => !['--redis-cluster', '--unit', '--integration'].includes(a))
+  const files = args.filter((a) => !a.startsWith('-'))
+  const flags = args.filter((a) => a.startsWith('-'))
+  // On the cluster every file runs with the services; otherwise unit files run as the unit tier.
+  const unitFiles = onCluster ? [] : files.filter(isUnitFile)
+  const otherFiles = onCluster ? files : files.filter((f) => !isUnitFile(f))
+
+  const runUnit = !onCluster && (files.length ? unitFiles.length > 0 : only !== 'integration')
+  const runIntegration = files.length ? otherFiles.length > 0 : only !== 'unit'
+  // Coverage is measured over the whole suite only: a tier or a few files would fall under the floor.
+  const coverage = files.length === 0 && only === null && !onCluster && coverageWanted()
+  const tierFlags = coverage ? [...flags, ...coverageArgs()] : flags
+  if (coverage) await resetCoverage()
+
+  const codes = []
+  if (runUnit) {
+    codes.push(await unitTier(unitFiles, tierFlags))
+    await keepCoverage()
+  }
+  if (runIntegration && !interrupted) {
+    codes.push(await integrationTier(otherFiles, tierFlags, { onCluster, full: files.length === 0 }))
+  }
+  if (coverage && !interrupted) codes.push(await checkCoverage(runTap))
+  process.exit(interrupted ? exitCode() : (codes.find((c) => c !== 0) ?? 0))
 }
 
 main().catch(async (err) => {

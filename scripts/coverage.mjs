@@ -1,0 +1,43 @@
+// Line coverage of src/ over the whole `npm test` (both tiers and the Redis Cluster re-run), with tap's built-in
+// coverage (V8 through c8). Each tap run starts by emptying .tap/coverage, so what a run recorded is moved aside
+// before the next; at the end it all goes back and `tap report` checks it against the floors in package.json
+// ("tap": "lines", "statements", "functions", "branches"). Only with PM_TEST_COVERAGE=1 (the floors are set from a measured run).
+import { mkdir, readdir, rename, rm } from 'node:fs/promises'
+import path from 'node:path'
+import { REPO_ROOT } from './local-services.mjs'
+
+const TAP_COVERAGE = path.join(REPO_ROOT, '.tap', 'coverage')
+const KEPT = path.join(REPO_ROOT, '.tap', 'coverage-kept')
+
+export function coverageWanted(env = process.env) {
+  return env.PM_TEST_COVERAGE === '1'
+}
+
+/** tap flags for a run that records coverage but leaves the check to checkCoverage. */
+export function coverageArgs() {
+  return ['--no-disable-coverage', '--allow-incomplete-coverage', '--coverage-report=none']
+}
+
+export async function resetCoverage() {
+  await rm(KEPT, { recursive: true, force: true })
+}
+
+async function moveAll(from, to) {
+  const names = await readdir(from).catch(() => [])
+  if (names.length === 0) return
+  await mkdir(to, { recursive: true })
+  for (const n of names) await rename(path.join(from, n), path.join(to, n))
+}
+
+/** Moves what the last tap run recorded aside (file names are per-process UUIDs: nothing collides). */
+export async function keepCoverage() {
+  await moveAll(TAP_COVERAGE, KEPT)
+}
+
+/** Puts every run's coverage back and answers the exit code of `tap report` against the floors. */
+export async function checkCoverage(runTap) {
+  await keepCoverage()
+  await moveAll(KEPT, TAP_COVERAGE)
+  console.error('[pombo test] line coverage of src/ over the whole run (floors: package.json "tap")')
+  return runTap(['report', 'text-summary'], process.env)
+}
