@@ -2,8 +2,9 @@
 // coverage (V8 through c8). Each tap run starts by emptying .tap/coverage, so what a run recorded is moved aside
 // before the next; at the end it all goes back and `tap report` checks it against the floors in package.json
 // ("tap": "lines", "statements", "functions", "branches"). Only with PM_TEST_COVERAGE=1 (the floors are set from a measured run).
-import { mkdir, readdir, rename, rm } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { REPO_ROOT } from './local-services.mjs'
 
 const TAP_COVERAGE = path.join(REPO_ROOT, '.tap', 'coverage')
@@ -34,10 +35,33 @@ export async function keepCoverage() {
   await moveAll(TAP_COVERAGE, KEPT)
 }
 
+/**
+ * tsx's source maps carry `sourcesContent: [null]`, which v8-to-istanbul reads as an empty original (each file then
+ * counts as one line, always covered): the original text is filled in from disk.
+ */
+async function fillSourcesContent(dir) {
+  for (const name of await readdir(dir).catch(() => [])) {
+    const file = path.join(dir, name)
+    const cov = JSON.parse(await readFile(file, 'utf8'))
+    let changed = false
+    for (const { data } of Object.values(cov['source-map-cache'] ?? {})) {
+      if (!data?.sourcesContent?.some((c) => c == null)) continue
+      data.sourcesContent = await Promise.all(
+        data.sources.map(
+          (s, i) => data.sourcesContent[i] ?? readFile(s.startsWith('file:') ? fileURLToPath(s) : s, 'utf8').catch(() => ''),
+        ),
+      )
+      changed = true
+    }
+    if (changed) await writeFile(file, JSON.stringify(cov))
+  }
+}
+
 /** Puts every run's coverage back and answers the exit code of `tap report` against the floors. */
 export async function checkCoverage(runTap) {
   await keepCoverage()
   await moveAll(KEPT, TAP_COVERAGE)
+  await fillSourcesContent(TAP_COVERAGE)
   console.error('[pombo test] line coverage of src/ over the whole run (floors: package.json "tap")')
   return runTap(['report', 'text-summary'], process.env)
 }
