@@ -1,6 +1,6 @@
 // `npm run bench -- receipts`: receipts per second (POST /api/v1/receipts) beside a bare uWebSockets.js POST that
 // parses the same JSON and verifies one HMAC proof (bench/bare-uws.ts /receipt), alternating rounds, medians.
-// Seeding is SQL (COPY of devices, sends inserted as rows) and the proofs are computed with src/delivery/proof.ts,
+// Seeding is SQL (COPY of devices, sends inserted as rows) and the proofs are computed with src/message/proof.ts,
 // so every request is a valid receipt. Mixes: `unique` (every receipt new: the durable path), `duplicate` (every
 // receipt already counted), `mixed` (half and half). Durable receipts per second = new receipt rows / seconds,
 // counted in Postgres after each round (every 200 of the unique mix must be a row; checked).
@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { proof } from '../src/delivery/proof'
+import { proof } from '../src/message/proof'
 import { startBare } from './lib/bare'
 import { record } from './lib/figures'
 import { countRows, DATABASE_URL, type Pombo, startPombo } from './lib/pombo'

@@ -18,7 +18,7 @@ import { mkdtempSync, openSync, readFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { fcmMessage } from '../src/delivery/providers/fcm-body'
+import { fcmMessage } from '../src/providers/fcm-body'
 import { testCa, trustEnv } from '../test/fakes/tls'
 import { pushFor } from '../test/helpers/push'
 import {

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import Redis from 'ioredis'
 import pg from 'pg'
-import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/config'
+import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/core/config'
 import { freePort } from '../../test/helpers/serve-child'
 
 export const ROOT = join(__dirname, '..', '..')

@@ -7,9 +7,9 @@
 //   npx tsx examples/web/push-data.ts --app APP_ID --api-key API_KEY --receipt-key RECEIPT_KEY --player PLAYER_ID \
 //     [--title Olá] [--body 'Chegou!'] [--url https://exemplo.com] [--api http://127.0.0.1:8080]
 import { parseArgs } from 'node:util'
-import { proof } from '../../src/delivery/proof'
-import { fcmMessage } from '../../src/delivery/providers/fcm-body'
-import { renderMessage } from '../../src/sends/payload'
+import { proof } from '../../src/message/proof'
+import { fcmMessage } from '../../src/providers/fcm-body'
+import { renderMessage } from '../../src/message/payload'
 import { parseSend } from '../../src/sends/validate'
 
 export interface PushDataOptions {

@@ -2,7 +2,7 @@
 // Rejections are audited with the route, the source address and at most the key's kid, never the key itself.
 import { timingSafeEqual } from 'node:crypto'
 import type { Logger } from 'pino'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Request } from '../http/request'
 import { isUuid } from '../http/router'
 import type { AppDirectory } from './directory'

@@ -1,10 +1,10 @@
 // Operator routes (platform key) and the public firebase_params (the spec, Apps).
-import type { Config } from '../config'
-import { ApiError } from '../errors'
+import type { Config } from '../core/config'
+import { ApiError } from '../core/errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { created, ok } from '../http/reply'
 import type { Router } from '../http/router'
-import type { Vault } from '../vault'
+import type { Vault } from '../core/vault'
 import type { Auth } from './auth'
 import type { AppDirectory } from './directory'
 import type { AppService } from './service'

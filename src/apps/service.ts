@@ -1,12 +1,12 @@
 // Apps and keys: creation ((new) org + app + key + sealed receipt key in one transaction), rotation with a 24 h overlap,
 // pause/resume, plans, revocation. Every change is published so every instance's cache follows within a second.
 import { randomUUID } from 'node:crypto'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { type Db, query, tx } from '../db/pool'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { insertOrg } from '../orgs/store'
-import { type Clock, isoWithOffset } from '../time'
-import type { Vault } from '../vault'
+import { type Clock, isoWithOffset } from '../core/time'
+import type { Vault } from '../core/vault'
 import type { AppDirectory } from './directory'
 import { type NewKey, newApiKey, newReceiptKey } from './key-format'
 import * as store from './store'

@@ -1,7 +1,9 @@
 // SQL of apps, organisations and keys, behind intent names.
 import { type Db, query, type Tx } from '../db/pool'
+import type { Plan } from '../orgs/store'
 
-export type Plan = 'free' | 'pro'
+export type { Plan }
+
 
 export interface AppRecord {
   id: string

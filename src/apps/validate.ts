@@ -1,6 +1,6 @@
 // Request bodies of the operator's app routes (the spec, Apps).
-import { fieldError } from '../errors'
-import { type Body, byteLength, optBool, optInt } from '../validation'
+import { fieldError } from '../core/errors'
+import { type Body, byteLength, optBool, optInt } from '../core/validation'
 import type { CreateAppInput } from './service'
 
 const INT4_MAX = 2_147_483_647

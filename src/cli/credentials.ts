@@ -2,7 +2,7 @@
 // change; prints only the non-secret meta as JSON. Bad input: one line (CredentialError), exit 2, nothing written.
 import { readFileSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { CredentialService } from '../credentials/service'
 import {
   CredentialError,
@@ -11,7 +11,7 @@ import {
   parseFcmUpload,
   parsePlatform,
 } from '../credentials/validate'
-import { isoWithOffset, systemClock } from '../time'
+import { isoWithOffset, systemClock } from '../core/time'
 import { withOperatorTools } from './operator'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

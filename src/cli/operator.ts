@@ -2,14 +2,14 @@
 // around the command, so `pombo app …` behaves exactly like the routes and every running instance sees the change.
 import { AppDirectory } from '../apps/directory'
 import { AppService } from '../apps/service'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { migrate } from '../db/migrate'
 import { createPool, type Db } from '../db/pool'
-import { createLogger } from '../log'
+import { createLogger } from '../core/log'
 import { connectRedis, type RedisClient } from '../redis/client'
 import { Keys } from '../redis/keys'
-import { systemClock } from '../time'
-import { Vault } from '../vault'
+import { systemClock } from '../core/time'
+import { Vault } from '../core/vault'
 
 export interface OperatorTools {
   apps: AppService

@@ -1,7 +1,7 @@
 // `pombo partitions`: each work partition's owner, stream length, pending entries and oldest pending age, under the
 // deployment's recorded count. `pombo partitions resize N`: changes the count (src/redis/partitions.ts says how
 // without losing or doubling work); refused, with one line, while a worker of the deployment is live.
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { partitionStatus, recordedPartitions, resizePartitions } from '../redis/partitions'
 import { withOperatorTools } from './operator'
 

@@ -1,10 +1,10 @@
 // `pombo org create`, `pombo user create`, `pombo user invite` (docs/spec/contract.md): organisations and the people of the
 // dashboard. Bad input: one line (PeopleError), exit 2, nothing written.
 import { parseArgs } from 'node:util'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { insertOrg } from '../orgs/store'
 import { PeopleError, PeopleService } from '../people/service'
-import { systemClock } from '../time'
+import { systemClock } from '../core/time'
 import { withOperatorTools } from './operator'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

@@ -2,7 +2,7 @@
 // the disable of the app's active destination and its failure streak; a running dispatcher drains the queue at its
 // next look (PM_WEBHOOK_POLL_MS). Prints JSON; no active destination exits 2 with one line.
 import { parseArgs } from 'node:util'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { enableDestination } from '../confirmations/store'
 import { withOperatorTools } from './operator'
 

@@ -4,7 +4,7 @@
 // literal; IP literals skip DNS and are checked before the request.
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { BlockList, isIP, type LookupFunction } from 'node:net'
-import { embeddedIpv4, parseIpv6 } from '../ip'
+import { embeddedIpv4, parseIpv6 } from '../core/ip'
 
 const blocked = new BlockList()
 for (const [net, bits] of [

@@ -16,10 +16,10 @@
 // At-least-once: the cursor moves only after a 2xx or an abandon, and is written after the batch; a crash in the
 // middle of a batch redelivers that batch's events in order (same X-PM-Evento-Id).
 import type { Logger } from 'pino'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { createPool, type Db, query, type Tx, tagPgError } from '../db/pool'
-import type { Clock } from '../time'
-import type { Vault } from '../vault'
+import type { Clock } from '../core/time'
+import type { Vault } from '../core/vault'
 import { onFailure } from './ladder'
 import { pruneEvents, pruneStreamPositions, pruneWebhookAttempts } from './retention'
 import { type AttemptResult, WebhookSender } from './sender'

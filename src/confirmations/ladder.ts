@@ -1,5 +1,5 @@
 // The redelivery ladder (the spec, Events): pure, so the policy is table-tested apart from the dispatcher.
-import type { Webhook } from '../config'
+import type { Webhook } from '../core/config'
 
 export type Policy = Pick<Webhook, 'retryDelaysMs' | 'maxAttempts' | 'disableAfter'>
 

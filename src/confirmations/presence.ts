@@ -4,10 +4,10 @@
 //   dead instance's streams stop being counted `ttlMs` after its last heartbeat.
 // - Postgres (`event_streams`), for retention: how far each stream was sent and when it was last seen, written when
 //   it opens, every `positionEveryMs` while it is open, and when it closes. (Settings: ConfirmationStream in
-//   src/config.ts.)
+//   src/core/config.ts.)
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
-import { type ConfirmationStream, DEFAULT_STREAM } from '../config'
+import { type ConfirmationStream, DEFAULT_STREAM } from '../core/config'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'

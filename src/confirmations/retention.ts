@@ -9,7 +9,7 @@
 //   sent) is past it; an app whose streams were all gone for `days` keeps nothing older than `days`.
 // Abandoned events are never deleted here: they are the only copy of an event that never arrived.
 import { type Db, deleteInChunks, query } from '../db/pool'
-import { DAY_MS } from '../time'
+import { DAY_MS } from '../core/time'
 
 export function pruneWebhookAttempts(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
   return deleteInChunks(

@@ -2,8 +2,8 @@
 // queue each destination drains (the app's events after its cursor).
 import { randomBytes, randomUUID } from 'node:crypto'
 import { type Db, query, type Tx, tx } from '../db/pool'
-import { ApiError } from '../errors'
-import type { Vault } from '../vault'
+import { ApiError } from '../core/errors'
+import type { Vault } from '../core/vault'
 import type { ConfigChange, Modo } from './validate'
 
 /**

@@ -1,6 +1,6 @@
 // PUT /api/v1/confirmacoes at the door (the spec, Service and channel configuration): `url` is checked before `modo`,
 // so an invalid URL is the answer even when the mode is unknown too. Nothing is written before this passes.
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 
 export const MODOS = ['consulta', 'webhook', 'grpc'] as const
 export type Modo = (typeof MODOS)[number]

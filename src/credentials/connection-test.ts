@@ -7,14 +7,14 @@
 // A refusal is told in words a person understands, with the provider's own reason in front (e.g.
 // BadEnvironmentKeyIdInToken).
 import type { Db } from '../db/pool'
-import { ApnsTokens, signingKeyId } from '../delivery/providers/apns-token'
-import { APNS_PRODUCTION, APNS_SANDBOX } from '../delivery/providers/apns'
-import { apnsReason, parseFcmError } from '../delivery/providers/classify'
-import { FcmAuth, googleTokenHost } from '../delivery/providers/fcm-auth'
-import type { H2Pool } from '../delivery/providers/h2-pool'
-import type { H2Failure } from '../delivery/providers/h2-types'
-import { type Clock, systemClock } from '../time'
-import type { Vault } from '../vault'
+import { ApnsTokens, signingKeyId } from '../providers/apns-token'
+import { APNS_PRODUCTION, APNS_SANDBOX } from '../providers/apns'
+import { apnsReason, parseFcmError } from '../providers/classify'
+import { FcmAuth, googleTokenHost } from '../providers/fcm-auth'
+import type { H2Pool } from '../h2/pool'
+import type { H2Failure } from '../h2/types'
+import { type Clock, systemClock } from '../core/time'
+import type { Vault } from '../core/vault'
 import { loadCredential } from './store'
 import type { Platform } from './validate'
 

@@ -5,7 +5,7 @@ import type { AppDirectory } from '../apps/directory'
 import { type Db, query, type Tx } from '../db/pool'
 import { type RedisClient, subscribe } from '../redis/client'
 import type { Keys } from '../redis/keys'
-import type { Vault } from '../vault'
+import type { Vault } from '../core/vault'
 import type { CredentialOf, FirebaseParams, MetaOf, Platform } from './validate'
 
 export interface StoredCredential<P extends Platform> {

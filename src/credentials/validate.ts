@@ -2,8 +2,8 @@
 // (the spec, App, firebase_params). Pure: text in, opened credential + non-secret meta out, or one CredentialError whose
 // message is one line and never quotes a secret.
 import { createPrivateKey, type KeyObject } from 'node:crypto'
-import type { ApnsCredential, FcmCredential, Platform } from '../delivery/credentials-types'
-import { findUnstorable, pathText } from '../json-guard'
+import type { ApnsCredential, FcmCredential, Platform } from '../providers/credentials'
+import { findUnstorable, pathText } from '../core/json-guard'
 
 /** Bad credential input; the message is one line, safe to print (it never contains key material). */
 export class CredentialError extends Error {}

@@ -1,7 +1,7 @@
 // HTML for the dashboard's pages. `html` is a tagged template that escapes every interpolated value; only values
 // made by `html` itself (or `raw`, for text that is already HTML) pass through as they are. A page therefore
 // cannot print a value from outside unescaped by forgetting to escape it.
-import { BUSINESS_IANA_ZONE } from '../business-time'
+import { BUSINESS_IANA_ZONE } from '../core/business-time'
 
 export class Html {
   constructor(readonly text: string) {}
@@ -49,7 +49,7 @@ export function jsonData(v: unknown): Html {
 
 const dateFmt = new Intl.DateTimeFormat('pt-BR', { dateStyle: 'short', timeStyle: 'medium', timeZone: BUSINESS_IANA_ZONE })
 
-/** A moment in the business zone (src/business-time.ts), the zone of the charts' days. */
+/** A moment in the business zone (src/core/business-time.ts), the zone of the charts' days. */
 export function when(d: Date | null | undefined): string {
   return d ? dateFmt.format(d) : '—'
 }

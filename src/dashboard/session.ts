@@ -3,12 +3,12 @@
 // session's synchroniser token against cross-site requests, and its expiry. Sign-out deletes the row: the cookie
 // is then worthless even if it was copied.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { type Db, query } from '../db/pool'
 import type { Person } from '../people/service'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 import type { Flash } from './layout'
 
 export const SESSION_COOKIE = 'pm_sessao'

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { WindowCounter } from '../redis/window-counter'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 
 export class SigninLimiter {
   readonly #account: WindowCounter

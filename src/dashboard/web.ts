@@ -2,7 +2,7 @@
 // three kinds of handler: public pages, signed-in pages, and signed-in form posts (Origin check + synchroniser
 // token). Every refusal is an HTML page; nothing thrown reaches the router as anything but a page.
 import { timingSafeEqual } from 'node:crypto'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Handler, RouteOptions } from '../http/router'
 import type { Reply } from '../http/reply'
 import type { Request } from '../http/request'

@@ -11,8 +11,6 @@ export interface PoolBudget {
   listener: number
 }
 
-/** The least PM_PG_POOL accepts: the dispatcher's 2, the listener's 1, and 3 for the main pool. */
-export const MIN_PG_BUDGET = 6
 
 /**
  * The dispatcher takes a quarter of the budget (at least 2: one destination at work and its look-up), never more

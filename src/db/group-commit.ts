@@ -6,8 +6,8 @@
 // let through and Postgres refused), the batch is split in halves and each half written again, first half first,
 // down to the one guilty job: it alone gets the error, every other job commits, in the order it would have.
 // log2(batch) extra statements per guilty job; an outage or a conflict worth retrying is never split.
-import { ApiError } from '../errors'
-import { dependencyOf } from '../http/dependency-errors'
+import { ApiError } from '../core/errors'
+import { dependencyOf } from '../core/dependency-errors'
 import { isRetryable } from './pool'
 
 export interface GroupCommitOptions<J = unknown> {

@@ -12,7 +12,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import { ConfigError } from '../config'
+import { ConfigError } from '../core/config'
 import type { Db } from './pool'
 import { query } from './pool'
 

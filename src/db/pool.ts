@@ -9,6 +9,7 @@
 // PM_DATABASE_DIRECT_URL.
 import { createHash } from 'node:crypto'
 import pg from 'pg'
+import { PG_CONN_LIFETIME_S, STATEMENT_TIMEOUT_MS } from '../core/config'
 
 export type Db = pg.Pool
 export type Tx = pg.PoolClient
@@ -46,18 +47,7 @@ export interface PgSettings {
 /** Marks pools (and their clients) whose statements must not be prepared by name (behind PgBouncer). */
 const UNNAMED = Symbol('pombo.unnamedStatements')
 
-/** The server-side statement timeout by default: a runaway statement never holds a connection (and its locks) for
- *  longer. */
-export const STATEMENT_TIMEOUT_MS = 30_000
 
-/**
- * A pooled connection's life by default, in seconds. Postgres makes a prepared statement's generic plan once per
- * connection and keeps it until something invalidates it (an ANALYZE; autovacuum may be off or late): a plan made
- * while `sends` holds a few hundred rows walks the whole table on every outcome batch once it holds tens of
- * thousands (docs/design/throughput.md). A new connection plans with the table as it is; reconnecting every few
- * minutes costs nothing measurable.
- */
-export const PG_CONN_LIFETIME_S = 600
 
 export function createPool(cfg: PgSettings, max: number): Db {
   const pool = new pg.Pool({

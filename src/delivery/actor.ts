@@ -14,18 +14,19 @@
 //    nothing is ready or a bound is full; anything that can make work ready (a new send, a page read, a request
 //    answered, a retry falling due) wakes it. The pace (Pacer) is the other wait: a token per device.
 import type { Logger } from 'pino'
-import { DEFAULT_DELIVERY } from '../config'
+import { DEFAULT_DELIVERY } from '../core/config'
 import type { Db } from '../db/pool'
-import { type Clock, systemClock } from '../time'
-import { type Candidate, expandSegment, listPage, type SendMeta, segmentPage, setProblem } from './audience'
+import { type Clock, systemClock } from '../core/time'
+import { expandSegment, listPage, segmentPage, setProblem } from './audience'
+import type { Candidate, SendMeta } from '../handoff/send'
 import { type OutcomeRecorder, type OutcomeRow, STATUS } from './outcomes'
 import { abortableSleep, type PaceCause, Pacer, type PaceStore } from './pacer'
-import { proof } from './proof'
-import type { Outcome, Provider } from './providers/types'
+import { proof } from '../message/proof'
+import type { Outcome, Provider } from '../providers/types'
 import { type ApnsAnswers, type ApnsEnv, invalidateBadTokens } from './bad-tokens'
 import { Lane } from './lane'
-import type { Platform } from './credentials-types'
-import type { LoadedSend } from './send-batches'
+import type { Platform } from '../providers/credentials'
+import type { LoadedSend } from '../handoff/send'
 import { expandSlice, planSlices, type SliceLease, sliceCount, sliceKey, sliceProgress } from './slices'
 
 export interface ProviderSource {

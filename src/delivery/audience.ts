@@ -4,7 +4,8 @@
 // the placeholder rows still pending, walked by device id.
 import { arrayLiteral } from '../db/arrays'
 import { type Db, query, queryPrepared } from '../db/pool'
-import { REACHABLE_SQL, segmentWhere } from '../sends/store'
+import { REACHABLE_SQL, segmentWhere } from '../handoff/audience-sql'
+import type { Candidate, LoadedSend, SendMeta } from '../handoff/send'
 
 /**
  * Where a walk by device id starts. A cursor is always a bound (`id > $n`, never `$n IS NULL OR id > $n`): these
@@ -13,40 +14,6 @@ import { REACHABLE_SQL, segmentWhere } from '../sends/store'
  * UUIDs, never the nil UUID.
  */
 export const BEFORE_ANY_ID = '00000000-0000-0000-0000-000000000000'
-
-export interface Candidate {
-  deviceId: string
-  /** Null when the device no longer exists (deleted since the send was accepted). */
-  token: string | null
-  deviceType: number
-  /** Which provider carries it (the spec, Device transporte): apns → APNs, fcm → FCM. */
-  transporte: 'fcm' | 'apns'
-  /** Still a valid, subscribed device (it may have died since the send was accepted). */
-  valid: boolean
-  /** Its proof of arrival for this send, once the actor has computed it (ahead, in batches: actor.ts). */
-  proof?: string
-}
-
-export interface SendMeta {
-  appId: string
-  id: string
-  lane: 0 | 1
-  targetKind: 'players' | 'users' | 'segments'
-  segments: string[]
-  platformMask: number
-  message: Record<string, unknown>
-  ttlS: number
-  /** When delivery may start (send_after or queued_at), epoch ms. */
-  startMs: number
-  audienceLength: number
-  expandedUntil: string | null
-  expansionDone: boolean
-  completed: boolean
-  /** The send-time count of the audience (a segment's estimate until its expansion ends). */
-  recipients: number
-  /** Cut into slices that any worker may lease (slices.ts): its devices are walked there, not by its own actor. */
-  sliced: boolean
-}
 
 interface MetaRow {
   app_id: string
@@ -89,12 +56,6 @@ function metaOf(x: MetaRow): SendMeta {
 export interface SendRef {
   appId: string
   sendId: string
-}
-
-export interface LoadedSend {
-  meta: SendMeta
-  /** List sends: positions 1..pageSize, minus devices already final. Null for segments (expanded by the actor). */
-  firstPage: Candidate[] | null
 }
 
 /** A first-page device as the statement aggregates it: [id, identifier, device_type, transporte, valid]. */

@@ -12,12 +12,12 @@
 // nothing is invalidated and the send names the suspected mismatch in `pm_problema`; its tokens stay valid, and the
 // first later send judged once the environment is confirmed invalidates those that still answer BadDeviceToken.
 import type { Logger } from 'pino'
-import { DEFAULT_DELIVERY } from '../config'
+import { DEFAULT_DELIVERY } from '../core/config'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { pipelineBySlot } from '../redis/slots'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 import { setProblem } from './audience'
 
 export type ApnsEnv = 'sandbox' | 'production'

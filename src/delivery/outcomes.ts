@@ -23,13 +23,13 @@
 // notification.completed is written by the statement that sets completed_at (recordFinal or closeIfDone), never
 // twice: both set it only over a null completed_at.
 import type { Logger } from 'pino'
-import { DEFAULT_DELIVERY } from '../config'
+import { DEFAULT_DELIVERY } from '../core/config'
 import { eventCtes } from '../confirmations/events'
 import { arrayLiteral } from '../db/arrays'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, queryPrepared, retryingConflicts } from '../db/pool'
-import type { Clock } from '../time'
-import { isoWithOffset } from '../time'
+import type { Clock } from '../core/time'
+import { isoWithOffset } from '../core/time'
 
 /** deliveries.status */
 export const STATUS = { pending: 0, successful: 1, failed: 2, errored: 3 } as const

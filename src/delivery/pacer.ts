@@ -8,7 +8,7 @@
 // LANE_MARK_MS), marketing asks get none. Without a shared bucket (unit tests) the bucket is local.
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 
 /** How long a transactional ask holds marketing back, across processes. */
 export const LANE_MARK_MS = 250

@@ -4,7 +4,7 @@
 // is stamped only after its rows are gone. Completed sends are never delivered again (the actor acknowledges a
 // completed send's stream entries without reading its rows), so nothing can count a device twice afterwards.
 import { type Db, deleteInChunks, query } from '../db/pool'
-import { DAY_MS } from '../time'
+import { DAY_MS } from '../core/time'
 
 
 export interface PruneOptions {

@@ -5,14 +5,14 @@
 //  - close: completed_at and the notification.completed event of every send done (one statement), skipped for the
 //    sends the outcome batch already closed (most of them: it closes a send whose last device it records).
 // Each caller is answered after its batch, as if it had run the statement alone.
-import { DEFAULT_DELIVERY } from '../config'
+import { DEFAULT_DELIVERY } from '../core/config'
 import { GroupCommit } from '../db/group-commit'
 import { type Db, retryingConflicts } from '../db/pool'
-import type { Clock } from '../time'
-import { type LoadedSend, loadSends, type SendRef } from './audience'
+import type { Clock } from '../core/time'
+import { loadSends, type SendRef } from './audience'
+import type { LoadedSend } from '../handoff/send'
 import { closeIfDone } from './outcomes'
 
-export type { LoadedSend } from './audience'
 
 export class SendBatches {
   readonly #load: GroupCommit<SendRef, LoadedSend | null>

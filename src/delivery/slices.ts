@@ -10,11 +10,12 @@
 // send's counters close it as for any send; its actor closes it and acknowledges its stream entry once every slice
 // is done.
 import type { Logger } from 'pino'
-import { DEFAULT_DELIVERY } from '../config'
+import { DEFAULT_DELIVERY } from '../core/config'
 import { arrayLiteral } from '../db/arrays'
 import { type Db, query, queryPrepared, tx } from '../db/pool'
-import type { Clock } from '../time'
-import { AFTER_ANY_ID, BEFORE_ANY_ID, expandSql, type SendMeta } from './audience'
+import type { Clock } from '../core/time'
+import { AFTER_ANY_ID, BEFORE_ANY_ID, expandSql } from './audience'
+import type { SendMeta } from '../handoff/send'
 
 export interface SliceSettings {
   /** A segment send estimated above this many devices is sliced, about this many devices a slice. */

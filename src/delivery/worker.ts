@@ -16,11 +16,11 @@ import { duplicateClient, isCluster, type RedisClient, slotConnection } from '..
 import type { Keys } from '../redis/keys'
 import { partitionOf, WORK_GROUP } from '../redis/partitions'
 import { firstError, keySlot, pipelineBySlot } from '../redis/slots'
-import { type Clock, systemClock } from '../time'
+import { type Clock, systemClock } from '../core/time'
 import { type ActorDeps, AppActor } from './actor'
 import { refreshPicked } from './audience'
 import { abortableSleep } from './pacer'
-import { decodeCarried } from './carried'
+import { decodeCarried } from '../handoff/carried'
 import type { SendSource } from './actor'
 import { type SliceLease, SliceRunner, type SliceSettings, sliceKey } from './slices'
 
@@ -352,11 +352,27 @@ export class DeliveryWorker {
 
   #took(res: Array<[string, Array<[string, string[]]>]> | null): void {
     for (const [stream, entries] of res ?? []) {
-      // A partition handed back while this read was under way: its entries stay pending for the next owner, which
-      // claims them when it adopts the partition (or the sweeper re-enqueues the send).
-      if (!this.#owned.has(this.#partitionOfStream(stream))) continue
+      // A partition handed back (or lost) while this read was under way: its new owner may have adopted it already,
+      // claiming what was pending then, so an entry left pending here would wait until the partition moved again
+      // (its send until the sweeper's grace). Each goes back to the end of its stream, where the owner reads it.
+      if (!this.#owned.has(this.#partitionOfStream(stream))) {
+        for (const [id, fields] of entries) this.#move(stream, stream, id, fields, 'an entry of a partition no longer ours')
+        continue
+      }
       for (const [id, fields] of entries) this.#dispatch(stream, id, fields, true)
     }
+  }
+
+  /**
+   * Adds the entry to stream `to` and acknowledges it in `from` once the copy is stored (a failure leaves it pending
+   * here). Its carried send is left out: the copy is loaded where it lands, since another entry of the same send may
+   * have been delivered meanwhile.
+   */
+  #move(from: string, to: string, id: string, fields: string[], what: string): void {
+    this.redis
+      .xadd(to, '*', ...withoutCarried(fields))
+      .then(() => this.redis.xack(from, GROUP, id))
+      .catch((err) => this.log.warn({ err: String(err), stream: from, entry: id }, `could not move ${what}; it stays pending`))
   }
 
   /** `fresh`: read for the first time (XREADGROUP >), so a send the entry carries can be trusted (carried.ts). */
@@ -373,11 +389,8 @@ export class DeliveryWorker {
     const home = partitionOf(appId, this.s.partitions)
     if (home !== this.#partitionOfStream(stream)) {
       // On another partition's stream (written by a process that hashed with another count): moved to the app's own
-      // stream, so only the owner of the app's partition runs its actor; acknowledged here once the move is stored.
-      this.redis
-        .xadd(this.keys.workStream(home), '*', ...withoutCarried(fields))
-        .then(() => this.redis.xack(stream, GROUP, id))
-        .catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not move a misrouted entry; it stays pending'))
+      // stream, so only the owner of the app's partition runs its actor.
+      this.#move(stream, this.keys.workStream(home), id, fields, 'a misrouted entry')
       return
     }
     const list = this.#entries.get(sendId) ?? []
@@ -462,7 +475,7 @@ export class DeliveryWorker {
   }
 }
 
-/** A moved entry is loaded at its new home: another entry of the same send may have been delivered meanwhile. */
+/** An entry's fields without its carried send (`c`). */
 function withoutCarried(fields: string[]): string[] {
   const out: string[] = []
   for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] !== 'c') out.push(fields[i] as string, fields[i + 1] as string)

@@ -10,12 +10,12 @@ import { pipeline } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
 import type { Logger } from 'pino'
 import { to as copyTo } from 'pg-copy-streams'
-import { DEFAULT_EXPORTS, type Exports } from '../config'
+import { DEFAULT_EXPORTS, type Exports } from '../core/config'
 import { type Db, query, type Tx } from '../db/pool'
-import { ApiError } from '../errors'
-import type { Clock } from '../time'
+import { ApiError } from '../core/errors'
+import type { Clock } from '../core/time'
 
-// Tuning (builds at once, their queue, the first estimate, claims and takeover): Exports in src/config.ts. The rows
+// Tuning (builds at once, their queue, the first estimate, claims and takeover): Exports in src/core/config.ts. The rows
 // per second estimate starts at `initialRowsPerSec`; each export of 50,000+ rows then moves it toward the rate this
 // process achieves. The queue is bounded because each app may ask once a second and it must not grow without bound.
 const FILE_RE = /^([0-9a-f]{64})\.csv\.gz$/

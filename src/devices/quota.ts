@@ -1,11 +1,11 @@
 // Per-app limits of the device routes, counted in Redis so every instance shares them (the spec, Limits): registrations
 // per hour and exports per second. Both are window counters (src/redis/window-counter.ts): the takes of one
 // event-loop turn cost one pipeline, whatever the load.
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { WindowCounter } from '../redis/window-counter'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 
 const HOUR_MS = 3_600_000
 

@@ -1,10 +1,10 @@
 // Device routes (the spec, Devices). POST and PUT are public (no credential): the body is capped, the source IP is
 // rate-limited, every field is validated and the app_id checked (unknown 400, paused 403) before any write.
 // GET and the export need the app key; the export file URL is its own credential.
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import type { AppDirectory } from '../apps/directory'
 import type { Auth } from '../apps/auth'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { ok } from '../http/reply'
 import { isUuid, type Router } from '../http/router'

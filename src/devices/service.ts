@@ -1,9 +1,9 @@
 // The devices feature as other parts of the process see it: registration (quota, then group commit), the PUT
-// update, the read shape, and the exporter. Built once per process by src/service.ts.
-import type { Infra } from '../infra'
+// update, the read shape, and the exporter. Built once per process by src/service/service.ts.
+import type { Infra } from '../infra/infra'
 import { type Db, tx } from '../db/pool'
-import { ApiError } from '../errors'
-import { type Clock, epochSeconds } from '../time'
+import { ApiError } from '../core/errors'
+import { type Clock, epochSeconds } from '../core/time'
 import { Exporter } from './export'
 import { DeviceQuotas } from './quota'
 import { applyUpdate, countUserDevices, type DeviceRow, findDevice, lockAll, lockDevice, lockKey } from './store'

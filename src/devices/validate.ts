@@ -1,9 +1,9 @@
 // Request bodies of the public device routes (the spec, Device (player), Devices). Everything is checked here, with no
 // I/O: a body that fails writes nothing. Limits are bytes of UTF-8, not characters.
-import { DEFAULT_LIMITS, type Limits } from '../config'
-import { fieldError } from '../errors'
+import { DEFAULT_LIMITS, type Limits } from '../core/config'
+import { fieldError } from '../core/errors'
 import { isUuid } from '../http/router'
-import { type Body, byteLength, has } from '../validation'
+import { type Body, byteLength, has } from '../core/validation'
 
 /** the spec, Device: device_type values (0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox). */
 export const DEVICE_TYPES: ReadonlyMap<number, string> = new Map([
@@ -13,7 +13,7 @@ export const DEVICE_TYPES: ReadonlyMap<number, string> = new Map([
   [7, 'Safari'],
   [8, 'Firefox'],
 ])
-/** The settings a device body is checked against (the spec's Limits table; defaults in src/config.ts). */
+/** The settings a device body is checked against (the spec's Limits table; defaults in src/core/config.ts). */
 export type DeviceLimits = Pick<
   Limits,
   'identifierMaxBytes' | 'externalUserIdMaxBytes' | 'tagsMaxBytes' | 'languageMaxBytes' | 'timezoneMaxS' | 'profileTruncateBytes'

@@ -13,7 +13,7 @@
 import { type ChildProcess, fork } from 'node:child_process'
 import type { Logger } from 'pino'
 import { Counter } from 'prom-client'
-import { MIN_PG_BUDGET } from '../db/budget'
+import { MIN_PG_BUDGET } from '../core/config'
 import type { MetricsJson, Metrics } from '../ops/metrics'
 import { type FromMember, type ToMember, GROUP_MEMBER_ENV } from './messages'
 

@@ -5,7 +5,7 @@
 // so `*` grants nothing a script could not already do with curl. Answers name the headers a script needs to read:
 // ETag (in-app pending), Retry-After (429 and 503), the request ids, and the mark of an unknown device (the SDK
 // registers again when it sees it).
-import { UNKNOWN_DEVICE_HEADER } from '../devices/unknown'
+import { UNKNOWN_DEVICE_HEADER } from './unknown-device'
 import type { Reply } from './reply'
 
 const ALLOW_ORIGIN = 'Access-Control-Allow-Origin'

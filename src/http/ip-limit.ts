@@ -1,12 +1,12 @@
 // Per-source-IP request limits, counted per instance (the spec, Limits). A source is an IPv4 address or an IPv6 /64
-// (src/ip.ts clientKey): a host owns its whole /64, so counting IPv6 addresses apart would let one host be unlimited.
+// (src/core/ip.ts clientKey): a host owns its whole /64, so counting IPv6 addresses apart would let one host be unlimited.
 //
 // Memory is fixed however many sources there are: counts live in a count-min sketch (4 rows of 65,536 counters,
 // 512 KB per window), not in a map that grows with every new address. A sketch never under-counts; it over-counts a
 // source only when other sources' traffic collides with it in all four rows, which at the per-minute volumes one
 // instance can serve stays far below the limit (and updates are conservative: only the smallest counters grow).
 // Windows share global boundaries, so rolling over is swapping two sketches.
-import { clientKey } from '../ip'
+import { clientKey } from '../core/ip'
 
 export type WindowKind = 'sliding' | 'fixed'
 

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
-import { ROOT } from '../root'
+import { ROOT } from '../core/root'
 import { constantJson, type Reply } from './reply'
 
 export const OPENAPI_PATH = join(ROOT, 'docs', 'openapi.yaml')

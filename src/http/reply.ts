@@ -1,7 +1,7 @@
 // The only place that writes answers: JSON bodies, the error envelope (the spec, Errors), X-Pm-Request-Id on every answer
 // (Pombo's own id of the call), and X-Request-Id echoing the caller's id when one came in (src/http/request-id.ts).
 import type { HttpResponse } from 'uWebSockets.js'
-import type { ApiError } from '../errors'
+import type { ApiError } from '../core/errors'
 import type { Request } from './request'
 import { type FileBody, streamFile } from './stream-file'
 

@@ -3,9 +3,9 @@
 import { isUtf8 } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js'
-import { ApiError, fieldError } from '../errors'
+import { ApiError, fieldError } from '../core/errors'
 import type { ProxyTrust } from './client-ip'
-import { guardBody } from '../json-guard'
+import { guardBody } from '../core/json-guard'
 import { correlationIdOf } from './request-id'
 
 export type BodyState = { kind: 'pending' } | { kind: 'ok'; body: Buffer } | { kind: 'too-large' } | { kind: 'aborted' }

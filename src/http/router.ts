@@ -6,11 +6,11 @@
 // whole callback (copying the request out included) runs inside one boundary that turns it into that request's answer.
 import type { Logger } from 'pino'
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { Metrics, RouteMeter } from '../ops/metrics'
 import type { ProxyTrust } from './client-ip'
 import { preflightReply, withCors } from './cors'
-import { dependencyOf } from './dependency-errors'
+import { dependencyOf } from '../core/dependency-errors'
 import type { IpLimiter } from './ip-limit'
 import { errorReply, malformedIdReply, type Reply, write } from './reply'
 import { Request, RequestAborted, type RouteShape } from './request'

@@ -1,7 +1,7 @@
 // Field checks of the in-app validators: each one records a problem (wire path + reason in Portuguese) instead of
 // throwing, so a refused campaign lists every offending field at once (the spec, In-app management: `causa`).
-import { DEFAULT_LIMITS, type Limits } from '../config'
-import type { FieldProblem } from '../errors'
+import { DEFAULT_LIMITS, type Limits } from '../core/config'
+import type { FieldProblem } from '../core/errors'
 
 export type Obj = Record<string, unknown>
 
@@ -31,7 +31,7 @@ const PATH_MAX = 200
 export class Problems {
   readonly list: FieldProblem[] = []
 
-  /** The settings the campaign is checked against (the spec's in-app limits; defaults in src/config.ts). */
+  /** The settings the campaign is checked against (the spec's in-app limits; defaults in src/core/config.ts). */
   constructor(readonly lim: Limits = DEFAULT_LIMITS) {}
 
   add(campo: string, motivo: string): void {
@@ -152,4 +152,4 @@ export function join(path: string, key: string | number): string {
 }
 
 /** RFC 3339 with an explicit offset (the spec, In-app campaign `inicia_em`/`termina_em`; eventos `em`). */
-export { parseRfc3339 } from '../time'
+export { parseRfc3339 } from '../core/time'

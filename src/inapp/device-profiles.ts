@@ -1,9 +1,9 @@
 // What the package needs to know about a device (audience membership), cached per process for a minute so a warm
 // poll costs no database round trip. Misses of one event-loop turn are loaded with one query per app; an unknown
 // device is remembered for a shorter time (a device that registers right after polling is seen soon).
-import { DEFAULT_LIMITS } from '../config'
+import { DEFAULT_LIMITS } from '../core/config'
 import { type Db, query } from '../db/pool'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 import { MEMBERSHIPS_SQL } from './audience'
 
 export interface Profile {

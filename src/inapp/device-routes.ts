@@ -2,17 +2,17 @@
 // /api/v1/inapp/eventos. No credential: app_id checked before anything else, 16 KB bodies, the shared per-IP limit.
 // A warm poll is answered synchronously from memory (package cache + device profile cache): no database round trip,
 // no promise; a 304 costs a selection and one hash. A poll for a player_id the app has no device for (deleted in the
-// dashboard) gets the empty package the spec wants, marked so the SDK registers again (src/devices/unknown.ts).
+// dashboard) gets the empty package the spec wants, marked so the SDK registers again (src/http/unknown-device.ts).
 import { createHash } from 'node:crypto'
 import type { AppDirectory } from '../apps/directory'
-import type { Config } from '../config'
-import { UNKNOWN_DEVICE_HEADERS } from '../devices/unknown'
-import { ApiError, fieldError } from '../errors'
+import type { Config } from '../core/config'
+import { UNKNOWN_DEVICE_HEADERS } from '../http/unknown-device'
+import { ApiError, fieldError } from '../core/errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { JSON_TYPE, ok, type Reply } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 import type { DeviceProfiles, Profile } from './device-profiles'
 import { parseEvents } from './events-validate'
 import type { EventJob, EventWriter, Verdict } from './events-writer'

@@ -1,8 +1,8 @@
 // The body of POST /api/v1/inapp/eventos (the spec, In-app device routes): `{app_id, player_id, eventos: [1-50 items]}`.
 // A malformed item fails the whole request (400 naming `eventos[i].campo`; 422 for an `em` outside the window);
 // nothing is looked up before every item is well-formed.
-import { DEFAULT_LIMITS } from '../config'
-import { ApiError, fieldError } from '../errors'
+import { DEFAULT_LIMITS } from '../core/config'
+import { ApiError, fieldError } from '../core/errors'
 import { isUuid } from '../http/router'
 import { chars, isObj, parseRfc3339, wellFormed } from './checks'
 import { EVENT_CODES, type EventName } from './events-writer'

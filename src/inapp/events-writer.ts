@@ -6,7 +6,7 @@
 import type { Logger } from 'pino'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, queryPrepared, retryingConflicts } from '../db/pool'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 
 export const EVENT_CODES = { impressao: 1, clique: 2, fechou: 3 } as const
 export type EventName = keyof typeof EVENT_CODES

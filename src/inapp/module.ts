@@ -1,6 +1,6 @@
 // The in-app feature of one process: the campaign service, the package and device caches, the two writers.
 import type { AppDirectory } from '../apps/directory'
-import type { Infra } from '../infra'
+import type { Infra } from '../infra/infra'
 import type { ReceiptKeys } from '../receipts/keys'
 import { DeviceProfiles } from './device-profiles'
 import { EventWriter } from './events-writer'

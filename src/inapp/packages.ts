@@ -5,11 +5,11 @@
 // case a message was lost, and everything is dropped when the subscription reconnects.
 import { createHash } from 'node:crypto'
 import type { Logger } from 'pino'
-import { DEFAULT_LIMITS } from '../config'
+import { DEFAULT_LIMITS } from '../core/config'
 import { type Db, query } from '../db/pool'
 import { type RedisClient, subscribe } from '../redis/client'
 import type { Keys } from '../redis/keys'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 import { inAudience } from './audience'
 import type { Profile } from './device-profiles'
 import { activeCampaigns } from './store'

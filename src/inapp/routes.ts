@@ -1,12 +1,12 @@
 // In-app management routes (the spec, In-app management; app key). Each reads top to bottom: key and app (401/403),
 // the body or query checked, then the campaign service acts. The service knows nothing of HTTP.
 import type { Auth } from '../apps/auth'
-import type { Config } from '../config'
-import { fieldError } from '../errors'
+import type { Config } from '../core/config'
+import { fieldError } from '../core/errors'
 import { created, ok } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
-import { statsWindow } from '../validation'
+import { statsWindow } from '../core/validation'
 import { type CampaignService, type Operation, parseCapHoras } from './service'
 import type { Estado } from './store'
 

@@ -4,10 +4,10 @@
 // already recorded keeps repeated polls from writing at all. The table's key makes races and other instances count
 // nothing twice; a failed write undercounts (the funnel may undercount, never inflate).
 import type { Logger } from 'pino'
-import { DEFAULT_LIMITS } from '../config'
+import { DEFAULT_LIMITS } from '../core/config'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, query, retryingConflicts } from '../db/pool'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 
 interface ServedJob {
   appId: string

@@ -2,11 +2,11 @@
 // calls the same code as the routes. Every change that can alter what devices are served tells the package caches
 // of every instance (`onChange`).
 import { randomUUID } from 'node:crypto'
-import { DEFAULT_LIMITS, type Limits } from '../config'
+import { DEFAULT_LIMITS, type Limits } from '../core/config'
 import type { Db } from '../db/pool'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { isUuid } from '../http/router'
-import { type Clock, isoWithOffset, parseRfc3339 } from '../time'
+import { type Clock, isoWithOffset, parseRfc3339 } from '../core/time'
 import { countReach, type Reach } from './reach'
 import { windowStats, type WindowStats } from './stats'
 import {
@@ -85,7 +85,7 @@ export class CampaignService {
     private readonly onChange: (appId: string) => Promise<void>,
     /** Called after an in-app config change (the app caches of every instance drop the app). */
     private readonly onConfig: (appId: string) => Promise<void> = onChange,
-    /** The in-app limits campaigns are checked against (src/config.ts). */
+    /** The in-app limits campaigns are checked against (src/core/config.ts). */
     private readonly limits: Limits = DEFAULT_LIMITS,
   ) {}
 

@@ -1,8 +1,8 @@
 // In-app campaign bodies (the spec, In-app campaign): every field checked, every problem collected, one 422 listing them
 // all. Creating and PATCH share one validator: PATCH replaces the top-level fields it carries and the merged
 // campaign is validated whole, so an edit can never leave a campaign that creation would refuse.
-import { DEFAULT_LIMITS, type Limits } from '../config'
-import { ApiError, fieldError } from '../errors'
+import { DEFAULT_LIMITS, type Limits } from '../core/config'
+import { ApiError, fieldError } from '../core/errors'
 import { isUuid } from '../http/router'
 import { isObj, join, type Obj, parseRfc3339, Problems, wellFormed } from './checks'
 import { checkContent, checkStyle, checkTrap, newFacts } from './validate-content'
@@ -63,7 +63,7 @@ export interface ValidCampaign {
   usaConfigNotif: boolean
 }
 
-/** The `regras` of a campaign that sends none; the numbers are settings (src/config.ts). */
+/** The `regras` of a campaign that sends none; the numbers are settings (src/core/config.ts). */
 export function regrasDefault(lim: Limits = DEFAULT_LIMITS): Regras {
   return {
     cap_total: lim.inappCapTotalDefault,

@@ -1,7 +1,7 @@
 // The metrics of one process (docs/spec/contract.md "Operations"), on a registry of its own: tests start several services in
 // one process, so nothing goes to prom-client's global registry. The hot path only increments counters and observes
 // histograms through series bound once (src/ops/hot.ts); anything that needs I/O is gathered when /metrics is
-// scraped (src/ops/collect.ts), into prom-client gauges.
+// scraped (src/service/collectors.ts), into prom-client gauges.
 import { AggregatorRegistry, Counter, Gauge, type MetricObjectWithValues, type MetricValue, Registry } from 'prom-client'
 import { type CounterSeries, HotCounter, HotHistogram } from './hot'
 import { succeedsWithin, within } from './within'

@@ -1,7 +1,9 @@
 // Organisations: they own apps, a plan and the monthly-active-user allowance shared by their apps (src/sends/mau.ts).
 import { randomUUID } from 'node:crypto'
-import type { Plan } from '../apps/store'
 import { type Db, query, type Tx } from '../db/pool'
+
+/** An organisation's plan (the spec, Plans): its apps inherit it. */
+export type Plan = 'free' | 'pro'
 
 export interface OrgRecord {
   id: string

@@ -3,9 +3,9 @@
 // is shown as it is (one line).
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { type Db, query, type Tx, tx } from '../db/pool'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { findOrg } from '../orgs/store'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './password'
 
 export class PeopleError extends Error {

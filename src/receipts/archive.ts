@@ -3,7 +3,7 @@
 // A receipt for an archived day is still counted once, against the archive, and answered `tardio`.
 import type { Logger } from 'pino'
 import { type Db, query, type Tx, tx } from '../db/pool'
-import { DAY_MS } from '../time'
+import { DAY_MS } from '../core/time'
 
 /** Partitions created ahead: sends are scheduled at most 28 days ahead (the spec, Limits send_after). */
 const AHEAD_DAYS = 30

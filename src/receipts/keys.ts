@@ -1,9 +1,9 @@
 // Receipt keys, opened once per process (the spec, Receipt): the sealed key is read and
 // decrypted on an app's first receipt and kept; a receipt key never changes for the life of an app.
 import { receiptKeyAad } from '../apps/service'
-import { DEFAULT_LIMITS } from '../config'
+import { DEFAULT_LIMITS } from '../core/config'
 import { type Db, query } from '../db/pool'
-import type { Vault } from '../vault'
+import type { Vault } from '../core/vault'
 
 export class ReceiptKeys {
   readonly #keys = new Map<string, Promise<Buffer | null>>()

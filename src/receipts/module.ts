@@ -1,9 +1,9 @@
 // The receipts feature of one process: the receipt-key cache and the group-commit writer.
 import type { Logger } from 'pino'
-import type { Jobs } from '../config'
+import type { Jobs } from '../core/config'
 import type { Db } from '../db/pool'
-import type { Clock } from '../time'
-import type { Vault } from '../vault'
+import type { Clock } from '../core/time'
+import type { Vault } from '../core/vault'
 import { archiveReceipts, ensureDayPartitions } from './archive'
 import { ReceiptKeys } from './keys'
 import { RECEIPT_WRITER_DEFAULTS, ReceiptWriter, type ReceiptWriterOptions } from './writer'

@@ -4,10 +4,10 @@
 // the 90-day window all answer the same 403: a caller without the proof learns nothing about which sends exist. A
 // receipt of a device deleted since the push left still counts; its answer carries the unknown-device mark.
 import type { AppDirectory } from '../apps/directory'
-import type { Config } from '../config'
-import { verifyProof } from '../delivery/proof'
-import { UNKNOWN_DEVICE_HEADERS } from '../devices/unknown'
-import { ApiError } from '../errors'
+import type { Config } from '../core/config'
+import { verifyProof } from '../message/proof'
+import { UNKNOWN_DEVICE_HEADERS } from '../http/unknown-device'
+import { ApiError } from '../core/errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { constantJson } from '../http/reply'
 import type { Router } from '../http/router'

@@ -3,7 +3,7 @@
 // the devices and writes the events of apps in webhook or grpc mode (src/confirmations/events.ts), delivery.received
 // only where the app's plan shows proof of arrival. Fact and notice commit together or not at all. It also names the
 // devices the app no longer has (deleted in the dashboard): their receipts count like any other (the proof binds the
-// send to that device), and the answer tells the SDK to register again (src/devices/unknown.ts).
+// send to that device), and the answer tells the SDK to register again (src/http/unknown-device.ts).
 import { planShowsArrivalsSql } from '../apps/plan'
 import { eventCtes } from '../confirmations/events'
 import { type Db, queryPrepared } from '../db/pool'

@@ -1,9 +1,9 @@
 // The receipt body (the spec, Receipt): three UUIDs, the proof echoed as received (1-64 characters) and the event.
 // Every field is checked before anything is looked up; the proof itself is checked by the route, in constant time.
-import { DEFAULT_LIMITS } from '../config'
-import { fieldError } from '../errors'
+import { DEFAULT_LIMITS } from '../core/config'
+import { fieldError } from '../core/errors'
 import { isUuid } from '../http/router'
-import type { Body } from '../validation'
+import type { Body } from '../core/validation'
 
 export type ReceiptEvent = 'recebido' | 'clique'
 

@@ -4,11 +4,11 @@
 // `duplicado`. A deadlock between concurrent batches (hot sends, devices) rolls the whole statement back and is
 // retried, so nothing is counted twice.
 import type { Logger } from 'pino'
-import { DEFAULT_LIMITS } from '../config'
+import { DEFAULT_LIMITS } from '../core/config'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
 import { type Db, retryingConflicts } from '../db/pool'
-import { ApiError } from '../errors'
-import { type Clock, DAY_MS, isoWithOffset } from '../time'
+import { ApiError } from '../core/errors'
+import { type Clock, DAY_MS, isoWithOffset } from '../core/time'
 import { KIND_ARRIVAL, KIND_CLICK, type ReceiptRow, writeBatch } from './store'
 import type { ReceiptInput } from './validate'
 

@@ -3,7 +3,7 @@
 // keeps reconnecting in the background. Code that needs more than one command per round trip goes through
 // src/redis/slots.ts, which keeps every pipeline inside one cluster slot.
 import Redis, { Cluster } from 'ioredis'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 
 export type RedisClient = Redis | Cluster
 

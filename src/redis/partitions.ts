@@ -2,7 +2,7 @@
 // The count itself is the deployment's, recorded in Postgres (migration 0015): a process started with another
 // PM_PARTITIONS refuses to start, and `pombo partitions resize N` changes it without losing or doubling work.
 import { createHash } from 'node:crypto'
-import { ConfigError } from '../config'
+import { ConfigError } from '../core/config'
 import { type Db, query } from '../db/pool'
 import type { RedisClient } from './client'
 import type { Keys } from './keys'

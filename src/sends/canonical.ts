@@ -11,7 +11,7 @@
 // - `true`, `false`, `null` as themselves.
 // Nesting is capped at MAX_DEPTH so a hostile body cannot overflow the stack; deeper is INVALID_JSON.
 import { createHash } from 'node:crypto'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 
 export const MAX_DEPTH = 256
 

@@ -3,11 +3,11 @@
 // a measurement it does not have).
 import type { Logger } from 'pino'
 import type { AppRecord } from '../apps/store'
-import { atBusinessZone } from '../business-time'
+import { atBusinessZone } from '../core/business-time'
 import { type Db, query } from '../db/pool'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import type { RedisClient } from '../redis/client'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 
 export interface MauSettings {
   freeMau: number
@@ -29,7 +29,7 @@ const LOCAL_NOW = atBusinessZone('$1::timestamptz')
 
 /**
  * A device is active in a month when it showed a sign of life in it (registration/session or receipt). Months are
- * the business zone's (src/business-time.ts): they turn at the instant the statistics' days do.
+ * the business zone's (src/core/business-time.ts): they turn at the instant the statistics' days do.
  */
 export async function measureMau(db: Db, now: Date): Promise<number> {
   const r = await query(

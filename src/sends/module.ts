@@ -1,8 +1,8 @@
 // Builds the sends feature for one process: the group-commit writer, the hand-off and its sweeper, the free-plan
 // gate and its measurement job, the per-app counters (sends and reads per second, across instances).
-import type { Infra } from '../infra'
+import type { Infra } from '../infra/infra'
 import { WindowCounter } from '../redis/window-counter'
-import { Handoff } from './handoff'
+import { Handoff } from '../handoff/stream'
 import { MauGate } from './mau'
 import { SendService } from './service'
 import { deleteExpiredIdempotency } from './store'

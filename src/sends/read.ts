@@ -1,9 +1,9 @@
 // Reads of sends (the spec, Notification read shape, Window statistics): one send, the newest sends, window totals.
 import { planShowsArrivals } from '../apps/plan'
 import type { Plan } from '../apps/store'
-import { atBusinessZone } from '../business-time'
+import { atBusinessZone } from '../core/business-time'
 import { type Db, query } from '../db/pool'
-import { epochSeconds } from '../time'
+import { epochSeconds } from '../core/time'
 
 interface SendDbRow {
   id: string
@@ -104,7 +104,7 @@ export interface WindowStats {
 
 /**
  * Sends queued in [desde, ate), attributed to their queueing time. `falhas` = failed + errored. Days are the business
- * zone's (src/business-time.ts: the spec's fixed UTC-03 without daylight saving). `entregues` is the sum of
+ * zone's (src/core/business-time.ts: the spec's fixed UTC-03 without daylight saving). `entregues` is the sum of
  * `recebidos`: null, with `recebidos_gate`, on a plan that does not see proof of arrival.
  */
 export async function windowStats(db: Db, appId: string, desde: Date, ate: Date, plan: Plan): Promise<WindowStats> {

@@ -2,20 +2,20 @@
 // send within a second is answered from a local cache and not counted.
 import type { Auth } from '../apps/auth'
 import type { AppRecord } from '../apps/store'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import type { Db } from '../db/pool'
 import type { Metrics } from '../ops/metrics'
-import { ApiError, fieldError } from '../errors'
+import { ApiError, fieldError } from '../core/errors'
 import { JSON_TYPE, ok, type Reply } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
 import type { WindowCounter } from '../redis/window-counter'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 import { bodyHash } from './canonical'
 import { readNewest, readOne, readShape, windowStats } from './read'
 import type { SendService } from './service'
 import { parseSend } from './validate'
-import { byteLength, statsWindow } from '../validation'
+import { byteLength, statsWindow } from '../core/validation'
 
 export interface SendRouteDeps {
   cfg: Config

@@ -2,7 +2,7 @@
 // `YYYY-MM-DD HH:MM:SS GMT-0300`". A time with no offset names no instant, so it is unreadable (400), never
 // guessed in the server's zone. The raw text is kept apart: the spec says two spellings are different bodies.
 
-import { fromIsoGroups, toEpochMs } from '../time'
+import { fromIsoGroups, toEpochMs } from '../core/time'
 
 // ISO 8601 extended date-time with an offset: seconds and fraction optional (ISO reduced precision), offset `Z`,
 // `±HH:MM`, `±HHMM` or `±HH`; `T` or `t` between date and time (RFC 3339 §5.6 allows both cases).

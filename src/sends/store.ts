@@ -4,12 +4,10 @@
 // idempotency records. Per-device delivery rows are written later, once, by the delivery engine with each outcome.
 import { arrayLiteral, arrayOf, type ElementType } from '../db/arrays'
 import { type Db, query, queryPrepared, type Tx } from '../db/pool'
+import { REACHABLE_SQL, segmentWhere, TYPE_BIT_SQL } from '../handoff/audience-sql'
 
 /** Platform bits of a send's audience: device_type 0 → iOS, 1 → Android, others (5, 7, 8) → web. */
 export const PLATFORM_BIT = { ios: 1, android: 2, web: 4 } as const
-const TYPE_BIT_SQL = `(CASE d.device_type WHEN 0 THEN 1 WHEN 1 THEN 2 ELSE 4 END)`
-/** the spec, Notification: reachable = valid token, subscribed, not a sandbox device. */
-export const REACHABLE_SQL = 'NOT d.invalid_identifier AND NOT d.sandbox AND d.notification_types = 1'
 
 /**
  * The reachable devices among each send's listed player ids (one statement for the whole batch). Each id is looked
@@ -137,16 +135,6 @@ export async function countUsers(db: Db, appId: string, users: string[], mask: n
   return new Map(r.rows.map((x) => [x.uid, x.n]))
 }
 
-/** the spec, Segments: which devices each segment holds (all reachable ones, then narrowed by activity). */
-export function segmentWhere(names: readonly string[], nowParam: string): string {
-  const parts = names.map((n) => {
-    if (n === 'Active Users') return `d.last_active >= ${nowParam} - interval '7 days'`
-    if (n === 'Engaged Users') return `d.last_receipt_at >= ${nowParam} - interval '7 days'`
-    return 'true' // Subscribed Users, Total Subscriptions: every reachable device
-  })
-  // The parameter is always referenced, so the statement's parameter count does not depend on the segments named.
-  return `(${nowParam} IS NOT NULL AND (${parts.join(' OR ')}))`
-}
 
 export async function countSegment(db: Db, appId: string, names: readonly string[], mask: number, now: Date): Promise<number> {
   const r = await query<{ n: number }>(

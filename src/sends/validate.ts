@@ -8,17 +8,17 @@
 //      channel_for_external_user_ids → ios_attachments, big_picture, large_icon, android_accent_color as texts.
 //   2. 422, meaning (422 row): reserved data keys → media URLs → ios_attachments https → accent colour →
 //      send_after within 28 days → the final payload size, last because it needs every field.
-// `null` means absent for every field (as in src/validation.ts); fields the spec does not name are ignored.
-import { ApiError, fieldError } from '../errors'
+// `null` means absent for every field (as in src/core/validation.ts); fields the spec does not name are ignored.
+import { ApiError, fieldError } from '../core/errors'
 import { isUuid } from '../http/router'
-import { type Body, byteLength, optBool } from '../validation'
-import { renderChecked } from './payload'
+import { type Body, byteLength, optBool } from '../core/validation'
+import { renderChecked } from '../message/payload'
 import { parseSendAfter } from './send-after'
-import { type Lane, type MessageFields, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from './types'
-import { DAY_MS } from '../time'
-import { DEFAULT_LIMITS, type Limits } from '../config'
+import { type Lane, type MessageFields, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from '../message/types'
+import { DAY_MS } from '../core/time'
+import { DEFAULT_LIMITS, type Limits } from '../core/config'
 
-/** The settings a send is checked against (the spec's Limits table; defaults in src/config.ts). */
+/** The settings a send is checked against (the spec's Limits table; defaults in src/core/config.ts). */
 export type SendLimits = Pick<
   Limits,
   'sendTargetsMax' | 'sendSegmentsMax' | 'ttlDefaultS' | 'ttlMaxS' | 'collapseIdMaxBytes' | 'sendAfterMaxDays' | 'payloadMaxBytes'

@@ -4,7 +4,7 @@
 // after that statement with the answer it will also replay from then on.
 import type { Db } from '../db/pool'
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from '../db/group-commit'
-import { encodeCarried } from '../delivery/carried'
+import { encodeCarried } from '../handoff/carried'
 import * as store from './store'
 
 /** What a send resolved to; `render` turns it into the exact answer bytes (stored for idempotent replays). */
@@ -35,7 +35,7 @@ export interface WrittenSend {
   /** False when nobody was reachable: nothing was stored but the idempotency record. */
   created: boolean
   answer: string
-  /** A small list send due now, whole, for its hand-off entry (src/delivery/carried.ts); null otherwise. */
+  /** A small list send due now, whole, for its hand-off entry (src/handoff/carried.ts); null otherwise. */
   carried: string | null
 }
 

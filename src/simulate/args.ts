@@ -1,8 +1,8 @@
 // `pombo simulate` flags: every value checked here, before anything starts; a bad one is a one-line reason.
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import type { Config } from '../config'
-import { ROOT } from '../root'
+import type { Config } from '../core/config'
+import { ROOT } from '../core/root'
 import { type Latency, parseLatency } from '../simulators/conditions'
 import type { Platform } from './fleet'
 import { SimulateError } from './providers'

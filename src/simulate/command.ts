@@ -3,8 +3,8 @@
 // reports; a second one exits at once.
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import type { Config } from '../config'
-import { ROOT } from '../root'
+import type { Config } from '../core/config'
+import { ROOT } from '../core/root'
 import { simulatorTls } from '../simulators/tls'
 import { parseSimulateArgs } from './args'
 import { SimulateError } from './providers'

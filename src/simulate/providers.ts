@@ -5,16 +5,16 @@
 // with NODE_EXTRA_CA_CERTS=<dir>/ca.pem. The app gets an FCM service account whose token_uri points at the FCM
 // simulator, and an APNs key the APNs simulator trusts, stored exactly as `pombo credentials` stores them.
 import { withOperatorTools } from '../cli/operator'
-import type { Config } from '../config'
+import type { Config } from '../core/config'
 import { CredentialService } from '../credentials/service'
 import { credentialMeta } from '../credentials/store'
 import { parseApns, parseServiceAccount } from '../credentials/validate'
-import { ApiError } from '../errors'
+import { ApiError } from '../core/errors'
 import { type ApnsDelivery, type ApnsSimulator, startApnsSimulator } from '../simulators/apns'
 import type { Latency } from '../simulators/conditions'
 import { type FcmDelivery, type FcmSimulator, startFcmSimulator } from '../simulators/fcm'
 import { type SimulatorTls, simulatorTls } from '../simulators/tls'
-import { systemClock } from '../time'
+import { systemClock } from '../core/time'
 
 /** The FCM project of the simulator's service accounts, and the Team ID of its APNs keys: how a stored credential is
  *  recognised as the simulator's (and so may be replaced without --replace-credentials). */

@@ -4,7 +4,7 @@
 // nesting, huge numbers, wrong types, oversized fields, duplicated keys, bodies over the cap, aborted bodies).
 import { createHash } from 'node:crypto'
 import fc from 'fast-check'
-import { proof } from '../../src/delivery/proof'
+import { proof } from '../../src/message/proof'
 import { CARD } from '../helpers/inapp'
 import type { FreshState, FuzzApp, FuzzContext } from './harness'
 import type { Transfer, WireRequest } from './wire'

@@ -2,7 +2,7 @@
 // fuzzes, a bystander app whose valid traffic runs alongside every case, and a snapshot of what the fuzzed apps
 // have in Postgres (to prove a refused request wrote nothing).
 import { randomUUID } from 'node:crypto'
-import { proof } from '../../src/delivery/proof'
+import { proof } from '../../src/message/proof'
 import { CARD } from '../helpers/inapp'
 import { PLATFORM_KEY, startService, type TestService } from '../helpers/service'
 import { EscapeRecorder } from './escapes'

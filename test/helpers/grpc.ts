@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
 import { confirmacoes, type Evento } from '../../src/confirmations/proto'
-import { proof } from '../../src/delivery/proof'
+import { proof } from '../../src/message/proof'
 import { basic, type TestService } from './service'
 
 export type { Evento }

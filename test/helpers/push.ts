@@ -1,7 +1,7 @@
 // A Push for provider tests, made the way the engine makes it: a send body through the real validation and the one
-// rendering (src/sends/payload.ts), plus the ids the engine injects.
-import type { Push, Target } from '../../src/delivery/providers/types'
-import { renderMessage } from '../../src/sends/payload'
+// rendering (src/message/payload.ts), plus the ids the engine injects.
+import type { Push, Target } from '../../src/providers/types'
+import { renderMessage } from '../../src/message/payload'
 import { parseSend } from '../../src/sends/validate'
 
 export const APP_ID = '7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b'

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { sha256 } from '../../src/apps/key-format'
 import { receiptKeyAad } from '../../src/apps/service'
-import { Vault } from '../../src/vault'
+import { Vault } from '../../src/core/vault'
 import { FakeClock, PLATFORM_KEY, startService, VAULT_KEY } from '../helpers/service'
 
 const platform = { authorization: `Bearer ${PLATFORM_KEY}` }

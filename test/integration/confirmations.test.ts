@@ -1,7 +1,7 @@
 // GET and PUT /api/v1/confirmacoes (the spec, Service and channel configuration, Confirmation mode, Reads and
 // confirmation configuration errors): every PUT rule and every mode transition, through the real routes.
 import t from 'tap'
-import { Vault } from '../../src/vault'
+import { Vault } from '../../src/core/vault'
 import { secretAad } from '../../src/confirmations/store'
 import { basic, startService, type TestService, VAULT_KEY } from '../helpers/service'
 

@@ -1,7 +1,7 @@
 // Small sends are batched across sends and apps: a worker that finds many one-device sends of several
 // apps waiting takes them in a few statements, not a few per send, and each device still gets its message once,
 // with exact counters and every stream entry acknowledged. A small send due now travels whole in its stream entry
-// (src/delivery/carried.ts) and is not loaded at all; with that off, the loads are batched.
+// (src/handoff/carried.ts) and is not loaded at all; with that off, the loads are batched.
 import t, { type Test } from 'tap'
 import { startDelivery } from '../helpers/delivery'
 import { startService } from '../helpers/service'

@@ -1,10 +1,10 @@
-// A small list send due now travels whole in its hand-off entry (src/delivery/carried.ts): what it carries is exactly
+// A small list send due now travels whole in its hand-off entry (src/handoff/carried.ts): what it carries is exactly
 // what loadSends would read back, only sends it can describe carry themselves, and a worker trusts it only on an
 // entry it reads fresh: a claimed, moved or unreadable entry is loaded from Postgres (which is what keeps a send that
 // was already delivered from being delivered again).
 import t, { type Test } from 'tap'
 import { loadSends } from '../../src/delivery/audience'
-import { CARRY_MAX_BYTES, decodeCarried } from '../../src/delivery/carried'
+import { CARRY_MAX_BYTES, decodeCarried } from '../../src/handoff/carried'
 import { partitionOf, WORK_GROUP } from '../../src/redis/partitions'
 import { startDelivery } from '../helpers/delivery'
 import { startService } from '../helpers/service'

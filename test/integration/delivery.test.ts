@@ -1,6 +1,6 @@
 // End to end: register, send, and read from the fake providers exactly what each device got.
 import t from 'tap'
-import { proof } from '../../src/delivery/proof'
+import { proof } from '../../src/message/proof'
 import { startDelivery } from '../helpers/delivery'
 
 t.test('Android, web and iOS devices each get the message through their provider; counters close the send', async (t) => {

@@ -5,7 +5,7 @@
 import Redis from 'ioredis'
 import t from 'tap'
 import { type Pombo, startPombo } from '../../bench/lib/pombo'
-import { DEFAULT_STREAM } from '../../src/config'
+import { DEFAULT_STREAM } from '../../src/core/config'
 import { CredentialService } from '../../src/credentials/service'
 import { parseServiceAccount } from '../../src/credentials/validate'
 import { partitionOf } from '../../src/redis/partitions'

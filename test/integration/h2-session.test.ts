@@ -1,4 +1,4 @@
-// The provider HTTP/2 client (src/delivery/providers/h2/session.ts) against Node's own HTTP/2 server (nghttp2) over
+// The provider HTTP/2 client (src/h2/session.ts) against Node's own HTTP/2 server (nghttp2) over
 // TLS: bodies larger than the peer's windows and frames, answers split over CONTINUATION, trailers, informational
 // heads, a peer that keeps no HPACK table, oversized answers, headers that may not be sent, PING, and a peer that
 // speaks garbage. Each request's answer is checked byte for byte against what the server saw.
@@ -9,7 +9,7 @@ import net, { type AddressInfo } from 'node:net'
 import tls from 'node:tls'
 import fc from 'fast-check'
 import t from 'tap'
-import { H2Session, type StreamHandler } from '../../src/delivery/providers/h2/session'
+import { H2Session, type StreamHandler } from '../../src/h2/session'
 import { testCa, testTls } from '../fakes/tls'
 
 type Answer = { status: number; headers: IncomingHttpHeaders; body: Buffer } | { failed: number | undefined; reason: string }

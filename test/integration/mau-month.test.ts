@@ -1,4 +1,4 @@
-// The free-plan allowance's month turns at the business zone's midnight (src/business-time.ts: fixed UTC-03:00), the
+// The free-plan allowance's month turns at the business zone's midnight (src/core/business-time.ts: fixed UTC-03:00), the
 // instant the statistics' days turn too (docs/decisions.md, "One business time zone").
 import t, { type Test } from 'tap'
 import { basic, FakeClock, startService, type TestService } from '../helpers/service'

@@ -1,8 +1,9 @@
 // A pooled connection lives PM_PG_CONN_LIFETIME_S at most, so a prepared statement's generic plan (made once per
 // connection, kept until something invalidates it) is made again with the tables as they are now.
 import t from 'tap'
-import { loadConfig } from '../../src/config'
-import { createPool, type Db, PG_CONN_LIFETIME_S } from '../../src/db/pool'
+import { loadConfig } from '../../src/core/config'
+import { PG_CONN_LIFETIME_S } from '../../src/core/config'
+import { createPool, type Db } from '../../src/db/pool'
 
 async function backend(db: Db): Promise<number> {
   return (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid as number

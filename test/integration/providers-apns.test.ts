@@ -1,10 +1,10 @@
 // ApnsProvider against the fake APNs over TLS HTTP/2: what APNs receives, every outcome class, the provider token
 // (ES256, reused inside Apple's 20–60 minute window, signed anew after ExpiredProviderToken), environments.
 import t from 'tap'
-import type { ApnsCredential } from '../../src/delivery/credentials-types'
-import { APNS_PRODUCTION, APNS_SANDBOX, ApnsProvider } from '../../src/delivery/providers/apns'
-import { ApnsTokens } from '../../src/delivery/providers/apns-token'
-import { H2Pool } from '../../src/delivery/providers/h2-pool'
+import type { ApnsCredential } from '../../src/providers/credentials'
+import { APNS_PRODUCTION, APNS_SANDBOX, ApnsProvider } from '../../src/providers/apns'
+import { ApnsTokens } from '../../src/providers/apns-token'
+import { H2Pool } from '../../src/h2/pool'
 import { type FakeApns, startFakeApns } from '../fakes/apns'
 import { testCa } from '../fakes/tls'
 import { ios, PROOF, pushFor, SEND_ID } from '../helpers/push'

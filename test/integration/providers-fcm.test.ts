@@ -1,11 +1,11 @@
 // FcmProvider against the fake FCM over TLS HTTP/2: what FCM receives, every outcome class from scripted answers,
 // and the OAuth access token (obtained once, shared, refreshed before expiry, fetched again after a 401).
 import t from 'tap'
-import type { FcmCredential } from '../../src/delivery/credentials-types'
-import { FcmProvider } from '../../src/delivery/providers/fcm'
-import { googleTokenHost } from '../../src/delivery/providers/fcm-auth'
-import { fcmMessage } from '../../src/delivery/providers/fcm-body'
-import { H2Pool } from '../../src/delivery/providers/h2-pool'
+import type { FcmCredential } from '../../src/providers/credentials'
+import { FcmProvider } from '../../src/providers/fcm'
+import { googleTokenHost } from '../../src/providers/fcm-auth'
+import { fcmMessage } from '../../src/providers/fcm-body'
+import { H2Pool } from '../../src/h2/pool'
 import { FCM_SCOPE, type FakeFcm, startFakeFcm } from '../fakes/fcm'
 import { testCa } from '../fakes/tls'
 import { android, PROOF, pushFor, SEND_ID, web } from '../helpers/push'

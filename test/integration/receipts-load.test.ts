@@ -2,7 +2,7 @@
 // exactly, and Postgres unreachable answers 503 with nothing counted.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import { proof } from '../../src/delivery/proof'
+import { proof } from '../../src/message/proof'
 import { deliveredSend } from '../helpers/receipts'
 import { DATABASE_URL, startService } from '../helpers/service'
 import { postgresBehindCut } from '../helpers/tcp-cut'

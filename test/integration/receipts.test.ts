@@ -3,7 +3,7 @@
 // webhook events, Engaged Users.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import { proof } from '../../src/delivery/proof'
+import { proof } from '../../src/message/proof'
 import { deliveredSend } from '../helpers/receipts'
 import { basic, startService } from '../helpers/service'
 

@@ -12,7 +12,7 @@ import { until } from '../helpers/until'
 
 type Delivery = Awaited<ReturnType<typeof startDelivery>>
 
-/** Well past the 2 s the sweeper allows between Postgres' and Redis' clocks (src/sends/handoff.ts). */
+/** Well past the 2 s the sweeper allows between Postgres' and Redis' clocks (src/handoff/stream.ts). */
 const AFTER_READ_MS = 2_500
 const DUE_IN_MS = 1_500
 

@@ -9,7 +9,8 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { simulatorTls } from '../../src/simulators/tls'
 import { pombo } from '../helpers/cli'
-import { startService } from '../helpers/service'
+import { FakeClock, startService } from '../helpers/service'
+import { until } from '../helpers/until'
 
 async function freePort(): Promise<number> {
   const srv = createServer()
@@ -19,7 +20,7 @@ async function freePort(): Promise<number> {
   return port
 }
 
-async function world(t: Test, roles: Array<'api' | 'worker'>, extra: Record<string, string> = {}) {
+async function world(t: Test, roles: Array<'api' | 'worker'>, extra: Record<string, string> = {}, clock?: FakeClock) {
   const dir = mkdtempSync(join(tmpdir(), 'pombo-simulate-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const tls = simulatorTls(dir) // made before the worker starts, as an operator would with NODE_EXTRA_CA_CERTS
@@ -31,10 +32,13 @@ async function world(t: Test, roles: Array<'api' | 'worker'>, extra: Record<stri
     PM_PARTITIONS: '4',
     ...extra,
   }
-  const s = await startService(t, { roles, providerCa: tls.caPem, env })
+  const s = await startService(t, { roles, providerCa: tls.caPem, env, clock })
   const app = await s.createApp()
   const run = (args: string[]) =>
-    pombo(s, ['simulate', '--app', app.id, '--base-url', s.url, '--tls-dir', dir, '--json', ...args], { ...env, PM_OPS_PORT: '0' })
+    pombo(s, ['simulate', '--app', app.id, '--base-url', s.url, '--tls-dir', dir, '--json', ...args], {
+      ...env,
+      PM_OPS_PORT: '0',
+    })
   return { s, app, dir, env, run }
 }
 
@@ -42,9 +46,28 @@ t.test('devices register through the SDK, every push is answered, and the servic
   const w = await world(t, ['api', 'worker'])
   const report = join(w.dir, 'report.svg')
   const r = await w.run([
-    '--devices', '30', '--key', w.app.api_key, '--sends', '2', '--send-interval-ms', '200',
-    '--platforms', 'android,ios,web', '--receipt-rate', '0.8', '--click-rate', '0.5', '--click-delay-ms', '0-30',
-    '--fcm-latency-ms', '2-10', '--apns-latency-ms', 'lognormal:5:20', '--report', report,
+    '--devices',
+    '30',
+    '--key',
+    w.app.api_key,
+    '--sends',
+    '2',
+    '--send-interval-ms',
+    '200',
+    '--platforms',
+    'android,ios,web',
+    '--receipt-rate',
+    '0.8',
+    '--click-rate',
+    '0.5',
+    '--click-delay-ms',
+    '0-30',
+    '--fcm-latency-ms',
+    '2-10',
+    '--apns-latency-ms',
+    'lognormal:5:20',
+    '--report',
+    report,
   ])
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
@@ -71,7 +94,11 @@ t.test('devices register through the SDK, every push is answered, and the servic
   t.equal(out.receipts_sent_for_sends, out.receipts_sent)
   t.equal(sum('converted'), out.clicks_sent, 'converted = clicks sent')
   t.equal(out.clicks_counted, out.clicks_sent)
-  t.equal(out.latency_ms.send_to_receipt.count, out.receipts_sent - out.receipts_late, 'one end-to-end latency per receipt answered at once')
+  t.equal(
+    out.latency_ms.send_to_receipt.count,
+    out.receipts_sent - out.receipts_late,
+    'one end-to-end latency per receipt answered at once',
+  )
   t.equal(out.latency_ms.send_to_provider.count, 60, 'one delivery latency per push')
   t.ok(out.latency_ms.send_to_receipt.p50 <= out.latency_ms.send_to_receipt.p99)
   t.ok(out.latency_ms.send_to_receipt.p50 >= out.latency_ms.send_to_provider.p50 - 5)
@@ -88,9 +115,24 @@ t.test('devices register through the SDK, every push is answered, and the servic
 t.test('devices going offline get their pushes when they come back; receipts still exact', async (t) => {
   const w = await world(t, ['api', 'worker'])
   const r = await w.run([
-    '--devices', '20', '--key', w.app.api_key, '--sends', '3', '--send-interval-ms', '300',
-    '--receipt-rate', '1', '--click-rate', '0', '--offline-rate', '0.5', '--offline-for-ms', '200-600',
-    '--fcm-latency-ms', '1',
+    '--devices',
+    '20',
+    '--key',
+    w.app.api_key,
+    '--sends',
+    '3',
+    '--send-interval-ms',
+    '300',
+    '--receipt-rate',
+    '1',
+    '--click-rate',
+    '0',
+    '--offline-rate',
+    '0.5',
+    '--offline-for-ms',
+    '200-600',
+    '--fcm-latency-ms',
+    '1',
   ])
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
@@ -107,13 +149,32 @@ t.test('devices going offline get their pushes when they come back; receipts sti
 t.test('--worker runs the delivery worker inside simulate (the service runs only its API)', async (t) => {
   const w = await world(t, ['api'])
   const report = join(w.dir, 'report.html')
-  const r = await w.run(['--devices', '12', '--key', w.app.api_key, '--receipt-rate', '1', '--click-rate', '1', '--click-delay-ms', '0', '--worker', '--fcm-latency-ms', '1', '--report', report])
+  const r = await w.run([
+    '--devices',
+    '12',
+    '--key',
+    w.app.api_key,
+    '--receipt-rate',
+    '1',
+    '--click-rate',
+    '1',
+    '--click-delay-ms',
+    '0',
+    '--worker',
+    '--fcm-latency-ms',
+    '1',
+    '--report',
+    report,
+  ])
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
   t.equal(out.registered, 12)
   t.equal(out.receipts_sent, 12)
   t.equal(out.clicks_sent, 12)
-  const [row] = await w.s.sql<{ recebidos: number; converted: number }>('SELECT recebidos, converted FROM sends WHERE app_id = $1', [w.app.id])
+  const [row] = await w.s.sql<{ recebidos: number; converted: number }>(
+    'SELECT recebidos, converted FROM sends WHERE app_id = $1',
+    [w.app.id],
+  )
   t.same(row, { recebidos: 12, converted: 12 })
   const html = readFileSync(report, 'utf8')
   t.match(html, /^<!doctype html>/)
@@ -123,14 +184,25 @@ t.test('--worker runs the delivery worker inside simulate (the service runs only
 
 t.test('without a key the devices answer pushes the sender sends itself', async (t) => {
   const w = await world(t, ['api', 'worker'])
-  const child = w.run(['--devices', '6', '--receipt-rate', '1', '--click-rate', '0', '--duration-s', '25', '--fcm-latency-ms', '1'])
+  const child = w.run([
+    '--devices',
+    '6',
+    '--receipt-rate',
+    '1',
+    '--click-rate',
+    '0',
+    '--duration-s',
+    '25',
+    '--fcm-latency-ms',
+    '1',
+  ])
   // The sender's own send, once the fleet is registered
-  for (let waited = 0; ; waited += 200) {
-    const [n] = await w.s.sql<{ n: number }>('SELECT count(*)::int AS n FROM devices WHERE app_id = $1', [w.app.id])
-    if (n?.n === 6) break
-    if (waited > 20_000) throw new Error('the fleet did not register')
-    await new Promise((r) => setTimeout(r, 200))
-  }
+  await until(
+    'the fleet registered',
+    async () =>
+      (await w.s.sql<{ n: number }>('SELECT count(*)::int AS n FROM devices WHERE app_id = $1', [w.app.id]))[0]?.n === 6,
+    20_000,
+  )
   const sent = await w.s.call('POST', '/api/v1/notifications', {
     body: { app_id: w.app.id, contents: { en: 'from the sender' }, included_segments: ['Subscribed Users'] },
     headers: { authorization: `Basic ${w.app.api_key}` },
@@ -183,12 +255,19 @@ t.test('an app with real credentials is left alone unless --replace-credentials'
   const w = await world(t, ['api'])
   await w.s.sql("INSERT INTO credentials (app_id, platform, sealed, meta, updated_at) VALUES ($1, 'fcm', '\\x00', $2, now())", [
     w.app.id,
-    JSON.stringify({ project_id: 'real-project', client_email: 'x@real-project.iam.gserviceaccount.com', token_uri: 'https://oauth2.googleapis.com/token' }),
+    JSON.stringify({
+      project_id: 'real-project',
+      client_email: 'x@real-project.iam.gserviceaccount.com',
+      token_uri: 'https://oauth2.googleapis.com/token',
+    }),
   ])
   const r = await w.run(['--devices', '3', '--worker'])
   t.equal(r.code, 2)
   t.match(r.stderr, /has real FCM credentials \(project real-project\).*--replace-credentials/)
-  const [row] = await w.s.sql<{ meta: { project_id: string } }>("SELECT meta FROM credentials WHERE app_id = $1 AND platform = 'fcm'", [w.app.id])
+  const [row] = await w.s.sql<{ meta: { project_id: string } }>(
+    "SELECT meta FROM credentials WHERE app_id = $1 AND platform = 'fcm'",
+    [w.app.id],
+  )
   t.equal(row?.meta.project_id, 'real-project', 'untouched')
 })
 
@@ -219,7 +298,8 @@ t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end
       return
     }
     const headers: Record<string, string> = {}
-    for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v
+    for (const [k, v] of Object.entries(req.headers))
+      if (typeof v === 'string' && k !== 'host' && k !== 'content-length') headers[k] = v
     const r = await fetch(w.s.url + req.url, { method: req.method, headers, body: body.length ? body : undefined })
     const text = await r.text()
     if (n >= 4 && n <= 6) {
@@ -231,11 +311,32 @@ t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => proxy.close(() => resolve())))
   const base = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`
-  const r = await pombo(w.s, [
-    'simulate', '--app', w.app.id, '--base-url', base, '--tls-dir', w.dir, '--json',
-    '--devices', '10', '--key', w.app.api_key, '--receipt-rate', '1', '--click-rate', '0', '--fcm-latency-ms', '1',
-    '--receipt-delay-ms', '0-300',
-  ], { ...w.env, PM_OPS_PORT: '0' })
+  const r = await pombo(
+    w.s,
+    [
+      'simulate',
+      '--app',
+      w.app.id,
+      '--base-url',
+      base,
+      '--tls-dir',
+      w.dir,
+      '--json',
+      '--devices',
+      '10',
+      '--key',
+      w.app.api_key,
+      '--receipt-rate',
+      '1',
+      '--click-rate',
+      '0',
+      '--fcm-latency-ms',
+      '1',
+      '--receipt-delay-ms',
+      '0-300',
+    ],
+    { ...w.env, PM_OPS_PORT: '0' },
+  )
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
   t.equal(out.pushes_received, 10)
@@ -253,16 +354,12 @@ t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end
 /**
  * The per-IP limit counts in minute windows, the previous one weighted by how much of it is still within the last
  * minute: right after a minute starts a source has room again. A test that fills the limit and then expects refusals
- * starts early in a minute, so its requests do not straddle one (CI once saw one registration get through).
+ * runs on a clock stopped early in a minute, so its requests never straddle one.
  */
-async function earlyInAMinute(): Promise<void> {
-  const into = Date.now() % 60_000
-  if (into > 40_000) await new Promise((r) => setTimeout(r, 60_000 - into + 200))
-}
+const earlyInAMinute = () => new FakeClock(Math.floor(Date.now() / 60_000) * 60_000 + 500)
 
 t.test('registrations refused by the per-IP limit are reported with the setting to change', async (t) => {
-  const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '4' })
-  await earlyInAMinute()
+  const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '4' }, earlyInAMinute())
   const r = await w.run(['--devices', '8', '--worker', '--duration-s', '1', '--concurrency', '1'])
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
@@ -275,8 +372,7 @@ t.test('registrations refused by the per-IP limit are reported with the setting 
 })
 
 t.test('a service that refuses every registration stops the run with its reason', async (t) => {
-  const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '1' })
-  await earlyInAMinute()
+  const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '1' }, earlyInAMinute())
   await w.s.call('POST', '/api/v1/players', { body: { app_id: w.app.id, device_type: 1, identifier: 'uses-the-only-slot' } })
   const r = await w.run(['--devices', '30', '--worker', '--duration-s', '1'])
   t.equal(r.code, 2)

@@ -1,4 +1,4 @@
-// Tuning numbers read in src/config.ts reach the code that uses them: each setting, changed, moves what the service
+// Tuning numbers read in src/core/config.ts reach the code that uses them: each setting, changed, moves what the service
 // does (the defaults are covered by the tests of each feature).
 import t from 'tap'
 import { startService } from '../helpers/service'

@@ -4,7 +4,7 @@
 // two dispatchers sharing one deployment. Events are written with SQL, as the delivery engine and receipts do.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import type { Webhook } from '../../src/config'
+import type { Webhook } from '../../src/core/config'
 import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { pombo } from '../helpers/cli'

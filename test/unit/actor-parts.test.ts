@@ -2,7 +2,7 @@
 // send that arrives with its whole audience.
 import t from 'tap'
 import { InflightWindow, PageCursor, RetryQueue } from '../../src/delivery/actor'
-import type { Candidate, SendMeta } from '../../src/delivery/audience'
+import type { Candidate, SendMeta } from '../../src/handoff/send'
 import type { Db } from '../../src/db/pool'
 
 const c = (id: string): Candidate => ({ deviceId: id, token: `tok-${id}`, deviceType: 1, transporte: 'fcm', valid: true })

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ConfigError, DEFAULT_LIMITS, loadConfig, redacted } from '../../src/config'
+import { ConfigError, DEFAULT_LIMITS, loadConfig, redacted } from '../../src/core/config'
 
 t.test('defaults are the contract values', async (t) => {
   const c = loadConfig({})

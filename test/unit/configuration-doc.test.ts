@@ -3,7 +3,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../src/config'
+import { loadConfig } from '../../src/core/config'
 
 const ROOT = join(__dirname, '..', '..')
 
@@ -23,7 +23,7 @@ function readByCode(): Map<string, string> {
     const src = readFileSync(file, 'utf8')
     const where = relative(ROOT, file)
     const patterns = [/process\.env\.([A-Z][A-Z0-9_]*)/g, /process\.env\[['"]([A-Z][A-Z0-9_]*)['"]\]/g]
-    if (where === join('src', 'config.ts')) {
+    if (where === join('src', 'core', 'config.ts')) {
       patterns.push(/\(\s*env\s*,\s*['"]([A-Z][A-Z0-9_]*)['"]/g, /\benv\.([A-Z][A-Z0-9_]*)/g, /\benv\[['"]([A-Z][A-Z0-9_]*)['"]\]/g)
     }
     for (const re of patterns) for (const m of src.matchAll(re)) if (!found.has(m[1] as string)) found.set(m[1] as string, where)

@@ -1,12 +1,12 @@
 // Pure parts of the webhook dispatcher: the address guard (docs/spec/contract.md PM_WEBHOOK_ALLOW_PRIVATE), the redelivery
 // ladder (the spec, Events), the signature, the PUT body's validation order.
 import t from 'tap'
-import { DEFAULT_WEBHOOK, loadConfig } from '../../src/config'
+import { DEFAULT_WEBHOOK, loadConfig } from '../../src/core/config'
 import { checkLiteral, guardedLookup, isPrivateAddress } from '../../src/confirmations/address'
 import { delayAfter, onFailure } from '../../src/confirmations/ladder'
 import { signature } from '../../src/confirmations/sender'
 import { parseChange } from '../../src/confirmations/validate'
-import type { ApiError } from '../../src/errors'
+import type { ApiError } from '../../src/core/errors'
 
 t.test('private, loopback, link-local, unique-local and reserved addresses are refused; public ones pass', async (t) => {
   const refused = [

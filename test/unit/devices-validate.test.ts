@@ -1,6 +1,6 @@
 // Pure rules of the device routes: field readers, UTF-8 truncation, in-batch merge, the export's COPY text.
 import t from 'tap'
-import { ApiError } from '../../src/errors'
+import { ApiError } from '../../src/core/errors'
 import { copySql } from '../../src/devices/export'
 import { lockKey, type UpsertRow } from '../../src/devices/store'
 import { parseRegistration, parseUpdate, type RegistrationRow, truncateUtf8 } from '../../src/devices/validate'

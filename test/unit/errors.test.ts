@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { ApiError, E, type ErrorKey } from '../../src/errors'
+import { ApiError, E, type ErrorKey } from '../../src/core/errors'
 import { errorReply } from '../../src/http/reply'
 
 // Parameters that make every entry renderable; a new entry without a sample fails here on purpose.

@@ -1,7 +1,7 @@
 // The process group of `pombo serve` (src/group/supervisor.ts), its pure parts: how PM_PG_POOL is shared between the
 // serving process and its workers, and the node flags a worker starts with.
 import t from 'tap'
-import { MIN_PG_BUDGET } from '../../src/db/budget'
+import { MIN_PG_BUDGET } from '../../src/core/config'
 import { groupBudget, ownEntry, WORKER_SEMI_SPACE_FLAG } from '../../src/group/supervisor'
 
 t.test('a process group shares PM_PG_POOL: the workers half, the serving process the rest, none below the minimum', async (t) => {

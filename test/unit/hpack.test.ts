@@ -1,4 +1,4 @@
-// HPACK (src/delivery/providers/h2/hpack.ts): RFC 7541's Appendix C examples byte for byte, the Huffman code, the
+// HPACK (src/h2/hpack.ts): RFC 7541's Appendix C examples byte for byte, the Huffman code, the
 // encoder's policy against our own decoder, interoperation with nghttp2 (node:http2 over a raw h2c socket, both
 // directions), and malformed blocks, which must fail as HpackError and nothing else.
 import http2 from 'node:http2'
@@ -17,7 +17,7 @@ import {
   huffmanDecode,
   huffmanEncode,
   STATIC_TABLE,
-} from '../../src/delivery/providers/h2/hpack'
+} from '../../src/h2/hpack'
 
 type Fields = Array<[string, string]>
 

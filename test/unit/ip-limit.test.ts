@@ -1,6 +1,6 @@
 import t from 'tap'
 import { IpLimiter } from '../../src/http/ip-limit'
-import { clientKey } from '../../src/ip'
+import { clientKey } from '../../src/core/ip'
 
 t.test('fixed window: N per window, then refused until the next window', async (t) => {
   let now = 60_000 * 100

@@ -1,6 +1,6 @@
-// What a parsed body may hold (src/json-guard.ts): only values stored and echoed back exactly, named by path.
+// What a parsed body may hold (src/core/json-guard.ts): only values stored and echoed back exactly, named by path.
 import t from 'tap'
-import { findUnstorable, guardBody, pathText } from '../../src/json-guard'
+import { findUnstorable, guardBody, pathText } from '../../src/core/json-guard'
 
 t.test('lone surrogates, U+0000, non-finite numbers and deep nesting are found, with their path', async (t) => {
   t.same(guardBody({ contents: { en: 'ok', pt: 'x\ud800' } }, 32), { campo: 'contents.pt', motivo: 'contém texto que não é Unicode válido (surrogate isolado ou bytes que não são UTF-8)' })

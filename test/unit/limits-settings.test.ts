@@ -1,8 +1,8 @@
 // The spec's limits are settings: each one, set in the environment, moves the rule the validators apply, and the
 // defaults are the spec's values.
 import t from 'tap'
-import { DEFAULT_DELIVERY, DEFAULT_LIMITS, loadConfig } from '../../src/config'
-import { ApiError } from '../../src/errors'
+import { DEFAULT_DELIVERY, DEFAULT_LIMITS, loadConfig } from '../../src/core/config'
+import { ApiError } from '../../src/core/errors'
 import { parseRegistration, parseUpdate } from '../../src/devices/validate'
 import { parseEvents } from '../../src/inapp/events-validate'
 import { parseCampaign } from '../../src/inapp/validate'

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { loadOpenApi } from '../../src/http/openapi'
-import { VERSION } from '../../src/version'
+import { VERSION } from '../../src/core/version'
 import { OpenApiChecker } from '../helpers/openapi'
 
 const ROOT = join(__dirname, '..', '..')

@@ -1,8 +1,9 @@
 // One Postgres connection budget per process (PM_PG_POOL): the dispatcher takes a quarter (at least 2, never more
 // than its concurrency needs), the LISTEN connection one, the main pool the rest; never more than the budget.
 import t from 'tap'
-import { MIN_PG_BUDGET, splitBudget } from '../../src/db/budget'
-import { ConfigError, loadConfig } from '../../src/config'
+import { MIN_PG_BUDGET } from '../../src/core/config'
+import { splitBudget } from '../../src/db/budget'
+import { ConfigError, loadConfig } from '../../src/core/config'
 
 t.test('the split of the default budget by roles', async (t) => {
   t.same(splitBudget(32, { dispatcher: true, webhookConcurrency: 32, listener: true }), { main: 23, webhooks: 8, listener: 1 }, 'all roles')

@@ -2,7 +2,7 @@
 // with the app's receipt key, 32 characters; checked in constant time by the receipt route.
 import { createHmac, randomBytes, randomUUID } from 'node:crypto'
 import t from 'tap'
-import { proof, verifyProof } from '../../src/delivery/proof'
+import { proof, verifyProof } from '../../src/message/proof'
 
 t.test('a known proof', async (t) => {
   const key = Buffer.alloc(32, 7)

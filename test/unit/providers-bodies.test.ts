@@ -1,8 +1,8 @@
 // What FCM and APNs are given for one device, built from the real validation + rendering: texts by the language
 // rules, data as strings (FCM) or JSON (APNs), pm_msg_id/pm_rcpt/pm_url, the language maps when they fit.
 import t from 'tap'
-import { apnsRequest } from '../../src/delivery/providers/apns'
-import { apnsExpiration, asText, FCM_DATA_LIMIT_BYTES, fcmMessage } from '../../src/delivery/providers/fcm-body'
+import { apnsRequest } from '../../src/providers/apns'
+import { apnsExpiration, asText, FCM_DATA_LIMIT_BYTES, fcmMessage } from '../../src/providers/fcm-body'
 import { android, ios, PROOF, pushFor, SEND_ID, web } from '../helpers/push'
 
 const NOW = Date.UTC(2026, 10, 26, 3, 0, 0)

@@ -1,10 +1,10 @@
 // Providers by platform and their cache per (app, platform, credential version); nothing is sent here.
 import t from 'tap'
-import type { ApnsCredential, FcmCredential } from '../../src/delivery/credentials-types'
-import { ApnsProvider } from '../../src/delivery/providers/apns'
-import { FcmProvider } from '../../src/delivery/providers/fcm'
-import { H2Pool } from '../../src/delivery/providers/h2-pool'
-import { ProviderCache, providerFor } from '../../src/delivery/providers/index'
+import type { ApnsCredential, FcmCredential } from '../../src/providers/credentials'
+import { ApnsProvider } from '../../src/providers/apns'
+import { FcmProvider } from '../../src/providers/fcm'
+import { H2Pool } from '../../src/h2/pool'
+import { ProviderCache, providerFor } from '../../src/providers/index'
 
 const fcmCred: FcmCredential = { project_id: 'p', client_email: 'a@p.iam.gserviceaccount.com', private_key: 'k', token_uri: 'https://oauth2.googleapis.com/token' }
 const apnsCred: ApnsCredential = { p8: 'k', keyId: 'ABCDEFGHIJ', teamId: 'KLMNOPQRST', bundleId: 'com.example.app', env: 'sandbox' }

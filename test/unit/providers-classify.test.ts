@@ -10,7 +10,7 @@ import {
   fcmTokenRefused,
   parseFcmError,
   retryAfterMs,
-} from '../../src/delivery/providers/classify'
+} from '../../src/providers/classify'
 
 const NOW = Date.UTC(2026, 10, 26, 3, 0, 0)
 

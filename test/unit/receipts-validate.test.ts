@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ApiError } from '../../src/errors'
+import { ApiError } from '../../src/core/errors'
 import { parseReceipt } from '../../src/receipts/validate'
 
 const ID = '0b0e5c4e-6f8e-4c57-9d2a-3c1e1f0a9b11'

@@ -2,8 +2,8 @@
 // specification), grouping by slot, and cluster outages recognised as "Redis is unreachable" (503, not 500).
 import Redis from 'ioredis'
 import t from 'tap'
-import { ConfigError, loadConfig } from '../../src/config'
-import { dependencyOf } from '../../src/http/dependency-errors'
+import { ConfigError, loadConfig } from '../../src/core/config'
+import { dependencyOf } from '../../src/core/dependency-errors'
 import { groupBySlot, keySlot } from '../../src/redis/slots'
 
 t.test('REDIS_CLUSTER_NODES: unset is no cluster; host:port seeds otherwise', async (t) => {

@@ -3,8 +3,8 @@
 import { parsePush } from '@pombo/sdk'
 import fc from 'fast-check'
 import t from 'tap'
-import { apnsRequest } from '../../src/delivery/providers/apns'
-import { fcmMessage } from '../../src/delivery/providers/fcm-body'
+import { apnsRequest } from '../../src/providers/apns'
+import { fcmMessage } from '../../src/providers/fcm-body'
 import { android, ios, PROOF, pushFor, SEND_ID, web } from '../helpers/push'
 
 const NOW = 1_800_000_000_000

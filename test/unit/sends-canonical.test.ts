@@ -1,7 +1,7 @@
 // Canonical body form and hash for idempotency: keys sorted, arrays in order, numerals as they arrived.
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import { ApiError } from '../../src/errors'
+import { ApiError } from '../../src/core/errors'
 import { bodyHash, canonicalBody, MAX_DEPTH } from '../../src/sends/canonical'
 
 const same = (a: string, b: string) => bodyHash(a) === bodyHash(b)

@@ -1,7 +1,7 @@
 // The one rendering of a message, its size against 3,891 bytes (96 injected), and the language selection helpers.
 import t from 'tap'
-import { DEFAULT_LIMITS } from '../../src/config'
-import { ApiError } from '../../src/errors'
+import { DEFAULT_LIMITS } from '../../src/core/config'
+import { ApiError } from '../../src/core/errors'
 import { errorReply } from '../../src/http/reply'
 import {
   checkPayloadSize,
@@ -10,8 +10,8 @@ import {
   pickText,
   pickTextIos,
   renderMessage,
-} from '../../src/sends/payload'
-import type { SendInput } from '../../src/sends/types'
+} from '../../src/message/payload'
+import type { SendInput } from '../../src/message/types'
 import { parseSend } from '../../src/sends/validate'
 
 const APP = '7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b'

@@ -1,8 +1,8 @@
 // parseSend: every row of the send error table (400/422), each refused field, each reserved key, and the field rules.
 import t, { type Test } from 'tap'
-import { ApiError } from '../../src/errors'
+import { ApiError } from '../../src/core/errors'
 import { errorReply } from '../../src/http/reply'
-import { SEGMENTS } from '../../src/sends/types'
+import { SEGMENTS } from '../../src/message/types'
 import { REFUSED_FIELDS, parseSend, type SendHeaders } from '../../src/sends/validate'
 
 const APP = '7B0A8F4E-1C2D-4E5F-8A9B-0C1D2E3F4A5B'

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { ApiError } from '../../src/errors'
-import { Vault } from '../../src/vault'
+import { ApiError } from '../../src/core/errors'
+import { Vault } from '../../src/core/vault'
 
 const key = Buffer.alloc(32, 7)
 

@@ -2,7 +2,7 @@
 // API key once (in a read-only text area: its text and its value are both the key, however a reader looks).
 import type { AppService } from '../../apps/service'
 import { parseCreateApp } from '../../apps/validate'
-import type { Config } from '../../config'
+import type { Config } from '../../core/config'
 import type { Db } from '../../db/pool'
 import { isUuid, type Router } from '../../http/router'
 import { listOrgs } from '../../orgs/store'

@@ -4,7 +4,7 @@
 import type { AppRecord } from '../../apps/store'
 import { type Db, query } from '../../db/pool'
 import type { Router } from '../../http/router'
-import { optInt } from '../../validation'
+import { optInt } from '../../core/validation'
 import { html, type Html, when } from '../html'
 import { page } from '../layout'
 import { DashError, htmlReply } from '../web'

@@ -1,4 +1,4 @@
-// A small list send travels to its worker whole. The hand-off's stream entry (src/sends/handoff.ts) carries what
+// A small list send travels to its worker whole. The hand-off's stream entry (src/handoff/stream.ts) carries what
 // loadSends would read back a few milliseconds later: the message, the platforms, and each device with the token
 // read when the send was accepted. The worker starts the send without a statement. For the typical sender (one
 // device a send, thousands a second) that read was a fifth of Postgres's work per send and a share of the worker's.
@@ -13,7 +13,7 @@
 // Tokens are read at acceptance: a device whose token changes or dies, or that is deleted, in the milliseconds
 // between acceptance and delivery is asked once at its old token, as it would have been had the worker been a few
 // milliseconds quicker; the answer is recorded as usual (a dead token is invalidated).
-import type { Candidate, LoadedSend } from './audience'
+import type { Candidate, LoadedSend } from './send'
 
 /**
  * The largest copy an entry carries, in bytes. A typical one-device send's is 500–800 bytes; a send with a large

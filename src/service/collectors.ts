@@ -5,12 +5,12 @@ import type { GroupCommitStats } from '../db/group-commit'
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import type { DeliveryModule } from '../delivery/module'
-import type { Outcome } from '../delivery/providers/types'
+import type { Outcome } from '../providers/types'
 import type { OutcomeRow } from '../delivery/outcomes'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { pipelineBySlot } from '../redis/slots'
-import type { Metrics } from './metrics'
+import type { Metrics } from '../ops/metrics'
 
 /** deliveries' device_type as the spec's counters name it (android_*, ios_*); web pushes go through FCM. */
 export function devicePlatform(deviceType: number): string {

@@ -19,11 +19,11 @@
 //   adds to its default store at start-up.
 import type { OutgoingHttpHeaders } from 'node:http2'
 import { rootCertificates } from 'node:tls'
-import { CODE } from './h2/frames'
-import { H2Session } from './h2/session'
-import { failure, type GroupStats, type H2PoolOptions, type H2Result, type RequestOptions } from './h2-types'
+import { CODE } from './frames'
+import { H2Session } from './session'
+import { failure, type GroupStats, type H2PoolOptions, type H2Result, type RequestOptions } from './types'
 
-export type { GroupStats, H2Failure, H2PoolOptions, H2Response, H2Result, RequestOptions } from './h2-types'
+export type { GroupStats, H2Failure, H2PoolOptions, H2Response, H2Result, RequestOptions } from './types'
 
 interface Conn {
   session: H2Session

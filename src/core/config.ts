@@ -1,8 +1,24 @@
 // Configuration: one table of defaults (the Limits table of docs/spec/push-delivery-spec.md, the environment of
 // docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
-import { MIN_PG_BUDGET } from './db/budget'
-import { PG_CONN_LIFETIME_S, STATEMENT_TIMEOUT_MS } from './db/pool'
+
+// Defaults of the Postgres settings that the pool and the budget also read (src/db/pool.ts, src/db/budget.ts).
+/** The least PM_PG_POOL accepts: the dispatcher's 2, the listener's 1, and 3 for the main pool. */
+export const MIN_PG_BUDGET = 6
+
+/** The server-side statement timeout by default: a runaway statement never holds a connection (and its locks) for
+ *  longer. */
+export const STATEMENT_TIMEOUT_MS = 30_000
+
+/**
+ * A pooled connection's life by default, in seconds. Postgres makes a prepared statement's generic plan once per
+ * connection and keeps it until something invalidates it (an ANALYZE; autovacuum may be off or late): a plan made
+ * while `sends` holds a few hundred rows walks the whole table on every outcome batch once it holds tens of
+ * thousands (docs/design/throughput.md). A new connection plans with the table as it is; reconnecting every few
+ * minutes costs nothing measurable.
+ */
+export const PG_CONN_LIFETIME_S = 600
+
 
 export interface Config {
   readonly port: number
@@ -232,7 +248,7 @@ export interface Jobs {
   readonly sweepEveryMs: number
   /** An enqueued send that no worker took within this is enqueued again. */
   readonly handoffGraceMs: number
-  /** A list send of at most this many devices travels whole in its hand-off entry (src/delivery/carried.ts); 0: none. */
+  /** A list send of at most this many devices travels whole in its hand-off entry (src/handoff/carried.ts); 0: none. */
   readonly handoffCarryDevices: number
   readonly mauEveryMs: number
   /** Receipts of sends due more than this many days ago are archived (PM_RECEIPT_ARCHIVE_DAYS; the spec, Receipts

@@ -4,10 +4,10 @@
 // jwt-bearer grant. One token per credential, reused until `earlyMs` before it expires; concurrent callers share
 // one fetch. The token endpoint is reached through the same HTTP/2 pool (oauth2.googleapis.com speaks h2).
 import jwt from 'jsonwebtoken'
-import { type Clock, systemClock } from '../../time'
-import type { FcmCredential } from '../credentials-types'
+import { type Clock, systemClock } from '../core/time'
+import type { FcmCredential } from './credentials'
 import { failureOutcome } from './classify'
-import type { H2Pool } from './h2-pool'
+import type { H2Pool } from '../h2/pool'
 import type { Outcome } from './types'
 
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging'

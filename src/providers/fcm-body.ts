@@ -1,4 +1,4 @@
-// The FCM HTTP v1 `messages:send` body for one device, built from the send's rendering (src/sends/payload.ts).
+// The FCM HTTP v1 `messages:send` body for one device, built from the send's rendering (src/message/payload.ts).
 // Fields: firebase.google.com/docs/reference/fcm/rest/v1/projects.messages (Message, AndroidConfig,
 // WebpushConfig, ApnsConfig). Pure: same input, same bytes.
 //
@@ -18,8 +18,8 @@
 //             valid one); the service worker draws the display block (pm_url is where a click goes).
 //   apns      device_type 0 when routed through FCM: headers and an `aps` block like the direct path, texts by pickText
 //             (iOS draws alerts itself; the SDK's notification service extension sends the receipt).
-import { pickText } from '../../sends/payload'
-import type { TextMap } from '../../sends/types'
+import { pickText } from '../message/payload'
+import type { TextMap } from '../message/types'
 import type { Push, Target } from './types'
 
 /** FCM: "4096 bytes for most messages … This includes both the keys and the values." */

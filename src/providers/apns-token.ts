@@ -4,7 +4,7 @@
 // token per signing key is shared by every app using that key and replaced when it is `refreshMs` old (50 min).
 import { createHash } from 'node:crypto'
 import jwt from 'jsonwebtoken'
-import type { ApnsCredential } from '../credentials-types'
+import type { ApnsCredential } from './credentials'
 import type { Outcome } from './types'
 
 export const APNS_TOKEN_REFRESH_MS = 50 * 60_000

@@ -8,12 +8,12 @@ export interface Target {
   deviceType: number
 }
 
-/** One message for one device: the send's rendering (src/sends/payload.ts) plus what the server injects. */
+/** One message for one device: the send's rendering (src/message/payload.ts) plus what the server injects. */
 export interface Push {
   sendId: string
   /** renderMessage(input) as stored in sends.message. */
   message: Record<string, unknown>
-  /** `pm_rcpt` for this device (src/delivery/proof.ts): 32 characters. */
+  /** `pm_rcpt` for this device (src/message/proof.ts): 32 characters. */
   proof: string
   /** Seconds the provider may keep trying; 0 = now or never. */
   ttlS: number

@@ -21,8 +21,8 @@
 // reorders keys) handed the values over. Serialisation is JSON.stringify with no whitespace; size is UTF-8 bytes.
 // Provider envelopes (token, the `aps` wrapper, FCM's text-only data values) are outside the counted bytes: the
 // spec's 3,891 leaves 205 bytes of the providers' 4,096 for them.
-import { DEFAULT_LIMITS } from '../config'
-import { ApiError } from '../errors'
+import { DEFAULT_LIMITS } from '../core/config'
+import { ApiError } from '../core/errors'
 import type { MessageFields, TextMap } from './types'
 
 /** `pm_msg_id` + `pm_rcpt` inside `data` (the spec, "Payload carried to the device"). */

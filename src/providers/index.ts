@@ -1,12 +1,12 @@
 // Providers by platform, and a small cache of them per (app, platform, credential version): the FCM access token and
 // the APNs provider token live as long as the credential version does (a new version, e.g. an environment change,
 // gets a fresh provider at once; the spec, Delivery credentials "effective immediately").
-import { type Clock, systemClock } from '../../time'
-import type { ApnsCredential, FcmCredential, Platform } from '../credentials-types'
+import { type Clock, systemClock } from '../core/time'
+import type { ApnsCredential, FcmCredential, Platform } from './credentials'
 import { ApnsProvider } from './apns'
 import { ApnsTokens } from './apns-token'
 import { FcmProvider } from './fcm'
-import type { H2Pool } from './h2-pool'
+import type { H2Pool } from '../h2/pool'
 import type { Outcome, Provider } from './types'
 
 export interface ProviderDeps {

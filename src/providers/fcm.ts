@@ -2,12 +2,12 @@
 // token from the service account (fcm-auth.ts) and one device's message (fcm-body.ts). Answers become Outcomes
 // (classify.ts); a 401 for our access token drops it and retries once with a fresh one before answering credential.
 import type { OutgoingHttpHeaders } from 'node:http2'
-import { type Clock, systemClock } from '../../time'
-import type { FcmCredential } from '../credentials-types'
+import { type Clock, systemClock } from '../core/time'
+import type { FcmCredential } from './credentials'
 import { classifyFcm, failureOutcome, fcmTokenRefused, parseFcmError } from './classify'
 import { FcmAuth, googleTokenHost } from './fcm-auth'
 import { fcmMessage } from './fcm-body'
-import type { H2Pool } from './h2-pool'
+import type { H2Pool } from '../h2/pool'
 import type { Outcome, Provider, Push, Target } from './types'
 
 export interface FcmDeps {

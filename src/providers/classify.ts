@@ -2,7 +2,7 @@
 // retryable; text is matched only where the protocol defines it (APNs `reason` strings, FCM `errorCode` and status
 // enums, and the one invalid-token message FCM documents, below).
 import type { IncomingHttpHeaders } from 'node:http2'
-import type { H2Failure } from './h2-pool'
+import type { H2Failure } from '../h2/pool'
 import type { Outcome } from './types'
 
 /** FCM sends Retry-After with 429 but not always; 60 s is what Google's guidance suggests as a floor. */

@@ -9,13 +9,13 @@
 //             pm_msg_id, pm_rcpt (the spec, Payload carried to the device); pm_att = {name: url} media for the SDK's
 //             notification service extension (ios_attachments, else {big_picture: url}); and the full language
 //             maps (pmx_contents/pmx_headings/pmx_subtitle) when the payload still fits APNs's 4,096 bytes.
-import { pickTextIos } from '../../sends/payload'
-import { type Clock, systemClock } from '../../time'
-import type { ApnsCredential } from '../credentials-types'
+import { pickTextIos } from '../message/payload'
+import { type Clock, systemClock } from '../core/time'
+import type { ApnsCredential } from './credentials'
 import { classifyApns, failureOutcome, apnsReason } from './classify'
 import { apnsExpiration, rendering } from './fcm-body'
 import { ApnsTokens, signingKeyId } from './apns-token'
-import type { H2Pool } from './h2-pool'
+import type { H2Pool } from '../h2/pool'
 import type { Outcome, Provider, Push, Target } from './types'
 
 export const APNS_PRODUCTION = 'https://api.push.apple.com'

@@ -10,7 +10,7 @@ import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { partitionOf, WORK_GROUP } from '../redis/partitions'
 import { firstError, pipelineBySlot } from '../redis/slots'
-import type { Clock } from '../time'
+import type { Clock } from '../core/time'
 
 /** What the workers' group has read of a stream (Handoff.#readHorizons). */
 interface Horizon {
@@ -71,7 +71,7 @@ interface Entry {
   appId: string
   sendId: string
   lane: number
-  /** The send itself (src/delivery/carried.ts), or '' when the worker is to load it. */
+  /** The send itself (src/handoff/carried.ts), or '' when the worker is to load it. */
   carried: string
 }
 
@@ -96,7 +96,7 @@ export class Handoff {
 
   /**
    * After commit. A future `send_after` is left to the sweeper, which enqueues it when due. `carried`: the send
-   * whole, for a worker to start without loading it (src/delivery/carried.ts). Never throws.
+   * whole, for a worker to start without loading it (src/handoff/carried.ts). Never throws.
    */
   enqueue(appId: string, sendId: string, lane: number, sendAfterMs: number | null, carried: string | null = null): void {
     if (sendAfterMs !== null && sendAfterMs > this.clock()) return
