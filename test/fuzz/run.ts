@@ -8,8 +8,11 @@
 //   npm run fuzz -- --seed 42 --shrink       # stop at the first failure and shrink it to a smallest case
 //   npm run fuzz -- --sends-model            # the model of a send's life (test/model/): 20 random sequences
 //   npm run fuzz -- --sends-model --runs 50 --commands 60 --seed 42 [--path P] [--minutes 30] [--verbose] [--shrink]
+//   npm run fuzz -- --receipts-model         # the receipts model (test/integration/receipts-model.test.ts): 100 sequences
+//   npm run fuzz -- --webhooks-model --runs 300 --commands 40 --seed 42 [--path P] [--minutes 30] [--shrink]
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
+import { runModelTest } from './model-tests'
 import type { Failure } from './property'
 import { printable } from './wire'
 
@@ -30,11 +33,17 @@ async function main(): Promise<number> {
       verbose: { type: 'boolean', default: false },
       'sends-model': { type: 'boolean', default: false },
       commands: { type: 'string' },
+      'receipts-model': { type: 'boolean', default: false },
+      'webhooks-model': { type: 'boolean', default: false },
     },
   })
   const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31)
   const timeLimitMs = values.minutes !== undefined ? Number(values.minutes) * 60_000 : undefined
   const numRuns = values.runs !== undefined ? Number(values.runs) : timeLimitMs ? undefined : 200
+  // These two models run as their test files, through npm test's runner (model-tests.ts).
+  for (const name of ['receipts', 'webhooks'] as const) {
+    if (values[`${name}-model`]) return runModelTest(name, { ...values, seed })
+  }
   // The Postgres and Redis `npm test` uses (started when installed but down); DATABASE_URL / REDIS_URL win.
   const services = (await import(join(__dirname, '../../scripts/local-services.mjs'))) as LocalServices
   const local = await services.ensureTestServices({ log: (m) => console.error(`[pombo fuzz] ${m}`) })
