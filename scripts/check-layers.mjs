@@ -20,7 +20,8 @@ export const LAYERS = [
 ]
 
 const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src')
-const IMPORT = /^\s*(?:import|export)\s(?:type\s)?[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/gm
+const IMPORT =
+  /^\s*(?:import|export)\s(?:type\s)?[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/gm
 
 function files(dir) {
   const out = []
@@ -33,8 +34,8 @@ function files(dir) {
 }
 
 /** The top folder of src a file belongs to ('.' for the root files). */
-function folderOf(file) {
-  const rel = path.relative(SRC, file)
+function folderOf(srcDir, file) {
+  const rel = path.relative(srcDir, file)
   return rel.includes(path.sep) ? rel.split(path.sep)[0] : '.'
 }
 
@@ -46,20 +47,23 @@ export function check(srcDir = SRC) {
   const breaches = []
   const graph = new Map()
   for (const file of files(srcDir)) {
-    const from = folderOf(file)
-    if (!layerOf.has(from)) breaches.push(`${path.relative(srcDir, file)}: folder "${from}" is in no layer (scripts/check-layers.mjs)`)
+    const from = folderOf(srcDir, file)
+    if (!layerOf.has(from))
+      breaches.push(`${path.relative(srcDir, file)}: folder "${from}" is in no layer (scripts/check-layers.mjs)`)
     for (const m of readFileSync(file, 'utf8').matchAll(IMPORT)) {
       const spec = m[1] ?? m[2]
       const target = path.resolve(path.dirname(file), spec)
       if (!target.startsWith(srcDir + path.sep)) continue
-      const to = folderOf(target.endsWith('.ts') || target.endsWith('.js') ? target : `${target}.ts`)
+      const to = folderOf(srcDir, target.endsWith('.ts') || target.endsWith('.js') ? target : `${target}.ts`)
       if (to === from) continue
       if (!graph.has(from)) graph.set(from, new Map())
       graph.get(from).set(to, `${path.relative(srcDir, file)} → ${spec}`)
       const lf = layerOf.get(from)
       const lt = layerOf.get(to)
       if (lf !== undefined && lt !== undefined && lt > lf) {
-        breaches.push(`${path.relative(srcDir, file)} imports ${spec}: ${LAYERS[lf][0]} (${from}) may not import from ${LAYERS[lt][0]} (${to})`)
+        breaches.push(
+          `${path.relative(srcDir, file)} imports ${spec}: ${LAYERS[lf][0]} (${from}) may not import from ${LAYERS[lt][0]} (${to})`,
+        )
       }
     }
   }
