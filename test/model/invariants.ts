@@ -139,9 +139,9 @@ export async function settle(m: Model, w: World): Promise<void> {
   if (bad.length > 0) throw new Error(`delivery rows do not match recipients: ${JSON.stringify(bad)}`)
   // The actor acknowledges a send's entries just after it closes.
   let pending = await w.pendingEntries()
-  for (let i = 0; i < 50 && pending > 0; i++) {
+  for (let i = 0; i < 50 && pending.length > 0; i++) {
     await new Promise((r) => setTimeout(r, 100))
     pending = await w.pendingEntries()
   }
-  if (pending > 0) throw new Error(`${pending} stream entries left unacknowledged after every send closed`)
+  if (pending.length > 0) throw new Error(`stream entries left unacknowledged after every send closed:\n${pending.join('\n')}`)
 }

@@ -88,7 +88,7 @@ export async function runSendsModel(o: ModelRunOptions): Promise<ModelReport> {
   )
   const details = await fc.check(property, {
     seed: o.seed,
-    numRuns: o.numRuns,
+    numRuns: o.path ? 1 : o.numRuns, // a path replays one run
     path: o.path,
     endOnFailure: !o.shrink,
     interruptAfterTimeLimit: o.timeLimitMs,

@@ -131,12 +131,14 @@ export class World {
       env: { PM_FCM_BASE_URL: this.d.fcm.url, PM_APNS_BASE_URL: this.d.apns.url, ...MODEL_ENV },
     })
     this.workers.push(w)
+    this.note(`  worker ${w.svc.delivery?.worker.id} started`)
   }
 
   /** Stops worker `i` (its actors finish what is in flight; its pending entries wait for the next owner). */
   async stopWorker(i: number): Promise<void> {
     const [w] = this.workers.splice(i, 1)
     await w?.svc.stop()
+    this.note(`  worker ${w?.svc.delivery?.worker.id} stopped`)
   }
 
   /** Deletes every Redis key of this deployment (streams, groups, leases, locks, counters); answers how many. */
@@ -200,14 +202,26 @@ export class World {
     return 0
   }
 
-  /** Stream entries read by a worker and not acknowledged, over every partition. */
-  async pendingEntries(): Promise<number> {
-    let n = 0
+  /**
+   * Stream entries read by a worker and not acknowledged, over every partition: partition, entry id, the consumer
+   * holding it (and whether that worker still runs), how long it has waited, how often it was read, its send.
+   */
+  async pendingEntries(): Promise<string[]> {
+    const live = new Set(this.workers.map((w) => w.svc.delivery?.worker.id))
+    const out: string[] = []
     for (let p = 0; p < PARTITIONS; p++) {
       const stream = this.api.svc.deps.keys.workStream(p)
-      const summary = (await this.#redis.xpending(stream, WORK_GROUP).catch(() => [0])) as [number]
-      n += Number(summary[0] ?? 0)
+      const rows = (await this.#redis.xpending(stream, WORK_GROUP, '-', '+', 100).catch(() => [])) as Array<
+        [string, string, number, number]
+      >
+      for (const [id, consumer, idle, times] of rows) {
+        const [entry] = (await this.#redis.xrange(stream, id, id)) as Array<[string, string[]]>
+        const fields = entry?.[1] ?? []
+        const send = fields[fields.indexOf('s') + 1]
+        const who = live.has(consumer) ? 'a running worker' : 'a stopped worker'
+        out.push(`p${p} ${id} (send ${send}) pending on ${consumer} (${who}) for ${idle} ms, read ${times}×`)
+      }
     }
-    return n
+    return out
   }
 }
