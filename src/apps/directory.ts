@@ -1,7 +1,10 @@
 // Cached resolution of apps and keys (the spec, Authentication 6): entries live 60 s; a change anywhere is published on Redis and
 // every instance drops the app's entries within milliseconds. Concurrent misses for one id share one query.
-// Both caches are bounded LRUs, and ids that resolved to nothing live in a separate, smaller LRU: a flood of
-// random well-formed ids evicts only other misses, never the apps and keys real traffic uses.
+// Both caches are bounded LRUs (lru-cache), and ids that resolved to nothing live in a separate, smaller LRU: a flood
+// of random well-formed ids evicts only other misses, never the apps and keys real traffic uses. Freshness is judged
+// here by the injected clock (fresh while younger than the ttl; a ttl of 0 keeps nothing): lru-cache's own ttl keeps
+// an entry at exactly its ttl and reads 0 as "forever".
+import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import type { Db } from '../db/pool'
 import { type RedisClient, subscribe } from '../redis/client'
@@ -9,7 +12,7 @@ import type { Keys } from '../redis/keys'
 import { type AppRecord, findApp, findKey, type KeyRecord } from './store'
 
 interface Entry<T> {
-  value: T | null
+  value: T
   at: number
 }
 
@@ -20,30 +23,10 @@ export interface CacheBounds {
   missMax: number
 }
 
-/** A Map kept in recency order: a hit moves the entry last, the first entry is the least recently used. */
-class Lru<V> {
-  readonly map = new Map<string, V>()
-  constructor(private readonly max: number) {}
-
-  get(k: string): V | undefined {
-    const v = this.map.get(k)
-    if (v !== undefined) {
-      this.map.delete(k)
-      this.map.set(k, v)
-    }
-    return v
-  }
-
-  set(k: string, v: V): void {
-    this.map.delete(k)
-    this.map.set(k, v)
-    if (this.map.size > this.max) this.map.delete(this.map.keys().next().value as string)
-  }
-}
-
-export class TtlCache<T> {
-  readonly #hits: Lru<Entry<T>>
-  readonly #misses: Lru<number>
+export class TtlCache<T extends {}> {
+  readonly #hits: LRUCache<string, Entry<T>>
+  /** When the load that found nothing began. */
+  readonly #misses: LRUCache<string, number>
   readonly #loading = new Map<string, Promise<T | null>>()
   /** Bumped by every invalidation: a load that began before one must not store what it read. */
   #generation = 0
@@ -53,13 +36,13 @@ export class TtlCache<T> {
     private readonly now: () => number,
     bounds: CacheBounds,
   ) {
-    this.#hits = new Lru(bounds.max)
-    this.#misses = new Lru(bounds.missMax)
+    this.#hits = new LRUCache({ max: bounds.max })
+    this.#misses = new LRUCache({ max: bounds.missMax })
   }
 
   /** Entries held (tests check the bounds). */
   get size(): { hits: number; misses: number } {
-    return { hits: this.#hits.map.size, misses: this.#misses.map.size }
+    return { hits: this.#hits.size, misses: this.#misses.size }
   }
 
   async get(id: string, load: (id: string) => Promise<T | null>): Promise<T | null> {
@@ -76,10 +59,10 @@ export class TtlCache<T> {
           this.#loading.delete(id)
           if (generation !== this.#generation) return value
           if (value === null) {
-            this.#hits.map.delete(id)
+            this.#hits.delete(id)
             this.#misses.set(id, startedAt)
           } else {
-            this.#misses.map.delete(id)
+            this.#misses.delete(id)
             this.#hits.set(id, { value, at: startedAt })
           }
           return value
@@ -97,19 +80,21 @@ export class TtlCache<T> {
   delete(id: string): void {
     this.#generation++
     this.#loading.delete(id)
-    this.#hits.map.delete(id)
-    this.#misses.map.delete(id)
+    this.#hits.delete(id)
+    this.#misses.delete(id)
   }
 
   deleteWhere(pred: (v: T) => boolean): void {
     this.#generation++
-    for (const [id, e] of this.#hits.map) if (e.value && pred(e.value)) this.#hits.map.delete(id)
+    const dropped: string[] = []
+    for (const [id, e] of this.#hits.entries()) if (pred(e.value)) dropped.push(id)
+    for (const id of dropped) this.#hits.delete(id)
   }
 
   clear(): void {
     this.#generation++
-    this.#hits.map.clear()
-    this.#misses.map.clear()
+    this.#hits.clear()
+    this.#misses.clear()
   }
 }
 
