@@ -82,7 +82,9 @@ export async function checkModel<T>(t: Tap, file: string, pass: ModelPass, prop:
   if (details.failed) {
     // A shrunk failure's commands are fast-check's replayPath ("" or ":" when nothing was shrunk).
     const commands = /replayPath="([^"]*)"/.exec(fc.stringify(details.counterexample))?.[1]?.replace(/^:$/, '')
-    const replay = `PM_MODEL_SEED=${details.seed} PM_MODEL_PATH=${details.counterexamplePath}${commands ? ` PM_MODEL_REPLAY='${commands}'` : ''} npm test -- ${file}`
+    const replay =
+      `PM_MODEL_SEED=${details.seed} PM_MODEL_COMMANDS=${pass.maxCommands} PM_MODEL_PATH=${details.counterexamplePath}` +
+      `${commands ? ` PM_MODEL_REPLAY='${commands}'` : ''} npm test -- --timeout=0 ${file}`
     const err = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
     const msg = `model failed (seed ${details.seed}, path ${details.counterexamplePath}): ${err}\nreplay: ${replay}\n${fc.defaultReportMessage(details)}`
     console.error(msg)
