@@ -1,6 +1,8 @@
 // What the package needs to know about a device (audience membership), cached per process for a minute so a warm
 // poll costs no database round trip. Misses of one event-loop turn are loaded with one query per app; an unknown
-// device is remembered for a shorter time (a device that registers right after polling is seen soon).
+// device is remembered for a shorter time (a device that registers right after polling is seen soon). Past
+// `maxEntries` devices the least recently polled leave first (lru-cache); freshness is judged here by the clock.
+import { LRUCache } from 'lru-cache'
 import { DEFAULT_LIMITS } from '../core/config'
 import { type Db, query } from '../db/pool'
 import type { Clock } from '../core/time'
@@ -18,7 +20,7 @@ interface Entry {
 }
 
 export class DeviceProfiles {
-  readonly #map = new Map<string, Entry>()
+  readonly #map: LRUCache<string, Entry>
   #pending = new Map<string, Map<string, Array<(p: Profile | null) => void>>>()
   #failures = new Map<string, Array<(e: unknown) => void>>()
   #scheduled = false
@@ -26,11 +28,12 @@ export class DeviceProfiles {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-    /** Past this many devices the cache starts over rather than grows. */
-    private readonly maxEntries: number = DEFAULT_LIMITS.inappProfileCacheMax,
+    maxEntries: number = DEFAULT_LIMITS.inappProfileCacheMax,
     private readonly ttlMs = 60_000,
     private readonly unknownTtlMs = 10_000,
-  ) {}
+  ) {
+    this.#map = new LRUCache({ max: maxEntries })
+  }
 
   /** The cached profile (null: no such device), or undefined when it must be loaded. */
   peek(appId: string, id: string): Profile | null | undefined {
@@ -81,7 +84,6 @@ export class DeviceProfiles {
         (r) => {
           const found = new Map<string, Profile>()
           for (const d of r.rows) found.set(d.id, { externalUserId: d.external_user_id, memberships: d.memberships })
-          if (this.#map.size >= this.maxEntries) this.#map.clear()
           for (const [id, waiters] of ids) {
             const p = found.get(id) ?? null
             this.#map.set(appId + id, { p, at })

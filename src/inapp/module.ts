@@ -20,8 +20,8 @@ export class InappModule {
   readonly events: EventWriter
   readonly campaigns: CampaignService
   readonly #unlisten: () => void
-  /** Proof keys (the apps' receipt keys), resolved: a warm poll reads them synchronously. */
-  readonly proofKeys: { peek(appId: string): Buffer | undefined; get(appId: string): Promise<Buffer | null> }
+  /** Proof keys (the apps' receipt keys): a warm poll reads them synchronously (peek). */
+  readonly proofKeys: ReceiptKeys
 
   constructor(d: InappDeps) {
     const log = d.log.child({ feature: 'inapp' })
@@ -49,18 +49,7 @@ export class InappModule {
       (appId) => d.dir.invalidate(appId), // the package caches listen on the apps' channel too
       d.cfg.limits,
     )
-    const resolved = new Map<string, Buffer>()
-    this.proofKeys = {
-      peek: (appId) => resolved.get(appId),
-      get: async (appId) => {
-        const k = await d.receiptKeys.get(appId)
-        if (k) {
-          if (resolved.size >= lim.appCacheMax) resolved.clear()
-          resolved.set(appId, k)
-        }
-        return k
-      },
-    }
+    this.proofKeys = d.receiptKeys
   }
 
   start(): Promise<void> {

@@ -1,0 +1,68 @@
+// The per-process caches that past their bound drop the least recently used entry (lru-cache), where they used to
+// start over: an entry in use survives a stream of new ones. The database is a stand-in that counts reads.
+import t from 'tap'
+import { receiptKeyAad } from '../../src/apps/service'
+import { Vault } from '../../src/core/vault'
+import type { Db } from '../../src/db/pool'
+import { DeviceProfiles } from '../../src/inapp/device-profiles'
+import { ReceiptKeys } from '../../src/receipts/keys'
+
+const vault = new Vault(Buffer.alloc(32, 7))
+
+/** Answers the receipt-key and device-profile reads; `reads` counts them per id. */
+function fakeDb() {
+  const reads = new Map<string, number>()
+  // A receipt key is sealed as hex text; the app's is the bytes of `<app>-key`.
+  const count = (id: string) => reads.set(id, (reads.get(id) ?? 0) + 1)
+  const db = {
+    async query(text: string, params: unknown[]) {
+      if (text.includes('receipt_key_enc')) {
+        const appId = params[0] as string
+        count(appId)
+        return {
+          rows: appId.startsWith('none')
+            ? []
+            : [{ receipt_key_enc: vault.seal(Buffer.from(`${appId}-key`).toString('hex'), receiptKeyAad(appId)) }],
+        }
+      }
+      const ids = params[1] as string[]
+      for (const id of ids) count(id)
+      return { rows: ids.map((id) => ({ id, external_user_id: null, memberships: 1 })) }
+    },
+  }
+  return { db: db as unknown as Db, reads }
+}
+
+t.test('receipt keys: the least recently used app leaves first; peek answers once read', async (t) => {
+  const { db, reads } = fakeDb()
+  const keys = new ReceiptKeys(db, vault, 2)
+  t.equal(keys.peek('a'), undefined, 'nothing read yet')
+  t.equal((await keys.get('a'))?.toString('utf8'), 'a-key')
+  t.equal(keys.peek('a')?.toString('utf8'), 'a-key', 'read: at hand without waiting')
+  await keys.get('b')
+  await keys.get('a') // a is now the most recent
+  await keys.get('c') // evicts b
+  await keys.get('a')
+  await keys.get('b')
+  t.equal(reads.get('a'), 1, 'a read once')
+  t.equal(reads.get('b'), 2, 'b was evicted and read again')
+  t.equal(await keys.get('none-1'), null, 'an app without a key')
+  await keys.get('none-1')
+  t.equal(reads.get('none-1'), 2, 'an unknown app is not remembered')
+})
+
+t.test('device profiles: the least recently polled device leaves first; expiry still applies', async (t) => {
+  const { db, reads } = fakeDb()
+  let now = 1_000_000
+  const profiles = new DeviceProfiles(db, () => now, 2, 60_000, 10_000)
+  await profiles.load('app', 'd1')
+  await profiles.load('app', 'd2')
+  t.ok(profiles.peek('app', 'd1'), 'd1 cached') // d1 is now the most recent
+  await profiles.load('app', 'd3') // evicts d2
+  t.ok(profiles.peek('app', 'd1'), 'd1 still cached')
+  t.equal(profiles.peek('app', 'd2'), undefined, 'd2 evicted')
+  t.ok(profiles.peek('app', 'd3'))
+  t.equal(reads.get('d1'), 1)
+  now += 60_000
+  t.equal(profiles.peek('app', 'd1'), undefined, 'expired after a minute')
+})
