@@ -1,6 +1,7 @@
 // The delivery engine's rules: pace, lanes, scheduled sends, TTL, credentials, APNs environment, quota.
 import t from 'tap'
 import { startDelivery } from '../helpers/delivery'
+import { until } from '../helpers/until'
 
 const spread = (ats: number[]) => Math.max(...ats) - Math.min(...ats)
 
@@ -47,10 +48,10 @@ t.test('a scheduled send is delivered when it falls due, not before', async (t) 
   const a = await d.device(app, 'later')
   const due = Date.now() + 2_000
   const sendId = await d.send(app, { include_player_ids: [a], send_after: new Date(due).toISOString() })
-  await new Promise((r) => setTimeout(r, 1_000))
-  t.equal(d.fcm.delivered.length, 0, 'nothing before send_after')
+  // The delivery's own time shows nothing went out before send_after (no pause watching for an early one).
   await d.closed(sendId, 10_000)
-  t.ok((d.fcm.delivered[0]?.at ?? 0) >= due - 50, 'delivered at or after send_after')
+  t.equal(d.fcm.delivered.length, 1)
+  t.ok((d.fcm.delivered[0]?.at ?? 0) >= due - 50, 'delivered at or after send_after, not before')
 })
 
 t.test('ttl: a delivery past its deadline is not attempted', async (t) => {
@@ -90,11 +91,10 @@ t.test('APNs BadDeviceToken: a few are dead tokens, a majority is an environment
   const r1 = await d.closed(await d.send(app, { include_player_ids: few }))
   t.equal(r1.failed, 1)
   // Decided when the actor finishes the send, just after its last outcome closed it.
-  let invalid = false
-  for (let i = 0; i < 40 && !invalid; i++) {
-    invalid = (await d.s.sql('SELECT invalid_identifier FROM devices WHERE id = $1', [few[0]]))[0]?.invalid_identifier
-    if (!invalid) await new Promise((r) => setTimeout(r, 50))
-  }
+  const invalid = await until(
+    'the bad token marked dead',
+    async () => (await d.s.sql('SELECT invalid_identifier FROM devices WHERE id = $1', [few[0]]))[0]?.invalid_identifier,
+  )
   t.equal(invalid, true, 'one BadDeviceToken among four answers: a dead token')
   t.equal(r1.problem, null)
 
@@ -102,11 +102,12 @@ t.test('APNs BadDeviceToken: a few are dead tokens, a majority is an environment
   const second = await d.send(app, { include_player_ids: many })
   const r2 = await d.closed(second)
   t.equal(r2.failed, 3)
-  let problem = r2.problem
-  for (let i = 0; i < 40 && !problem; i++) {
-    await new Promise((r) => setTimeout(r, 50))
-    problem = (await d.s.sql('SELECT problem FROM sends WHERE id = $1', [second]))[0]?.problem
-  }
+  const problem =
+    r2.problem ??
+    (await until(
+      'the send names its problem',
+      async () => (await d.s.sql('SELECT problem FROM sends WHERE id = $1', [second]))[0]?.problem,
+    ))
   t.match(String(problem), /apns_ambiente_suspeito/)
   const dead = await d.s.sql('SELECT count(*)::int AS n FROM devices WHERE id = ANY($1) AND invalid_identifier', [many])
   t.equal(dead[0]?.n, 0, 'the iOS base is not wiped over an environment problem')
@@ -123,11 +124,10 @@ t.test('PM_APNS_SUSPECT_PERCENT moves the share at which an environment problem 
   for (let i = 0; i < 6; i++) few.push(await ios(`good-${i}`))
   const id = await d.send(app, { include_player_ids: few })
   t.equal((await d.closed(id)).failed, 2)
-  let problem = null
-  for (let i = 0; i < 40 && !problem; i++) {
-    problem = (await d.s.sql('SELECT problem FROM sends WHERE id = $1', [id]))[0]?.problem
-    if (!problem) await new Promise((r) => setTimeout(r, 50))
-  }
+  const problem = await until(
+    'the send names its problem',
+    async () => (await d.s.sql('SELECT problem FROM sends WHERE id = $1', [id]))[0]?.problem,
+  )
   t.match(String(problem), /apns_ambiente_suspeito/, 'two in eight is 25%: suspected (50% would call them dead)')
   const bad = few.slice(0, 2)
   const dead = await d.s.sql('SELECT count(*)::int AS n FROM devices WHERE id = ANY($1) AND invalid_identifier', [bad])
@@ -143,7 +143,9 @@ t.test('a key for the other APNs environment: the reason reaches the caller, tok
   const row = await d.closed(sendId)
   t.equal(row.errored, 1)
   t.match(String(row.problem), /BadEnvironmentKey(Id)?InToken/)
-  const read = await d.s.call('GET', `/api/v1/notifications/${sendId}?app_id=${app.id}`, { headers: { authorization: `Basic ${app.api_key}` } })
+  const read = await d.s.call('GET', `/api/v1/notifications/${sendId}?app_id=${app.id}`, {
+    headers: { authorization: `Basic ${app.api_key}` },
+  })
   t.match(read.json.pm_problema, /BadEnvironmentKey(Id)?InToken/)
   t.equal((await d.s.sql('SELECT invalid_identifier FROM devices WHERE id = $1', [a]))[0]?.invalid_identifier, false)
 })
