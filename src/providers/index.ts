@@ -1,6 +1,9 @@
 // Providers by platform, and a small cache of them per (app, platform, credential version): the FCM access token and
 // the APNs provider token live as long as the credential version does (a new version, e.g. an environment change,
-// gets a fresh provider at once; the spec, Delivery credentials "effective immediately").
+// gets a fresh provider at once; the spec, Delivery credentials "effective immediately"). Past `max` (app, platform)
+// pairs the least recently used provider leaves (lru-cache) and is made again when its app sends again.
+import { LRUCache } from 'lru-cache'
+import { DEFAULT_LIMITS } from '../core/config'
 import { type Clock, systemClock } from '../core/time'
 import type { ApnsCredential, FcmCredential, Platform } from './credentials'
 import { ApnsProvider } from './apns'
@@ -20,6 +23,8 @@ export interface ProviderDeps {
   apnsTokens?: ApnsTokens
   /** Told of every provider answer with its duration (metrics); ProviderCache wraps its providers with it. */
   observe?: ProviderObserver
+  /** ProviderCache: (app, platform) pairs kept; default two per app of the app cache's bound. */
+  max?: number
 }
 
 export type ProviderObserver = (platform: Platform, outcome: Outcome, seconds: number) => void
@@ -45,16 +50,28 @@ export function providerFor(platform: 'apns', credential: ApnsCredential, deps: 
 export function providerFor(platform: Platform, credential: FcmCredential | ApnsCredential, deps: ProviderDeps): Provider
 export function providerFor(platform: Platform, credential: FcmCredential | ApnsCredential, deps: ProviderDeps): Provider {
   const clock = deps.clock ?? systemClock
-  if (platform === 'fcm') return new FcmProvider(credential as FcmCredential, { baseUrl: deps.fcmBaseUrl, pool: deps.pool, clock })
-  return new ApnsProvider(credential as ApnsCredential, { baseUrl: deps.apnsBaseUrl, pool: deps.pool, clock, tokens: deps.apnsTokens })
+  if (platform === 'fcm')
+    return new FcmProvider(credential as FcmCredential, { baseUrl: deps.fcmBaseUrl, pool: deps.pool, clock })
+  return new ApnsProvider(credential as ApnsCredential, {
+    baseUrl: deps.apnsBaseUrl,
+    pool: deps.pool,
+    clock,
+    tokens: deps.apnsTokens,
+  })
 }
 
 export class ProviderCache {
-  readonly #byApp = new Map<string, { version: string | number; provider: Provider }>()
+  readonly #byApp: LRUCache<string, { version: string | number; provider: Provider }>
   readonly #deps: ProviderDeps
 
   constructor(deps: ProviderDeps) {
     this.#deps = { ...deps, apnsTokens: deps.apnsTokens ?? new ApnsTokens() }
+    this.#byApp = new LRUCache({
+      max: deps.max ?? 2 * DEFAULT_LIMITS.appCacheMax,
+      dispose: (held, _key, reason) => {
+        if (reason === 'evict') void held.provider.close()
+      },
+    })
   }
 
   /** The provider for this credential version; an older version of the same (app, platform) is closed. */
@@ -72,7 +89,7 @@ export class ProviderCache {
   /** The credential was deleted (or the app went away): forget its provider(s). */
   evict(appId: string, platform?: Platform): void {
     for (const p of platform ? [platform] : (['fcm', 'apns'] as const)) {
-      const hit = this.#byApp.get(`${appId}:${p}`)
+      const hit = this.#byApp.peek(`${appId}:${p}`)
       if (!hit) continue
       this.#byApp.delete(`${appId}:${p}`)
       void hit.provider.close()
