@@ -6,6 +6,7 @@ import t, { type Test } from 'tap'
 import { LANE_MARK_MS, Pacer, SharedBucket } from '../../src/delivery/pacer'
 import { Keys } from '../../src/redis/keys'
 import { REDIS_URL } from '../helpers/service'
+import { until } from '../helpers/until'
 
 function setup(t: Test) {
   const redis = new Redis(REDIS_URL)
@@ -21,7 +22,17 @@ function setup(t: Test) {
   const sleep = async (ms: number) => {
     now += ms
   }
-  return { redis, keys, app, clock, sleep, bucket: () => new SharedBucket(redis, keys, app), get now() { return now } }
+  return {
+    redis,
+    keys,
+    app,
+    clock,
+    sleep,
+    bucket: () => new SharedBucket(redis, keys, app),
+    get now() {
+      return now
+    },
+  }
 }
 
 t.test('two processes draw on one budget: rate_por_min 600 lets about 10 a second through in all', async (t) => {
@@ -50,7 +61,7 @@ t.test('lanes across processes: while one asks for transactional tokens, marketi
   t.equal(held.granted, 0, 'marketing waits while transactional work asks')
   t.ok(held.waitMs > 0 && held.waitMs <= LANE_MARK_MS, `told to wait ${held.waitMs} ms`)
   t.equal((await tx.take(60_000, 1, 0, now)).granted, 1, 'transactional is still served')
-  await new Promise((r) => setTimeout(r, LANE_MARK_MS + 100))
+  await until('the transactional mark has expired', async () => (await s.redis.exists(s.keys.paceLane(s.app))) === 0)
   t.equal((await mk.take(60_000, 1, 1, Date.now())).granted, 1, 'marketing goes on once transactional asks stop')
 })
 
@@ -61,7 +72,8 @@ t.test("a provider's 429 pauses the app in every process", async (t) => {
   const signal = new AbortController().signal
   await b.take(signal)
   a.pause(5_000)
-  await new Promise((r) => setTimeout(r, 50)) // the pause is written to Redis without waiting
+  // The pause is written to Redis without waiting: b must see it there.
+  await until('the pause is in Redis', async () => Number(await s.redis.hget(s.keys.pace(s.app), 'p')) > 0)
   const before = s.now
   // b's stash holds a few tokens granted before the pause; once they are spent it must wait for the pause.
   for (let i = 0; i < 200 && s.now === before; i++) await b.take(signal)
