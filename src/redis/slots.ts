@@ -9,7 +9,9 @@ import { isCluster, type RedisClient } from './client'
 /** One command's answer: ioredis's [error, reply] pair. */
 export type Reply = [Error | null, unknown]
 
-// CRC16/XMODEM, the hash Redis Cluster uses for key slots.
+// CRC16/XMODEM, the hash Redis Cluster uses for key slots. Ours rather than cluster-key-slot (the package ioredis
+// pins, 1.1.1): that one hashes `{bar` for `foo{}{bar}` where Redis hashes the whole key (an empty first tag means no
+// tag), so it would name another slot than CLUSTER KEYSLOT does (test/unit/redis-cluster.test.ts).
 const TABLE = new Uint16Array(256)
 for (let i = 0; i < 256; i++) {
   let c = i << 8
@@ -61,7 +63,11 @@ export async function pipelineBySlot<T>(
 ): Promise<Reply[][]> {
   const out: Reply[][] = items.map(() => [])
   await Promise.all(
-    groupBySlot(redis, items.map((_, i) => i), (i) => keyOf(items[i] as T)).map(async (group) => {
+    groupBySlot(
+      redis,
+      items.map((_, i) => i),
+      (i) => keyOf(items[i] as T),
+    ).map(async (group) => {
       const pipe = redis.pipeline()
       const counts: number[] = []
       for (const i of group) {

@@ -32,13 +32,21 @@ t.test('keySlot follows the Redis Cluster specification', async (t) => {
   t.equal(keySlot('foo{bar}{zap}'), keySlot('bar'))
   t.equal(keySlot('{ção}'), 3314, 'bytes (UTF-8), not UTF-16 units')
   t.equal(keySlot('pm:{p0}:work'), 15882)
+  t.equal(keySlot('a{}b}'), 14284, 'an empty tag: the whole key, not the text up to the next }')
+  t.equal(keySlot('{}{x}{y}'), 8108, 'an empty first tag: the whole key, not a later tag')
   for (const k of ['', 'a', 'pm:{p0}:work', 'x'.repeat(1000)]) t.ok(keySlot(k) >= 0 && keySlot(k) < 16384)
 })
 
 t.test('groupBySlot: one group on a single Redis, one per slot on a cluster', async (t) => {
   const single = new Redis({ lazyConnect: true })
-  t.same(groupBySlot(single, ['{a}1', '{b}2', '{a}3'], (k) => k), [['{a}1', '{b}2', '{a}3']])
-  t.same(groupBySlot(single, [], (k: string) => k), [])
+  t.same(
+    groupBySlot(single, ['{a}1', '{b}2', '{a}3'], (k) => k),
+    [['{a}1', '{b}2', '{a}3']],
+  )
+  t.same(
+    groupBySlot(single, [], (k: string) => k),
+    [],
+  )
   single.disconnect()
 })
 
@@ -52,5 +60,9 @@ t.test('a cluster that lost a master is "Redis unreachable" (a named 503), not a
   ]) {
     t.equal(dependencyOf(new Error(msg)), 'redis', msg)
   }
-  t.equal(dependencyOf(new Error('CROSSSLOT Keys in request do not hash to the same slot')), null, 'a programming error stays a 500')
+  t.equal(
+    dependencyOf(new Error('CROSSSLOT Keys in request do not hash to the same slot')),
+    null,
+    'a programming error stays a 500',
+  )
 })
