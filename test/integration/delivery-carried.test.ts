@@ -64,32 +64,38 @@ t.test('what an entry carries is what loadSends reads back for the same send', a
   t.equal(loaded.get(sent[2] as string)?.firstPage?.length, 1, 'the platform filter held: the iOS device was left out')
 })
 
-t.test('a scheduled send has no entry yet; segment and larger sends, or carrying turned off: the entry names the send only', async (t) => {
-  for (const carry of ['10', '0']) {
-    await t.test(`PM_HANDOFF_CARRY_DEVICES=${carry}`, async (t) => {
-      const d = await startDelivery(t, { service: { roles: ['api'] }, env: { PM_HANDOFF_CARRY_DEVICES: carry } })
-      const app = await d.s.createApp()
-      const ids = await Promise.all(Array.from({ length: 11 }, (_, i) => d.device(app, `carried-many-${i}`)))
-      const small = await d.send(app, { include_player_ids: [ids[0]] })
-      const due = await d.send(app, { include_player_ids: [ids[0]], send_after: new Date(Date.now() - 1_000).toISOString() })
-      const segment = await d.send(app, { included_segments: ['Subscribed Users'] })
-      const eleven = await d.send(app, { include_player_ids: ids })
-      const ten = await d.send(app, { include_player_ids: ids.slice(0, 10) })
-      const heavy = await d.send(app, { include_player_ids: [ids[1]], data: { texto: 'x'.repeat(CARRY_MAX_BYTES) } })
-      await d.send(app, { include_player_ids: [ids[0]], send_after: new Date(Date.now() + 3_600_000).toISOString() })
-      const got = await entries(d, app.id, 6)
-      const carries = new Map(got.map((e) => [e.f.s, 'c' in e.f]))
-      t.equal(got.length, 6, 'a send scheduled for later has no entry yet (the sweeper enqueues it when due)')
-      t.equal(carries.get(small), carry !== '0', 'a one-device send due now')
-      t.equal(carries.get(ten), carry !== '0', 'ten devices: at the limit')
-      t.equal(carries.get(due), carry !== '0', 'a send_after already past is a send due now (the spec stores none)')
-      t.equal(carries.get(segment), false, 'a segment: expanded by the worker')
-      t.equal(carries.get(eleven), false, 'eleven devices: over the limit')
-      t.equal(carries.get(heavy), false, `a copy over ${CARRY_MAX_BYTES} bytes: loaded`)
-      t.ok(got.every((e) => Buffer.byteLength(e.f.c ?? '') <= CARRY_MAX_BYTES), 'no entry carries more')
-    })
-  }
-})
+t.test(
+  'a scheduled send has no entry yet; segment and larger sends, or carrying turned off: the entry names the send only',
+  async (t) => {
+    for (const carry of ['10', '0']) {
+      await t.test(`PM_HANDOFF_CARRY_DEVICES=${carry}`, async (t) => {
+        const d = await startDelivery(t, { service: { roles: ['api'] }, env: { PM_HANDOFF_CARRY_DEVICES: carry } })
+        const app = await d.s.createApp()
+        const ids = await Promise.all(Array.from({ length: 11 }, (_, i) => d.device(app, `carried-many-${i}`)))
+        const small = await d.send(app, { include_player_ids: [ids[0]] })
+        const due = await d.send(app, { include_player_ids: [ids[0]], send_after: new Date(Date.now() - 1_000).toISOString() })
+        const segment = await d.send(app, { included_segments: ['Subscribed Users'] })
+        const eleven = await d.send(app, { include_player_ids: ids })
+        const ten = await d.send(app, { include_player_ids: ids.slice(0, 10) })
+        const heavy = await d.send(app, { include_player_ids: [ids[1]], data: { texto: 'x'.repeat(CARRY_MAX_BYTES) } })
+        await d.send(app, { include_player_ids: [ids[0]], send_after: new Date(Date.now() + 3_600_000).toISOString() })
+        const got = await entries(d, app.id, 6)
+        const carries = new Map(got.map((e) => [e.f.s, 'c' in e.f]))
+        t.equal(got.length, 6, 'a send scheduled for later has no entry yet (the sweeper enqueues it when due)')
+        t.equal(carries.get(small), carry !== '0', 'a one-device send due now')
+        t.equal(carries.get(ten), carry !== '0', 'ten devices: at the limit')
+        t.equal(carries.get(due), carry !== '0', 'a send_after already past is a send due now (the spec stores none)')
+        t.equal(carries.get(segment), false, 'a segment: expanded by the worker')
+        t.equal(carries.get(eleven), false, 'eleven devices: over the limit')
+        t.equal(carries.get(heavy), false, `a copy over ${CARRY_MAX_BYTES} bytes: loaded`)
+        t.ok(
+          got.every((e) => Buffer.byteLength(e.f.c ?? '') <= CARRY_MAX_BYTES),
+          'no entry carries more',
+        )
+      })
+    }
+  },
+)
 
 /** A worker process of the same deployment, started once the entries are where the test put them. */
 async function worker(t: Test, d: Delivery) {
@@ -129,6 +135,7 @@ t.test('an entry claimed from a dead consumer is loaded: a send already delivere
     async () => Number(((await redis.xpending(stream, WORK_GROUP)) as [number])[0]) === 0,
   )
   t.equal(w.svc.delivery?.batches.counts.loaded, 1, 'the claimed send was loaded')
+  // A fixed pause on purpose: the assertion is that no delivery happens during it.
   await new Promise((r) => setTimeout(r, 200))
   t.equal(d.fcm.delivered.length, 0, 'and not delivered again')
 })
@@ -156,6 +163,7 @@ t.test('an entry moved off a wrong partition is loaded at its new home; an unrea
   const row = await d.closed(garbled)
   t.equal(row.successful, 1, 'the send with an unreadable copy was loaded and delivered')
   await until('both loaded', () => (w.svc.delivery?.batches.counts.loaded ?? 0) >= 2)
+  // A fixed pause on purpose: the assertion is that nothing is sent again during it.
   await new Promise((r) => setTimeout(r, 200))
   t.same(
     d.fcm.delivered.map((x) => x.target),
