@@ -104,6 +104,7 @@ t.test('a worker SIGKILLed mid-send: the stream gets one notification.completed 
   )
   const total = unique.length + 1
   await sub.waitFor(total, 30_000)
+  // A fixed pause on purpose: the assertion is that no event arrives twice during it.
   await new Promise((res) => setTimeout(res, 500))
   t.equal(sub.events.length, total, `${unique.length} receipts and one completion, nothing twice`)
   t.ok(contiguous(sub.events, 1), 'seq 1..n, nothing skipped')
@@ -145,6 +146,7 @@ t.test('an API instance SIGKILLed with open streams: streams_ativos forgets them
   await until('the dead instance forgotten', async () => (await ativos()) === 1, DEFAULT_STREAM.ttlMs + 5_000)
   const took = Date.now() - t0
   t.ok(took <= DEFAULT_STREAM.ttlMs + 2_500, `streams_ativos back to 1 within ${took} ms of the kill`)
+  // A fixed pause on purpose: the assertion is that the live stream is not forgotten during it.
   await new Promise((r) => setTimeout(r, 2_500))
   t.equal(await ativos(), 1, 'the live stream keeps being counted (its heartbeats go on)')
   local.cancel()
