@@ -137,7 +137,11 @@ t.test('segments: estimate, not exact; a union never counts a device twice; sand
   t.equal(r.status, 200)
   t.equal(r.json.recipients, 2)
   t.equal(r.headers.get('x-pm-recipients-exato'), 'false')
-  t.equal((await s.sql('SELECT audience FROM sends WHERE id = $1', [r.json.id]))[0]?.audience, null, 'the worker expands segments')
+  t.equal(
+    (await s.sql('SELECT audience FROM sends WHERE id = $1', [r.json.id]))[0]?.audience,
+    null,
+    'the worker expands segments',
+  )
   t.equal((await send(s, app, { included_segments: ['Active Users'] })).json.recipients, 1)
   t.equal((await send(s, app, { included_segments: ['Total Subscriptions'] })).json.recipients, 2, 'a segment alone')
   t.equal((await send(s, app, { included_segments: ['Engaged Users'] })).json.recipients, 1)
@@ -180,55 +184,61 @@ t.test('hand-off: the send lands on its partition stream; a lost stream is re-de
   t.equal(await handoff.sweep(), 0, 'a completed send never')
 })
 
-t.test('the sweeper leaves a send waiting unread in its stream alone, and re-enqueues it once the readers passed it', async (t) => {
-  const clock = new FakeClock()
-  const s = await startService(t, { clock })
-  const app = await s.createApp()
-  const a = await device(s, app, 'tok-a')
-  const handoff = s.svc.deps.sends.handoff
-  const stream = handoff.streamOf(app.id)
-  const redis = s.svc.deps.redis
-  // A stream with an older entry, which the workers' group has read: a worker holding back its reading
-  // (PM_WORKER_MAX_SENDS) with a backlog behind it.
-  const older = `${clock.ms - 60_000}-0`
-  await redis.xadd(stream, older, 'a', app.id, 's', '00000000-0000-0000-0000-000000000000', 'l', '0')
-  await redis.xgroup('CREATE', stream, 'workers', older)
-  const r = await send(s, app, { include_player_ids: [a] })
-  for (let i = 0; i < 50 && (await redis.xlen(stream)) < 2; i++) await new Promise((res) => setTimeout(res, 10))
-  t.equal(await redis.xlen(stream), 2, 'the send is handed off behind the read entry')
-  clock.advance(s.cfg.jobs.handoffGraceMs + 1)
-  t.equal(await handoff.sweep(), 0, 'older than the grace period, but still unread in its stream: not enqueued twice')
-  t.equal(await redis.xlen(stream), 2)
-  await redis.xreadgroup('GROUP', 'workers', 'w1', 'COUNT', 10, 'STREAMS', stream, '>')
-  t.equal(await handoff.sweep(), 1, 'once the readers passed it (and nobody touched the send), it is enqueued again')
-  const last = (await redis.xrange(stream, '-', '+')).at(-1)?.[1] ?? []
-  t.same(last.slice(0, 4), ['a', app.id, 's', r.json.id])
-})
+t.test(
+  'the sweeper leaves a send waiting unread in its stream alone, and re-enqueues it once the readers passed it',
+  async (t) => {
+    const clock = new FakeClock()
+    const s = await startService(t, { clock })
+    const app = await s.createApp()
+    const a = await device(s, app, 'tok-a')
+    const handoff = s.svc.deps.sends.handoff
+    const stream = handoff.streamOf(app.id)
+    const redis = s.svc.deps.redis
+    // A stream with an older entry, which the workers' group has read: a worker holding back its reading
+    // (PM_WORKER_MAX_SENDS) with a backlog behind it.
+    const older = `${clock.ms - 60_000}-0`
+    await redis.xadd(stream, older, 'a', app.id, 's', '00000000-0000-0000-0000-000000000000', 'l', '0')
+    await redis.xgroup('CREATE', stream, 'workers', older)
+    const r = await send(s, app, { include_player_ids: [a] })
+    for (let i = 0; i < 50 && (await redis.xlen(stream)) < 2; i++) await new Promise((res) => setTimeout(res, 10))
+    t.equal(await redis.xlen(stream), 2, 'the send is handed off behind the read entry')
+    clock.advance(s.cfg.jobs.handoffGraceMs + 1)
+    t.equal(await handoff.sweep(), 0, 'older than the grace period, but still unread in its stream: not enqueued twice')
+    t.equal(await redis.xlen(stream), 2)
+    await redis.xreadgroup('GROUP', 'workers', 'w1', 'COUNT', 10, 'STREAMS', stream, '>')
+    t.equal(await handoff.sweep(), 1, 'once the readers passed it (and nobody touched the send), it is enqueued again')
+    const last = (await redis.xrange(stream, '-', '+')).at(-1)?.[1] ?? []
+    t.same(last.slice(0, 4), ['a', app.id, 's', r.json.id])
+  },
+)
 
-t.test("the sweeper's stamp, made a deadlock's victim, is written again: the next sweep does not enqueue the send twice", async (t) => {
-  const clock = new FakeClock()
-  const s = await startService(t, { clock })
-  const app = await s.createApp()
-  const a = await device(s, app, 'tok-a')
-  await send(s, app, { include_player_ids: [a] })
-  const handoff = s.svc.deps.sends.handoff
-  const stream = handoff.streamOf(app.id)
-  const redis = s.svc.deps.redis
-  for (let i = 0; i < 50 && (await redis.xlen(stream)) < 1; i++) await new Promise((res) => setTimeout(res, 10))
-  await redis.del(stream) // Redis lost its data
-  // The first stamp fails as Postgres fails a deadlock's victim (a sequence is not rolled back with the statement).
-  await s.sql('CREATE SEQUENCE stamp_once')
-  await s.sql(`CREATE FUNCTION stamp_once() RETURNS trigger LANGUAGE plpgsql AS $$
+t.test(
+  "the sweeper's stamp, made a deadlock's victim, is written again: the next sweep does not enqueue the send twice",
+  async (t) => {
+    const clock = new FakeClock()
+    const s = await startService(t, { clock })
+    const app = await s.createApp()
+    const a = await device(s, app, 'tok-a')
+    await send(s, app, { include_player_ids: [a] })
+    const handoff = s.svc.deps.sends.handoff
+    const stream = handoff.streamOf(app.id)
+    const redis = s.svc.deps.redis
+    for (let i = 0; i < 50 && (await redis.xlen(stream)) < 1; i++) await new Promise((res) => setTimeout(res, 10))
+    await redis.del(stream) // Redis lost its data
+    // The first stamp fails as Postgres fails a deadlock's victim (a sequence is not rolled back with the statement).
+    await s.sql('CREATE SEQUENCE stamp_once')
+    await s.sql(`CREATE FUNCTION stamp_once() RETURNS trigger LANGUAGE plpgsql AS $$
                BEGIN IF nextval('stamp_once') = 1 THEN RAISE EXCEPTION 'deadlock detected (the test)' USING ERRCODE = 'deadlock_detected'; END IF;
                RETURN NEW; END $$`)
-  await s.sql(`CREATE TRIGGER stamp_once BEFORE UPDATE ON sends FOR EACH ROW
+    await s.sql(`CREATE TRIGGER stamp_once BEFORE UPDATE ON sends FOR EACH ROW
                WHEN (NEW.enqueued_at IS DISTINCT FROM OLD.enqueued_at) EXECUTE FUNCTION stamp_once()`)
-  clock.advance(s.cfg.jobs.handoffGraceMs + 1)
-  t.equal(await handoff.sweep(), 1, 'enqueued again, and stamped on the second try')
-  t.equal(Number((await s.sql('SELECT last_value FROM stamp_once'))[0]?.last_value), 2, 'the stamp was tried twice')
-  t.equal(await handoff.sweep(), 0, 'the next sweep finds it stamped')
-  t.equal(await redis.xlen(stream), 1, 'one entry')
-})
+    clock.advance(s.cfg.jobs.handoffGraceMs + 1)
+    t.equal(await handoff.sweep(), 1, 'enqueued again, and stamped on the second try')
+    t.equal(Number((await s.sql('SELECT last_value FROM stamp_once'))[0]?.last_value), 2, 'the stamp was tried twice')
+    t.equal(await handoff.sweep(), 0, 'the next sweep finds it stamped')
+    t.equal(await redis.xlen(stream), 1, 'one entry')
+  },
+)
 
 t.test('a scheduled send reaches its stream when due, not before', async (t) => {
   const clock = new FakeClock()
@@ -239,6 +249,7 @@ t.test('a scheduled send reaches its stream when due, not before', async (t) => 
   const r = await send(s, app, { include_player_ids: [a], send_after: at })
   t.equal(r.status, 200)
   const handoff = s.svc.deps.sends.handoff
+  // A fixed pause on purpose: the assertion is that no hand-off lands on the stream during it.
   await new Promise((res) => setTimeout(res, 20))
   t.equal((await s.svc.deps.redis.xrange(handoff.streamOf(app.id), '-', '+')).length, 0)
   t.equal(await handoff.sweep(), 0)
@@ -271,7 +282,10 @@ t.test('auth: 401 without key or for a foreign app_id, 403 paused, 400 app_id mi
   const body = { app_id: app.id, contents: { en: 'x' }, included_segments: ['Subscribed Users'] }
   t.equal((await s.call('POST', '/api/v1/notifications', { body })).status, 401)
   t.equal((await s.call('POST', '/api/v1/notifications', { body, headers: basic(other.api_key) })).status, 401)
-  const noApp = await s.call('POST', '/api/v1/notifications', { body: { ...body, app_id: undefined }, headers: basic(app.api_key) })
+  const noApp = await s.call('POST', '/api/v1/notifications', {
+    body: { ...body, app_id: undefined },
+    headers: basic(app.api_key),
+  })
   t.equal(noApp.status, 400)
   t.equal(noApp.json.explain.campo, 'app_id')
   await s.svc.deps.apps.setPaused(app.id, true)
