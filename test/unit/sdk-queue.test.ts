@@ -4,6 +4,7 @@
 import { MemoryStorage, Pombo, type PomboError } from '@pombo/sdk'
 import fc from 'fast-check'
 import t from 'tap'
+import { until } from '../helpers/until'
 
 const APP = '7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b'
 const PLAYER = '11111111-2222-4333-8444-555555555555'
@@ -21,7 +22,8 @@ function fakeService(script: Answer[] = [], fallback: Answer = { status: 200, bo
     calls.push({ path, at: Date.now(), body })
     if (path === '/api/v1/players') return Response.json({ success: true, id: PLAYER })
     if (path === '/api/v1/inapp/pending') return new Response(null, { status: 304 })
-    if (path === '/api/v1/inapp/eventos') return Response.json({ ok: true, resultados: (body as { eventos: unknown[] }).eventos.map(() => 'aceito') })
+    if (path === '/api/v1/inapp/eventos')
+      return Response.json({ ok: true, resultados: (body as { eventos: unknown[] }).eventos.map(() => 'aceito') })
     const a = script.shift() ?? fallback
     if (a === 'offline') throw new TypeError('fetch failed')
     if (a.delayMs) await new Promise((r) => setTimeout(r, a.delayMs))
@@ -30,7 +32,11 @@ function fakeService(script: Answer[] = [], fallback: Answer = { status: 200, bo
   return { fetch, calls, receipts: () => calls.filter((c) => c.path === '/api/v1/receipts') }
 }
 
-async function device(fetch: (u: string, i: RequestInit) => Promise<Response>, o: Record<string, unknown> = {}, errors: PomboError[] = []) {
+async function device(
+  fetch: (u: string, i: RequestInit) => Promise<Response>,
+  o: Record<string, unknown> = {},
+  errors: PomboError[] = [],
+) {
   const p = await Pombo.init({
     baseUrl: 'http://pombo.test/',
     appId: APP,
@@ -67,7 +73,13 @@ t.test('what keeps a receipt and what drops it', async (t) => {
   t.match(await p.flush(), { duplicate: 1, pending: 0 }, 'duplicado: counted before, not retried')
   t.same(
     svc.receipts().map((c) => c.body),
-    Array.from({ length: 5 }, () => ({ app_id: APP, notification_id: sid(1), player_id: PLAYER, rcpt: 'proof-1', evento: 'recebido' })),
+    Array.from({ length: 5 }, () => ({
+      app_id: APP,
+      notification_id: sid(1),
+      player_id: PLAYER,
+      rcpt: 'proof-1',
+      evento: 'recebido',
+    })),
     'the same body each time',
   )
   t.match(await p.handlePush(push(2)), { receipt: 'dropped' }, '400: refused for good')
@@ -107,10 +119,16 @@ t.test('a push arriving while a round is in flight is queued, not lost, and sent
   const svc = fakeService([{ status: 200, body: { ok: true }, delayMs: 200 }])
   const p = await device(svc.fetch)
   const first = p.handlePush(push(1))
-  await new Promise((r) => setTimeout(r, 50))
+  await until('the first receipt is in flight', () => svc.receipts().length === 1)
   const second = p.handlePush(push(2))
   t.match(await Promise.all([first, second]), [{ receipt: 'sent' }, { receipt: 'sent' }])
-  t.same(svc.receipts().map((c) => (c.body as { notification_id: string }).notification_id).sort(), [sid(1), sid(2)])
+  t.same(
+    svc
+      .receipts()
+      .map((c) => (c.body as { notification_id: string }).notification_id)
+      .sort(),
+    [sid(1), sid(2)],
+  )
   t.same(await p.queued(), [])
 })
 
@@ -169,9 +187,14 @@ t.test('in-app events travel in batches of at most 50', async (t) => {
   }
   t.equal(shown, 60)
   t.match(await p.flush(), { sent: 120, pending: 0 })
-  const batches = svc.calls.filter((c) => c.path === '/api/v1/inapp/eventos').map((c) => (c.body as { eventos: unknown[] }).eventos.length)
+  const batches = svc.calls
+    .filter((c) => c.path === '/api/v1/inapp/eventos')
+    .map((c) => (c.body as { eventos: unknown[] }).eventos.length)
   t.same(batches, [50, 50, 20])
-  const first = svc.calls.find((c) => c.path === '/api/v1/inapp/eventos')?.body as { player_id: string; eventos: Array<Record<string, unknown>> }
+  const first = svc.calls.find((c) => c.path === '/api/v1/inapp/eventos')?.body as {
+    player_id: string
+    eventos: Array<Record<string, unknown>>
+  }
   t.equal(first.player_id, PLAYER)
   t.match(first.eventos[0], { campanha_id: id, prova: 'prova-1', evento: 'impressao', ocorrencia_n: 1 })
   t.match(first.eventos[1], { campanha_id: id, prova: 'prova-1', evento: 'fechou', ocorrencia_n: 1 })
@@ -207,7 +230,10 @@ t.test('one malformed event named by the service is dropped; the rest of its bat
       batches.push(body.eventos.length)
       if (refuseOnce) {
         refuseOnce = false
-        return Response.json({ errors: ['Horário fora da janela aceita: eventos[1].em.'], explain: { campo: 'eventos[1].em' } }, { status: 422 })
+        return Response.json(
+          { errors: ['Horário fora da janela aceita: eventos[1].em.'], explain: { campo: 'eventos[1].em' } },
+          { status: 422 },
+        )
       }
       return Response.json({ ok: true, resultados: body.eventos.map(() => 'aceito') })
     }
@@ -240,38 +266,38 @@ t.test('property: whatever the service answers, every receipt ends counted once 
   // fc.assert throws with the shrunk counterexample when the property fails.
   await t.resolves(
     fc.assert(
-    fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.array(answer, { maxLength: 20 }), async (pushes, script) => {
-      const counted = new Map<string, number>()
-      const refused = new Set<string>()
-      const svc = fakeService()
-      const fetch = async (url: string, init: RequestInit): Promise<Response> => {
-        if (!url.endsWith('/api/v1/receipts')) return svc.fetch(url, init)
-        const b = JSON.parse(String(init.body)) as { notification_id: string; evento: string }
-        const key = `${b.notification_id}:${b.evento}`
-        const a = script.shift() ?? { status: 200, body: { ok: true } }
-        if (a === 'offline') throw new TypeError('fetch failed')
-        if (a.status === 200) {
-          const dup = counted.has(key) || (a.body as { duplicado?: boolean }).duplicado === true
-          counted.set(key, (counted.get(key) ?? 0) + (counted.has(key) ? 0 : 1))
-          return Response.json(dup ? { ok: true, duplicado: true } : { ok: true })
+      fc.asyncProperty(fc.integer({ min: 1, max: 6 }), fc.array(answer, { maxLength: 20 }), async (pushes, script) => {
+        const counted = new Map<string, number>()
+        const refused = new Set<string>()
+        const svc = fakeService()
+        const fetch = async (url: string, init: RequestInit): Promise<Response> => {
+          if (!url.endsWith('/api/v1/receipts')) return svc.fetch(url, init)
+          const b = JSON.parse(String(init.body)) as { notification_id: string; evento: string }
+          const key = `${b.notification_id}:${b.evento}`
+          const a = script.shift() ?? { status: 200, body: { ok: true } }
+          if (a === 'offline') throw new TypeError('fetch failed')
+          if (a.status === 200) {
+            const dup = counted.has(key) || (a.body as { duplicado?: boolean }).duplicado === true
+            counted.set(key, (counted.get(key) ?? 0) + (counted.has(key) ? 0 : 1))
+            return Response.json(dup ? { ok: true, duplicado: true } : { ok: true })
+          }
+          if (a.status === 400) refused.add(key)
+          return new Response(JSON.stringify(a.body ?? {}), { status: a.status, headers: a.headers })
         }
-        if (a.status === 400) refused.add(key)
-        return new Response(JSON.stringify(a.body ?? {}), { status: a.status, headers: a.headers })
-      }
-      const errors: PomboError[] = []
-      const p = await device(fetch, {}, errors)
-      for (let i = 1; i <= pushes; i++) await p.handlePush(push(i))
-      for (let k = 0; k < 30 && (await p.queued()).length > 0; k++) await p.flush()
-      const dropped = new Set(errors.filter((e) => e.job).map((e) => e.job?.id as string))
-      for (let i = 1; i <= pushes; i++) {
-        const id = `${sid(i)}:recebido`
-        // Counted (the fake counted it, once) or dropped (and then reported), never both missing.
-        if (!(counted.get(id) === 1 || dropped.has(id))) return false
-        if (dropped.has(id) && !refused.has(id)) return false // only a 4xx drops
-      }
-      return (await p.queued()).length === 0
-    }),
-    { numRuns: 60 },
+        const errors: PomboError[] = []
+        const p = await device(fetch, {}, errors)
+        for (let i = 1; i <= pushes; i++) await p.handlePush(push(i))
+        for (let k = 0; k < 30 && (await p.queued()).length > 0; k++) await p.flush()
+        const dropped = new Set(errors.filter((e) => e.job).map((e) => e.job?.id as string))
+        for (let i = 1; i <= pushes; i++) {
+          const id = `${sid(i)}:recebido`
+          // Counted (the fake counted it, once) or dropped (and then reported), never both missing.
+          if (!(counted.get(id) === 1 || dropped.has(id))) return false
+          if (dropped.has(id) && !refused.has(id)) return false // only a 4xx drops
+        }
+        return (await p.queued()).length === 0
+      }),
+      { numRuns: 60 },
     ),
     'the property held',
   )
