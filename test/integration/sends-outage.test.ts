@@ -1,6 +1,7 @@
 // the spec, Send errors 503: database unavailable, nothing written; retry with the same Idempotency-Key.
 import t from 'tap'
 import { basic, DATABASE_URL, startService } from '../helpers/service'
+import { until } from '../helpers/until'
 import { postgresBehindCut } from '../helpers/tcp-cut'
 
 t.test('Postgres unreachable: 503 naming postgres, nothing written; the retry with the same key sends once', async (t) => {
@@ -21,11 +22,10 @@ t.test('Postgres unreachable: 503 naming postgres, nothing written; the retry wi
 
   await proxy.open()
   // The pool reconnects on its own; the same key now creates the send, once.
-  let again = await s.call('POST', '/api/v1/notifications', { body, headers })
-  for (let i = 0; i < 20 && again.status === 503; i++) {
-    await new Promise((res) => setTimeout(res, 100))
-    again = await s.call('POST', '/api/v1/notifications', { body, headers })
-  }
+  const again = await until('the send is accepted again', async () => {
+    const r = await s.call('POST', '/api/v1/notifications', { body, headers })
+    return r.status === 503 ? null : r
+  })
   t.equal(again.status, 200)
   t.equal(again.json.recipients, 1)
   const replay = await s.call('POST', '/api/v1/notifications', { body, headers })
