@@ -91,13 +91,23 @@ async function closed(d: Deployment, sendIds: string[], timeoutMs: number): Prom
 /** Every device got the message at least once; each counted once; the sends are closed. */
 async function exact(t: Tap, d: Deployment, sendIds: string[], rows: Array<Record<string, unknown>>): Promise<void> {
   const tokens = new Set(d.fcm.delivered.map((r) => r.target))
-  const missing = d.ids.length - (await d.s.sql("SELECT count(*)::int AS n FROM devices WHERE identifier = ANY($1::text[])", [[...tokens]]))[0]?.n
-  t.equal(tokens.size, DEVICES, `every device received the message (${d.fcm.delivered.length} accepted, ${d.fcm.delivered.length - tokens.size} duplicates)`)
+  const missing =
+    d.ids.length -
+    (await d.s.sql('SELECT count(*)::int AS n FROM devices WHERE identifier = ANY($1::text[])', [[...tokens]]))[0]?.n
+  t.equal(
+    tokens.size,
+    DEVICES,
+    `every device received the message (${d.fcm.delivered.length} accepted, ${d.fcm.delivered.length - tokens.size} duplicates)`,
+  )
   t.equal(missing, 0, 'no device left out')
   let recipients = 0
   for (const r of rows) {
     recipients += r.recipients as number
-    t.equal((r.successful as number) + (r.failed as number) + (r.errored as number), r.recipients, `send ${r.id}: successful + failed + errored = recipients`)
+    t.equal(
+      (r.successful as number) + (r.failed as number) + (r.errored as number),
+      r.recipients,
+      `send ${r.id}: successful + failed + errored = recipients`,
+    )
     t.equal(r.successful, r.recipients, `send ${r.id}: every device counted successful, once`)
     t.equal(r.android_successful, r.successful, `send ${r.id}: platform stats agree`)
     t.equal(r.remaining, 0)
@@ -123,7 +133,11 @@ t.test('a worker SIGKILLed mid-send: the other takes its partitions over and fin
   const d = await deployment(t)
   d.fcm.setDefaultBehaviour('slow:20') // answers in flight when the kill lands
   const first = await d.worker()
-  t.same([...(await d.shares((m) => m.get(first.pid) === PARTITIONS)).keys()], [first.pid], 'alone, a worker holds every partition')
+  t.same(
+    [...(await d.shares((m) => m.get(first.pid) === PARTITIONS)).keys()],
+    [first.pid],
+    'alone, a worker holds every partition',
+  )
   const second = await d.worker()
   const shares = await d.shares((m) => m.get(first.pid) === PARTITIONS / 2 && m.get(second.pid) === PARTITIONS / 2)
   t.equal(shares.size, 2, 'a worker that joins later gets a fair share: the first hands partitions back')
@@ -143,76 +157,86 @@ t.test('a worker SIGKILLed mid-send: the other takes its partitions over and fin
   await exact(t, d, [sendId], row ? [row] : [])
 })
 
-t.test("the deployment's Redis keys deleted mid-send: workers recreate the group, the sweeper re-enqueues; counters exact", async (t) => {
-  const d = await deployment(t)
-  d.fcm.setDefaultBehaviour('slow:20')
-  await d.worker()
-  await d.worker()
-  const sendIds: string[] = []
-  const lists = Array.from({ length: DEVICES / 2_000 }, (_, i) => d.ids.slice(i * 2_000, (i + 1) * 2_000))
-  // Half the sends are under way when Redis loses the keys…
-  for (const ids of lists.slice(0, 5)) sendIds.push(await d.send({ include_player_ids: ids }))
-  await d.delivered(DEVICES * 0.15)
-  // …the other half are on the work stream, not yet read: the workers are held still (SIGSTOP) while they are
-  // accepted, so their stream entries exist only in the Redis that is about to lose them.
-  for (const w of d.workers) process.kill(w.pid, 'SIGSTOP')
-  try {
-    for (const ids of lists.slice(5)) sendIds.push(await d.send({ include_player_ids: ids }))
-    t.equal(await d.redis.xlen(d.stream), 5 + 5, 'the unread sends wait on the work stream')
-    let deleted = 0
-    let cursor = '0'
-    do {
-      const [next, keys] = await d.redis.scan(cursor, 'MATCH', `${d.s.cfg.redisPrefix}:*`, 'COUNT', 1000)
-      if (keys.length) deleted += await d.redis.del(...keys)
-      cursor = next
-    } while (cursor !== '0')
-    t.ok(deleted > 0, `deleted ${deleted} keys at ${d.fcm.stats().delivered} of ${DEVICES} accepted`)
-  } finally {
-    for (const w of d.workers) process.kill(w.pid, 'SIGCONT')
-  }
+t.test(
+  "the deployment's Redis keys deleted mid-send: workers recreate the group, the sweeper re-enqueues; counters exact",
+  async (t) => {
+    const d = await deployment(t)
+    d.fcm.setDefaultBehaviour('slow:20')
+    await d.worker()
+    await d.worker()
+    const sendIds: string[] = []
+    const lists = Array.from({ length: DEVICES / 2_000 }, (_, i) => d.ids.slice(i * 2_000, (i + 1) * 2_000))
+    // Half the sends are under way when Redis loses the keys…
+    for (const ids of lists.slice(0, 5)) sendIds.push(await d.send({ include_player_ids: ids }))
+    await d.delivered(DEVICES * 0.15)
+    // …the other half are on the work stream, not yet read: the workers are held still (SIGSTOP) while they are
+    // accepted, so their stream entries exist only in the Redis that is about to lose them.
+    for (const w of d.workers) process.kill(w.pid, 'SIGSTOP')
+    try {
+      for (const ids of lists.slice(5)) sendIds.push(await d.send({ include_player_ids: ids }))
+      t.equal(await d.redis.xlen(d.stream), 5 + 5, 'the unread sends wait on the work stream')
+      let deleted = 0
+      let cursor = '0'
+      do {
+        const [next, keys] = await d.redis.scan(cursor, 'MATCH', `${d.s.cfg.redisPrefix}:*`, 'COUNT', 1000)
+        if (keys.length) deleted += await d.redis.del(...keys)
+        cursor = next
+      } while (cursor !== '0')
+      t.ok(deleted > 0, `deleted ${deleted} keys at ${d.fcm.stats().delivered} of ${DEVICES} accepted`)
+    } finally {
+      for (const w of d.workers) process.kill(w.pid, 'SIGCONT')
+    }
 
-  const rows = await closed(d, sendIds, 60_000)
-  await exact(t, d, sendIds, rows)
-  const [{ enqueued } = { enqueued: 0 }] = await d.s.sql<{ enqueued: number }>(
-    'SELECT count(*)::int AS enqueued FROM sends WHERE id = ANY($1::uuid[]) AND enqueued_at IS NOT NULL',
-    [sendIds.slice(5)],
-  )
-  // A reader blocked in XREADGROUP when the workers were stopped is handed the first new entry at once (it waits in
-  // the stopped worker's socket, and survives the deletion); the others exist only in Redis and come back through
-  // the sweeper.
-  t.ok(enqueued >= 4, `the lost sends were re-enqueued by the sweeper (${enqueued} of 5)`)
-  const groups = (await d.redis.xinfo('GROUPS', d.stream)) as unknown[][]
-  t.ok(groups.some((g) => g[1] === 'workers'), 'the workers recreated their consumer group')
-})
+    const rows = await closed(d, sendIds, 60_000)
+    await exact(t, d, sendIds, rows)
+    const [{ enqueued } = { enqueued: 0 }] = await d.s.sql<{ enqueued: number }>(
+      'SELECT count(*)::int AS enqueued FROM sends WHERE id = ANY($1::uuid[]) AND enqueued_at IS NOT NULL',
+      [sendIds.slice(5)],
+    )
+    // A reader blocked in XREADGROUP when the workers were stopped is handed the first new entry at once (it waits in
+    // the stopped worker's socket, and survives the deletion); the others exist only in Redis and come back through
+    // the sweeper.
+    t.ok(enqueued >= 4, `the lost sends were re-enqueued by the sweeper (${enqueued} of 5)`)
+    const groups = (await d.redis.xinfo('GROUPS', d.stream)) as unknown[][]
+    t.ok(
+      groups.some((g) => g[1] === 'workers'),
+      'the workers recreated their consumer group',
+    )
+  },
+)
 
-t.test('a worker stalled past its lease (SIGSTOP): the other takes over; on waking it stops its actor; counters exact', async (t) => {
-  const d = await deployment(t)
-  d.fcm.setDefaultBehaviour('slow:20')
-  const first = await d.worker()
-  await d.shares((m) => m.get(first.pid) === PARTITIONS)
-  const second = await d.worker()
-  await d.shares((m) => m.get(first.pid) === PARTITIONS / 2 && m.get(second.pid) === PARTITIONS / 2)
-  const sendId = await d.send({ included_segments: ['Subscribed Users'] })
-  await d.delivered(DEVICES * 0.3)
-  const ownerPid = await d.owner()
-  const sleeper = d.workers.find((w) => w.pid === ownerPid) as Pombo
-  const other = d.workers.find((w) => w.pid !== ownerPid) as Pombo
-  process.kill(sleeper.pid, 'SIGSTOP')
-  try {
-    await d.shares((m) => m.get(other.pid) === PARTITIONS, 20_000) // the lease lapsed and the other worker took it
-    await new Promise((r) => setTimeout(r, 500)) // the other worker is delivering the send now
-  } finally {
-    process.kill(sleeper.pid, 'SIGCONT')
-  }
-  const [row] = await closed(d, [sendId], 60_000)
-  await exact(t, d, [sendId], row ? [row] : [])
-  // Sent twice: what was in flight when it stalled, and the few windows it sends on waking before its lease round
-  // (typically 250–520 here). Were its actor to carry on beside the new owner's, both would walk the rest of the
-  // audience (~10,000 duplicates here).
-  const twice = d.fcm.delivered.length - DEVICES
-  t.ok(twice < DEVICES / 8, `duplicates bounded by a few in-flight windows (${twice})`)
-  t.ok(
-    d.troubles().some((l) => l.includes(`-${d.workers.indexOf(sleeper)}.log`) && l.includes('lost to another worker')),
-    'the stalled worker saw its lease taken and stopped its actor',
-  )
-})
+t.test(
+  'a worker stalled past its lease (SIGSTOP): the other takes over; on waking it stops its actor; counters exact',
+  async (t) => {
+    const d = await deployment(t)
+    d.fcm.setDefaultBehaviour('slow:20')
+    const first = await d.worker()
+    await d.shares((m) => m.get(first.pid) === PARTITIONS)
+    const second = await d.worker()
+    await d.shares((m) => m.get(first.pid) === PARTITIONS / 2 && m.get(second.pid) === PARTITIONS / 2)
+    const sendId = await d.send({ included_segments: ['Subscribed Users'] })
+    await d.delivered(DEVICES * 0.3)
+    const ownerPid = await d.owner()
+    const sleeper = d.workers.find((w) => w.pid === ownerPid) as Pombo
+    const other = d.workers.find((w) => w.pid !== ownerPid) as Pombo
+    process.kill(sleeper.pid, 'SIGSTOP')
+    try {
+      await d.shares((m) => m.get(other.pid) === PARTITIONS, 20_000) // the lease lapsed and the other worker took it
+      const seen = d.fcm.stats().delivered
+      await d.delivered(seen + 1) // the other worker is delivering the send now (the stalled one cannot)
+    } finally {
+      process.kill(sleeper.pid, 'SIGCONT')
+    }
+    const [row] = await closed(d, [sendId], 60_000)
+    await exact(t, d, [sendId], row ? [row] : [])
+    // Sent twice: what was in flight when it stalled, and the few windows it sends on waking before its lease round
+    // (typically 250–520 here). Were its actor to carry on beside the new owner's, both would walk the rest of the
+    // audience (~10,000 duplicates here).
+    const twice = d.fcm.delivered.length - DEVICES
+    t.ok(twice < DEVICES / 8, `duplicates bounded by a few in-flight windows (${twice})`)
+    t.ok(
+      d.troubles().some((l) => l.includes(`-${d.workers.indexOf(sleeper)}.log`) && l.includes('lost to another worker')),
+      'the stalled worker saw its lease taken and stopped its actor',
+    )
+  },
+)
