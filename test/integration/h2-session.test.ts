@@ -11,6 +11,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { H2Session, type StreamHandler } from '../../src/h2/session'
 import { testCa, testTls } from '../fakes/tls'
+import { until } from '../helpers/until'
 
 type Answer = { status: number; headers: IncomingHttpHeaders; body: Buffer } | { failed: number | undefined; reason: string }
 
@@ -173,7 +174,9 @@ t.test('an answer body over 1 MiB is refused; a header value with a line break i
 })
 
 t.test('PING is answered; a GOAWAY from the server ends the session once its streams are done', async (t) => {
+  let taken = 0
   const { url, sessions } = await server(t, (stream) => {
+    taken++
     setTimeout(() => {
       stream.respond({ ':status': 200 })
       stream.end('late')
@@ -187,11 +190,11 @@ t.test('PING is answered; a GOAWAY from the server ends the session once its str
   s.onGoaway = () => goaway++
   s.onClose = () => closed++
   const pending = ask(s, '/slow')
-  await new Promise((r) => setTimeout(r, 30))
+  await until('the server has taken the stream', () => taken === 1)
   for (const x of sessions) x.goaway(0, 1) // NO_ERROR, stream 1 (ours) will be processed
   const a = await pending
   t.ok('status' in a && a.body.toString() === 'late', 'a stream the server had taken is answered')
-  await new Promise((r) => setTimeout(r, 50))
+  await until('the session closed', () => closed === 1)
   t.equal(goaway, 1, 'told once')
   t.equal(closed, 1, 'closed once its last stream ended')
   t.throws(() => s.request('POST', '/x', [], undefined, { onResponse() {}, onFail() {} }), /closing/, 'no new stream')
@@ -299,6 +302,7 @@ t.test('a hostile peer sending arbitrary frames: every stream ends exactly once,
       )
       // The peer closes its side after its frames: whatever they were, every stream ends.
       await Promise.all(asks)
+      // A fixed pause on purpose: the assertion is that no stream settles a second time during it.
       await new Promise((r) => setTimeout(r, 5))
       s.destroy()
       await new Promise<void>((r) => srv.close(() => r()))
