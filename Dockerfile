@@ -38,11 +38,12 @@ RUN npm ci --omit=dev --omit=optional --no-audit --no-fund \
  && find node_modules/@btc-vision/uwebsockets.js -name 'uws_*.node' \
       ! -name "uws_linux_$(node -p process.arch)_$(node -p process.versions.modules).node" -delete
 
-# .dockerignore lets only src (migrations live in src/db/migrations), bin, proto (the confirmation stream's
-# contract, loaded at start), docs/openapi.yaml (served at GET /api/v1/openapi.json), config, migrations and the
-# SDK's sources through; the sources stay for the `pombo` CLI (bin/pombo runs them through tsx), the service runs
-# the compiled dist/src.
-COPY . .
+# The service and the `pombo` CLI both run the compiled dist/src (bin/pombo picks it where there is no src/, and
+# NODE_ENV=production), so no TypeScript source and no tsx ship: besides dist, only the CLI's entry, proto (the
+# confirmation stream's contract, loaded at start) and docs/openapi.yaml (served at GET /api/v1/openapi.json).
+COPY bin ./bin
+COPY proto ./proto
+COPY docs/openapi.yaml ./docs/openapi.yaml
 COPY --from=build /app/dist/src ./dist/src
 COPY --from=build /app/packages/sdk/dist ./packages/sdk/dist
 RUN mkdir -p .data/exports && chown -R node:node .data
