@@ -14,6 +14,7 @@ async function serve(t: Test, env: Record<string, string> = {}) {
     await new Promise((resolve) => sock.once('connect', resolve))
     sock.write('POST /api/v1/receipts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{')
     t.teardown(() => sock.destroy())
+    // The child shows nothing of a request still reading its body (no in-flight count outside the process): a pause.
     await new Promise((r) => setTimeout(r, 200))
     return sock
   }
