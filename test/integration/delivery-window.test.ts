@@ -27,6 +27,7 @@ async function sendWhileOutcomesWait(t: Tap, tag: string, env: Record<string, st
 
   const sendId = await d.send(app, { include_player_ids: ids })
   const asked = () => d.fcm.requests.filter((r) => r.target?.startsWith(`${tag}-`)).length
+  // Until the deliveries stop growing: the assertions are on where they stop, so this waits for nothing to happen.
   let seen = -1
   for (const until = Date.now() + 15_000; Date.now() < until; ) {
     await new Promise((r) => setTimeout(r, 400))
