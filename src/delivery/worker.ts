@@ -230,17 +230,33 @@ export class DeliveryWorker {
     this.log.info({ partition: spare }, 'partition handed back to share the work')
   }
 
-  /** Forgets a partition's work here: its actors stop (in-flight requests finish), its entries stay unacknowledged. */
+  /**
+   * Forgets a partition's work here: its actors stop (in-flight requests finish and are recorded), then its
+   * unacknowledged entries go back to the end of their stream. The new owner claimed what was pending when it adopted
+   * the partition, and never looks again: an entry this worker read after that would stay pending here.
+   */
   #drop(p: number): void {
+    const stopped: Promise<void>[] = []
     for (const [appId, a] of this.#actors) {
       if (partitionOf(appId, this.s.partitions) !== p) continue
       this.#actors.delete(appId)
-      a.stop().catch((err) => this.log.warn({ err: String(err), app: appId }, 'actor stop failed'))
+      stopped.push(a.stop().catch((err) => this.log.warn({ err: String(err), app: appId }, 'actor stop failed')))
     }
+    const left: Array<{ stream: string; id: string }> = []
     for (const [sendId, list] of this.#entries) {
       const rest = list.filter((e) => this.#partitionOfStream(e.stream) !== p)
+      left.push(...list.filter((e) => this.#partitionOfStream(e.stream) === p))
       if (rest.length === 0) this.#entries.delete(sendId)
       else this.#entries.set(sendId, rest)
+    }
+    if (left.length > 0) void Promise.all(stopped).then(() => this.#handOver(left))
+  }
+
+  /** Moves entries this worker still holds to the end of their stream (their fields read back from it). */
+  async #handOver(entries: ReadonlyArray<{ stream: string; id: string }>): Promise<void> {
+    for (const e of entries) {
+      const [entry] = (await this.redis.xrange(e.stream, e.id, e.id).catch(() => [])) as Array<[string, string[]]>
+      if (entry) this.#move(e.stream, e.stream, e.id, entry[1], 'an entry of a partition lost to another worker')
     }
   }
 

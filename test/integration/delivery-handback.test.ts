@@ -1,7 +1,12 @@
-// A partition handed back to share the work (a second worker joined) while the first worker's blocked read still
-// names its stream: an entry added then may reach the first worker after the new owner adopted the partition (and
-// claimed what was pending then). Found by the model of a send's life (test/model/): an entry left pending on the
-// first worker, its send waiting for the sweeper's grace. The entry must reach the partition's owner at once.
+// Entries of a partition that changed hands. A new owner claims what is pending on the partition's stream when it
+// adopts it, and never again; an entry another worker reads afterwards was left pending there, its send waiting for
+// the sweeper's grace and the entry until the partition moved again. Found by the model of a send's life
+// (test/model/): entries left pending after every send closed. Two ways to get there:
+//   - a partition handed back to share the work (a second worker joined) while the first worker's blocked read
+//     still names its stream: an entry added then reaches the first worker after the new owner adopted it;
+//   - a partition lost to another worker (Redis emptied, or a stall past the lease) after the new owner adopted it
+//     and this worker read more of it.
+// Either way the entry goes back to the end of its stream, where the owner reads it.
 import Redis from 'ioredis'
 import t from 'tap'
 import { partitionOf, WORK_GROUP } from '../../src/redis/partitions'
@@ -101,4 +106,55 @@ t.test('an entry read for a partition just handed back reaches its new owner at 
     'no entry left pending',
   )
   await first.svc.stop()
+})
+
+t.test('the entries of a partition lost to another worker go back to its stream once the actors have stopped', async (t) => {
+  const d = await startDelivery(t, { env: ENV, service: { roles: ['api'], cluster: false } })
+  const redis = new Redis(REDIS_URL)
+  t.teardown(() => redis.disconnect())
+  const app = await d.s.createApp()
+  await d.fcmFor(app)
+  d.fcm.script('lost-slow', 'slow:1500') // in flight when the partition is lost
+  const device = await d.device(app, 'lost-slow')
+  const p = partitionOf(app.id, PARTITIONS)
+  const stream = d.s.svc.deps.keys.workStream(p)
+  const leaseKey = `${d.s.cfg.redisPrefix}:{p${p}}:lease`
+  const w = await startService(t, {
+    roles: ['worker'],
+    shareWith: d.s,
+    providerCa: d.ca,
+    ops: false,
+    env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, ...ENV },
+  })
+  const id = w.svc.delivery?.worker.id as string
+  await until('the worker holds the partition', async () => (await redis.get(leaseKey)) === id)
+  const r = await d.s.call('POST', '/api/v1/notifications', {
+    body: { app_id: app.id, contents: { en: 'Lost' }, include_player_ids: [device] },
+    headers: basic(app.api_key),
+  })
+  const sendId = r.json.id as string
+  await d.fcm.waitForRequests(1)
+  const original = ((await redis.xpending(stream, WORK_GROUP, '-', '+', 10)) as Array<[string, string]>)[0]?.[0]
+  t.ok(original, 'the send is pending on the worker')
+  // Another worker took the partition (and adopted it, claiming nothing): the worker finds its lease gone.
+  await redis.set(leaseKey, 'another-worker', 'PX', 60_000)
+  const mine = async () =>
+    ((await redis.xpending(stream, WORK_GROUP, '-', '+', 10)) as Array<[string, string]>).filter((x) => x[1] === id)
+  await until('the worker holds no entry of the lost partition', async () => (await mine()).length === 0, 8_000).catch(() => {})
+  t.same(await mine(), [], 'nothing left pending on the worker that lost the partition')
+  const copies = ((await redis.xrange(stream, '-', '+')) as Array<[string, string[]]>).filter(
+    ([x, f]) => x !== original && f[f.indexOf('s') + 1] === sendId,
+  )
+  t.equal(copies.length, 1, 'the entry waits again at the end of its stream, for the owner')
+  // The partition comes back: the copy is read, finds the send's device final, and is acknowledged.
+  await redis.del(leaseKey)
+  const row = await d.closed(sendId, 10_000)
+  t.equal(row.successful, 1)
+  t.equal(d.fcm.delivered.filter((x) => x.target === 'lost-slow').length, 1, 'delivered once')
+  await until(
+    'no entry left pending',
+    async () => Number(((await redis.xpending(stream, WORK_GROUP)) as [number])[0]) === 0,
+    5_000,
+  )
+  await w.svc.stop()
 })
