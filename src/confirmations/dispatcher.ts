@@ -15,6 +15,7 @@
 //
 // At-least-once: the cursor moves only after a 2xx or an abandon, and is written after the batch; a crash in the
 // middle of a batch redelivers that batch's events in order (same X-PM-Evento-Id).
+import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import type { Config } from '../core/config'
 import { createPool, type Db, query, type Tx, tagPgError } from '../db/pool'
@@ -69,7 +70,8 @@ export class WebhookDispatcher {
   readonly #db: Db
   readonly #sender: WebhookSender
   readonly #running = new Map<string, Promise<void>>()
-  readonly #secrets = new Map<string, string>()
+  /** Opened signing secrets by destination: a destination's secret never changes (a new one is a new destination). */
+  readonly #secrets: LRUCache<string, string>
   readonly #stop = new AbortController()
   #loop: Promise<void> | null = null
   #wake: (() => void) | null = null
@@ -89,6 +91,7 @@ export class WebhookDispatcher {
     }
     // Its own pool: connections held by destinations at work never starve the API's queries.
     this.#db = createPool(d.cfg, poolMax)
+    this.#secrets = new LRUCache({ max: d.cfg.limits.appCacheMax })
     this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca, maxSockets: this.#concurrency })
   }
 

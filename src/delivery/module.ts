@@ -1,9 +1,9 @@
 // Builds the delivery engine of a worker process: the HTTP/2 pool and providers, credentials (cached, dropped on
-// change), receipt keys, the outcome recorder and the partition worker with its actors.
-import { receiptKeyAad } from '../apps/service'
+// change), receipt keys, the outcome recorder and the partition worker with its actors. Its caches are bounded LRUs
+// (lru-cache) sized by the app cache's bound; a credential's freshness is judged here by the clock.
+import { LRUCache } from 'lru-cache'
 import type { AppDirectory } from '../apps/directory'
 import { loadCredential, onCredentialChange } from '../credentials/store'
-import { query } from '../db/pool'
 import type { Infra } from '../infra/infra'
 import type { Vault } from '../core/vault'
 import type { ProviderSource } from './actor'
@@ -16,6 +16,7 @@ import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from '../h2/pool'
 import { ProviderCache, type ProviderObserver } from '../providers/index'
 import type { Provider } from '../providers/types'
+import { ReceiptKeys } from '../receipts/keys'
 import { DeliveryWorker } from './worker'
 
 export interface DeliveryDeps extends Infra {
@@ -29,6 +30,12 @@ export interface DeliveryDeps extends Infra {
   observePace?: (cause: PaceCause, ms: number) => void
 }
 
+interface CredentialEntry {
+  at: number
+  value: Promise<{ version: number; credential: unknown } | null>
+  settled?: { version: number; credential: unknown } | null
+}
+
 export class DeliveryModule implements ProviderSource {
   readonly pool: H2Pool
   readonly recorder: OutcomeRecorder
@@ -36,18 +43,25 @@ export class DeliveryModule implements ProviderSource {
   readonly worker: DeliveryWorker
   readonly apnsAnswers: ApnsAnswers
   readonly #providers: ProviderCache
-  readonly #credentials = new Map<
-    string,
-    { at: number; value: Promise<{ version: number; credential: unknown } | null>; settled?: { version: number; credential: unknown } | null }
-  >()
-  readonly #receiptKeys = new Map<string, Promise<Buffer>>()
+  /** By `app:platform`. */
+  readonly #credentials: LRUCache<string, CredentialEntry>
+  readonly #receiptKeys: ReceiptKeys
   #unsubscribe: (() => void) | null = null
   #jobs: NodeJS.Timeout | null = null
 
   constructor(private readonly d: DeliveryDeps) {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca })
-    this.#providers = new ProviderCache({ pool: this.pool, fcmBaseUrl: cfg.fcmBaseUrl, apnsBaseUrl: cfg.apnsBaseUrl, clock, observe: d.observeProvider })
+    this.#credentials = new LRUCache({ max: 2 * cfg.limits.appCacheMax })
+    this.#receiptKeys = new ReceiptKeys(db, d.vault, cfg.limits.appCacheMax)
+    this.#providers = new ProviderCache({
+      pool: this.pool,
+      fcmBaseUrl: cfg.fcmBaseUrl,
+      apnsBaseUrl: cfg.apnsBaseUrl,
+      clock,
+      observe: d.observeProvider,
+      max: 2 * cfg.limits.appCacheMax,
+    })
     this.recorder = new OutcomeRecorder(db, clock, log, {
       maxBatch: cfg.delivery.outcomeBatchMax,
       concurrency: cfg.delivery.outcomeWriters,
@@ -159,7 +173,7 @@ export class DeliveryModule implements ProviderSource {
       const value = loadCredential(this.d.db, this.d.vault, appId, platform).then((c) =>
         c ? { version: c.updatedAt.getTime(), credential: c.credential } : null,
       )
-      const entry: { at: number; value: typeof value; settled?: { version: number; credential: unknown } | null } = { at: this.d.clock(), value }
+      const entry: CredentialEntry = { at: this.d.clock(), value }
       hit = entry
       this.#credentials.set(key, entry)
       value.then(
@@ -183,17 +197,9 @@ export class DeliveryModule implements ProviderSource {
   }
 
   /** The app's receipt key, opened from the vault once per process. */
-  #receiptKey(appId: string): Promise<Buffer> {
-    let k = this.#receiptKeys.get(appId)
-    if (!k) {
-      k = query<{ receipt_key_enc: Buffer }>(this.d.db, 'SELECT receipt_key_enc FROM apps WHERE id = $1', [appId]).then((r) => {
-        const sealed = r.rows[0]?.receipt_key_enc
-        if (!sealed) throw new Error(`app ${appId} has no receipt key`)
-        return Buffer.from(this.d.vault.open(sealed, receiptKeyAad(appId)).toString('utf8'), 'hex')
-      })
-      this.#receiptKeys.set(appId, k)
-      k.catch(() => this.#receiptKeys.delete(appId))
-    }
+  async #receiptKey(appId: string): Promise<Buffer> {
+    const k = await this.#receiptKeys.get(appId)
+    if (!k) throw new Error(`app ${appId} has no receipt key`)
     return k
   }
 }

@@ -2,8 +2,10 @@
 // of an app polls `pending`; what they are served comes from the app's active campaigns and the app's switches,
 // loaded once and kept in memory. A campaign change, a config change or any app change (pause, keys) is published on
 // Redis and every instance drops the app's entry (as the key cache does); entries also expire after a minute in
-// case a message was lost, and everything is dropped when the subscription reconnects.
+// case a message was lost, and everything is dropped when the subscription reconnects. Past `maxApps` apps the least
+// recently polled leaves first (lru-cache); freshness is judged here by the clock.
 import { createHash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import { DEFAULT_LIMITS } from '../core/config'
 import { type Db, query } from '../db/pool'
@@ -44,7 +46,7 @@ interface Entry {
 }
 
 export class PackageCache {
-  readonly #map = new Map<string, Entry>()
+  readonly #map: LRUCache<string, Entry>
   readonly #loading = new Map<string, Promise<AppPack | null>>()
   #generation = 0
   #unsubscribe: (() => void) | null = null
@@ -56,9 +58,10 @@ export class PackageCache {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly ttlMs: number,
-    /** Past this many apps the cache starts over rather than grows. */
-    private readonly maxApps: number = DEFAULT_LIMITS.appCacheMax,
-  ) {}
+    maxApps: number = DEFAULT_LIMITS.appCacheMax,
+  ) {
+    this.#map = new LRUCache({ max: maxApps })
+  }
 
   /** Subscribes to the in-app channel and to the apps' invalidation channel on a dedicated connection. */
   async start(): Promise<void> {
@@ -103,7 +106,6 @@ export class PackageCache {
       (pack) => {
         this.#loading.delete(appId)
         if (generation === this.#generation) {
-          if (this.#map.size >= this.maxApps) this.#map.clear()
           this.#map.set(appId, { pack, at })
         }
         return pack
