@@ -4,12 +4,16 @@ import t from 'tap'
 import { receiptKeyAad } from '../../src/apps/service'
 import { Vault } from '../../src/core/vault'
 import type { Db } from '../../src/db/pool'
+import { createLogger } from '../../src/core/log'
+import type { RedisClient } from '../../src/redis/client'
+import { Keys } from '../../src/redis/keys'
 import { DeviceProfiles } from '../../src/inapp/device-profiles'
+import { PackageCache } from '../../src/inapp/packages'
 import { ReceiptKeys } from '../../src/receipts/keys'
 
 const vault = new Vault(Buffer.alloc(32, 7))
 
-/** Answers the receipt-key and device-profile reads; `reads` counts them per id. */
+/** Answers the receipt-key, in-app app and device-profile reads; `reads` counts them per id. */
 function fakeDb() {
   const reads = new Map<string, number>()
   // A receipt key is sealed as hex text; the app's is the bytes of `<app>-key`.
@@ -24,6 +28,11 @@ function fakeDb() {
             ? []
             : [{ receipt_key_enc: vault.seal(Buffer.from(`${appId}-key`).toString('hex'), receiptKeyAad(appId)) }],
         }
+      }
+      if (text.includes('inapp_campaigns')) return { rows: [] }
+      if (text.includes('inapp_ativo')) {
+        count(params[0] as string)
+        return { rows: [{ paused: false, inapp_ativo: true, inapp_cap_horas: 24 }] }
       }
       const ids = params[1] as string[]
       for (const id of ids) count(id)
@@ -65,4 +74,19 @@ t.test('device profiles: the least recently polled device leaves first; expiry s
   t.equal(reads.get('d1'), 1)
   now += 60_000
   t.equal(profiles.peek('app', 'd1'), undefined, 'expired after a minute')
+})
+
+t.test('in-app packages: the least recently polled app leaves first; expiry still applies', async (t) => {
+  const { db, reads } = fakeDb()
+  let now = 1_000_000
+  const packs = new PackageCache(db, {} as RedisClient, new Keys('unused'), () => now, createLogger('silent'), 60_000, 2)
+  await packs.load('a')
+  await packs.load('b')
+  t.ok(packs.peek('a'), 'a cached') // a is now the most recent
+  await packs.load('c') // evicts b
+  t.ok(packs.peek('a'), 'a still cached')
+  t.equal(packs.peek('b'), undefined, 'b evicted')
+  t.equal(reads.get('a'), 1)
+  now += 60_000
+  t.equal(packs.peek('a'), undefined, 'expired after a minute')
 })
