@@ -152,15 +152,28 @@ t.test('nesting is capped: 256 levels read, 257 refused', async (t) => {
   )
 })
 
-t.test('a 256 KB body takes a few milliseconds', async (t) => {
+t.test('a 256 KB body costs a small multiple of parsing and writing it once (no quadratic step)', async (t) => {
   const ids = Array.from({ length: 2000 }, (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`)
   const rows = Array.from({ length: 1500 }, (_, i) => ({ k: `chave ${i}`, v: i * 1.5, s: 'olá "mundo"\n', b: i % 2 === 0 }))
   const raw = Buffer.from(JSON.stringify({ app_id: ids[0], include_player_ids: ids, contents: { en: 'x' }, data: { rows } }))
   t.ok(raw.length > 150_000 && raw.length <= 256 * 1024, `${raw.length} bytes`)
-  for (let i = 0; i < 5; i++) bodyHash(raw) // warm up
-  const runs = 10
-  const start = performance.now()
-  for (let i = 0; i < runs; i++) bodyHash(raw)
-  const ms = (performance.now() - start) / runs
-  t.ok(ms < 25, `${ms.toFixed(2)} ms per body (generous bound for a loaded CI machine)`)
+  // The machine is shared and noisy: the figure is a ratio to a baseline measured in the same run, rounds
+  // interleaved, the best round of each kept.
+  const round = (f: () => unknown): number => {
+    const start = performance.now()
+    for (let i = 0; i < 5; i++) f()
+    return (performance.now() - start) / 5
+  }
+  const hash = () => bodyHash(raw)
+  const baseline = () => JSON.stringify(JSON.parse(raw.toString()))
+  hash()
+  baseline()
+  let best = Infinity
+  let bestBase = Infinity
+  for (let r = 0; r < 7; r++) {
+    best = Math.min(best, round(hash))
+    bestBase = Math.min(bestBase, round(baseline))
+  }
+  const ratio = best / bestBase
+  t.ok(ratio < 20, `${best.toFixed(2)} ms per body, ${ratio.toFixed(1)} × JSON.parse + JSON.stringify of it (${bestBase.toFixed(2)} ms)`)
 })
