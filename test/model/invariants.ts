@@ -3,7 +3,8 @@
 //   - a send is never delivered, nor closed, before it is due; a send due in minutes stays open and undelivered;
 //   - closed: successful + failed + errored = recipients and remaining = 0, with the counts the model expects, and
 //     the read never changes afterwards (closed once);
-//   - no device gets a send twice unless a worker was stopped or Redis emptied while the send was open;
+//   - no device gets a send twice unless a worker was stopped or Redis emptied while the send was open, or a worker
+//     lost a partition lease (the process stalled past it) after the send was made (judged at the end);
 //   - no device outside the send's audience gets it; `successful` never exceeds the devices the provider accepted;
 //   - at the end (a bounded wait), every due send is closed, each device has one final delivery row, and no stream
 //     entry is left unacknowledged.
@@ -40,8 +41,11 @@ function checkSend(s: ModelSend, status: number, x: ReadShape & Record<string, u
   const perToken = new Map<string, number>()
   for (const g of got) perToken.set(g.token, (perToken.get(g.token) ?? 0) + 1)
   const twice = [...perToken].filter(([, n]) => n > 1)
-  if (twice.length > 0 && !s.crashed)
-    say(`delivered twice with no crash while it was open: ${twice.map(([k, n]) => `${k} ×${n}`).join(', ')}`)
+  if (twice.length > 0 && !s.crashed && !s.twice) {
+    const at = (k: string) => got.filter((g) => g.token === k).map((g) => g.at - s.dueMs)
+    s.twice = twice.map(([k, n]) => `${k} ×${n} (${at(k).join(', ')} ms after due)`).join(', ')
+    w.note(`  send #${s.n}: delivered twice (${s.twice}); judged at the end`)
+  }
   const audience = s.list ?? (w.devices[s.app] as Device[])
   const allowed = new Set(audience.map((d) => d.token))
   const stray = [...perToken.keys()].filter((k) => !allowed.has(k))
@@ -49,8 +53,10 @@ function checkSend(s: ModelSend, status: number, x: ReadShape & Record<string, u
   if (x.successful > perToken.size) say(`successful ${x.successful} > ${perToken.size} devices the provider accepted`)
 
   if (s.when === 'later') {
-    if (x.completed_at !== null || got.length > 0)
-      say(`due in minutes, yet closed (${x.completed_at}) or delivered (${got.length})`)
+    const counted = x.successful + x.failed + x.errored
+    if (x.completed_at !== null || got.length > 0 || counted > 0) {
+      say(`due in minutes, yet closed (${x.completed_at}), delivered (${got.length}) or counted (${counted})`)
+    }
     return out
   }
   if (x.completed_at === null) {
@@ -127,6 +133,12 @@ export async function settle(m: Model, w: World): Promise<void> {
     throw new Error(lines.join('\n'))
   }
   await checkStep(m, w)
+  // Twice with no crash: allowed only if a worker lost a partition lease while the send was open (a stall).
+  const losses = w.leaseLosses()
+  const twice = m.sends.filter((s) => s.twice && !losses.some((t) => t >= s.madeAt))
+  if (twice.length > 0) {
+    throw new Error(twice.map((s) => `${tag(s)}: delivered twice with no crash while it was open: ${s.twice}`).join('\n'))
+  }
   // One final delivery row per recipient device, none pending.
   const rows = await w.api.sql<{ id: string; recipients: number; final: number; pending: number }>(
     `SELECT s.id, s.recipients,

@@ -53,6 +53,7 @@ export async function runSendsModel(o: ModelRunOptions): Promise<ModelReport> {
   const started = Date.now()
   let runs = 0
   let timeline: readonly string[] = []
+  let logs: readonly string[] = []
   const property = fc.asyncProperty(
     fc.commands([commandArbitrary], { maxCommands: o.maxCommands, size: 'max' }),
     async (cmds) => {
@@ -72,6 +73,7 @@ export async function runSendsModel(o: ModelRunOptions): Promise<ModelReport> {
         throw err
       } finally {
         timeline = world ? [...world.timeline] : []
+        if (error && world) logs = world.logs()
         for (const f of teardowns.reverse()) await f()
         o.onRun?.({
           run: runs++,
@@ -103,6 +105,8 @@ export async function runSendsModel(o: ModelRunOptions): Promise<ModelReport> {
       `commands: ${details.counterexample ? String(details.counterexample[0]) : '(none)'}`,
       'timeline:',
       ...timeline.map((l) => `  ${l}`),
+      'logs (warnings, errors, sweeps, partitions):',
+      ...logs.map((l) => `  ${l}`),
     ].join('\n')
   }
   return { seed: o.seed, runs, ms: Date.now() - started, failure }

@@ -39,8 +39,12 @@ export interface ModelSend {
   segment: string | null
   /** A segment send: the app's devices when it was accepted (every one is reachable). */
   before: Device[]
+  /** When the send was made (epoch ms). */
+  madeAt: number
   /** A worker was stopped or Redis emptied while the send was open: a device may get it twice. */
   crashed: boolean
+  /** Devices that got it twice with no such crash, judged once the run is over (settle in invariants.ts). */
+  twice: string | null
   /** The read shape when the send was first seen closed; it must never change afterwards. */
   closed: Closed | null
 }
@@ -136,10 +140,12 @@ class ListSend extends Step {
       app: this.app,
       when: this.when.kind,
       dueMs,
+      madeAt,
       list,
       segment: null,
       before: [],
       crashed: false,
+      twice: null,
       closed: null,
     })
     w.note(`  send #${n} ${r.json.id} to ${list.map((d) => d.token).join(', ')}`)
@@ -178,10 +184,12 @@ class SegmentSend extends Step {
       app: this.app,
       when: this.when.kind,
       dueMs,
+      madeAt,
       list: null,
       segment: this.segment,
       before,
       crashed: false,
+      twice: null,
       closed: null,
     })
     w.note(`  send #${n} ${r.json.id} to ${before.length} devices`)

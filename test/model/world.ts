@@ -32,7 +32,8 @@ export const MODEL_ENV = {
   PM_DEFAULT_PLAN: 'pro',
   PM_HANDOFF_GRACE_MS: '2000',
   PM_SWEEP_EVERY_MS: '500',
-  PM_LEASE_MS: '1500',
+  // A lease outlives a busy machine's stalls (the API, the workers and the fakes share one process).
+  PM_LEASE_MS: '3000',
   PM_HEARTBEAT_MS: '500',
   PM_DELIVERY_RETRY_MS: '200,400',
   // Every read sees Postgres (no repeat-read cache), and the model's reads are never rate limited.
@@ -50,6 +51,8 @@ export interface Delivered {
 
 export class World {
   readonly workers: TestService[] = []
+  /** Every worker started in the run, stopped ones included (their logs). */
+  readonly #everyWorker: TestService[] = []
   readonly devices: Device[][] = []
   readonly #timeline: string[] = []
   readonly #started = Date.now()
@@ -112,6 +115,35 @@ export class World {
     return this.#timeline
   }
 
+  /**
+   * When a worker found a partition lease of its own gone (epoch ms): the process stalled past PM_LEASE_MS (a busy
+   * machine runs the API, the workers and the fakes in one process), another worker may have taken the partition and
+   * its pending entries over, and a device may then get a send twice, as after a crash.
+   */
+  leaseLosses(): number[] {
+    const out: number[] = []
+    for (const w of this.#everyWorker)
+      for (const l of w.logs) if (/^partition lease lost/.test(String(l.msg))) out.push(Number(l.time))
+    return out
+  }
+
+  /** The services' warnings and errors, and what the sweepers and partition leases did, in time order. */
+  logs(): string[] {
+    const lines: Array<{ at: number; text: string }> = []
+    const from = (name: string, svc: TestService) => {
+      for (const l of svc.logs) {
+        const msg = String(l.msg ?? '')
+        if (Number(l.level) < 40 && !/sweeper|partition/.test(msg)) continue
+        const { level, time, msg: _m, pid: _p, hostname: _h, ...rest } = l
+        const at = Number(time) - this.#started
+        lines.push({ at, text: `+${String(at).padStart(6)} ms  ${name} ${level} ${msg} ${JSON.stringify(rest)}` })
+      }
+    }
+    from('api', this.api)
+    for (const [i, w] of this.#everyWorker.entries()) from(`worker ${i} (${w.svc.delivery?.worker.id})`, w)
+    return lines.sort((a, b) => a.at - b.at).map((l) => l.text)
+  }
+
   async register(app: number, behaviour: Behaviour): Promise<Device> {
     const list = this.devices[app] as Device[]
     const token = `m${app}-${list.length}-${behaviour}`
@@ -131,6 +163,7 @@ export class World {
       env: { PM_FCM_BASE_URL: this.d.fcm.url, PM_APNS_BASE_URL: this.d.apns.url, ...MODEL_ENV },
     })
     this.workers.push(w)
+    this.#everyWorker.push(w)
     this.note(`  worker ${w.svc.delivery?.worker.id} started`)
   }
 
