@@ -2,12 +2,12 @@
 // `Assinar` streams `desde_seq` copies of one prebuilt event (BENCH_SAMPLE, JSON) with the same back-pressure
 // handling as Pombo's (write, then wait for 'drain' when it answers false), then ends. Prints its port.
 import * as grpc from '@grpc/grpc-js'
-import { type AssinarPedido, confirmacoes, type Evento } from '../src/confirmations/proto'
+import { type SubscribeRequest, confirmationStream, type StreamEvent } from '../src/confirmations/proto'
 
-const sample = JSON.parse(process.env.BENCH_SAMPLE ?? '{}') as Evento
+const sample = JSON.parse(process.env.BENCH_SAMPLE ?? '{}') as StreamEvent
 const server = new grpc.Server()
-server.addService(confirmacoes().service, {
-  Assinar: async (call: grpc.ServerWritableStream<AssinarPedido, Evento>) => {
+server.addService(confirmationStream().service, {
+  Assinar: async (call: grpc.ServerWritableStream<SubscribeRequest, StreamEvent>) => {
     const n = Number(call.request.desde_seq)
     for (let i = 1; i <= n && !call.cancelled; i++) {
       if (!call.write({ ...sample, seq: String(i) })) await new Promise((r) => call.once('drain', r))

@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import * as grpc from '@grpc/grpc-js'
 import pg from 'pg'
 import { eventCtes } from '../src/confirmations/events'
-import { confirmacoes, type Evento } from '../src/confirmations/proto'
+import { confirmationStream, type StreamEvent } from '../src/confirmations/proto'
 import { trustEnv } from '../test/fakes/tls'
 import { childEntry, DATABASE_URL, ROOT, startPombo } from './lib/pombo'
 import { Receiver } from './webhooks'
@@ -34,19 +34,19 @@ class Consumer {
   outOfOrder = 0
   #target = 0
   #done: (() => void) | null = null
-  readonly #call: grpc.ClientReadableStream<Evento>
+  readonly #call: grpc.ClientReadableStream<StreamEvent>
   readonly #client: grpc.Client
 
   constructor(port: number, apiKey: string, appId: string, desde: number) {
-    const Ctor = confirmacoes()
+    const Ctor = confirmationStream()
     this.#client = new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure())
     const md = new grpc.Metadata()
     md.set('authorization', `Basic ${apiKey}`)
     this.last = desde
     this.#call = (
-      this.#client as unknown as { Assinar(r: unknown, m: grpc.Metadata): grpc.ClientReadableStream<Evento> }
+      this.#client as unknown as { Assinar(r: unknown, m: grpc.Metadata): grpc.ClientReadableStream<StreamEvent> }
     ).Assinar({ app_id: appId, desde_seq: String(desde) }, md)
-    this.#call.on('data', (e: Evento) => {
+    this.#call.on('data', (e: StreamEvent) => {
       const seq = Number(e.seq)
       if (seq !== this.last + 1) this.outOfOrder++
       this.last = seq
@@ -70,7 +70,7 @@ class Consumer {
 }
 
 /** The ceiling: bench/bare-grpc.ts in a child process, streaming `n` copies of `sample` to one Consumer. */
-async function startBareGrpc(sample: Evento): Promise<{ run(n: number): Promise<number>; stop(): void }> {
+async function startBareGrpc(sample: StreamEvent): Promise<{ run(n: number): Promise<number>; stop(): void }> {
   const entry = childEntry(join(ROOT, 'bench', 'bare-grpc.ts'))
   const child = spawn(process.execPath, [...entry.execArgv, entry.file], {
     cwd: ROOT,

@@ -228,9 +228,9 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
   })
   switch (sub) {
     case 'create': {
-      const nome = values.nome?.trim()
-      if (!nome) throw new UsageError('--nome: required and non-empty')
-      if (Buffer.byteLength(nome) > cfg.limits.appNameMaxBytes || !nome.isWellFormed()) {
+      const name = values.nome?.trim()
+      if (!name) throw new UsageError('--nome: required and non-empty')
+      if (Buffer.byteLength(name) > cfg.limits.appNameMaxBytes || !name.isWellFormed()) {
         throw new UsageError(`--nome: at most ${cfg.limits.appNameMaxBytes} bytes of well-formed text`)
       }
       const rateRaw = values['rate-por-min']
@@ -238,7 +238,7 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
         throw new UsageError('--rate-por-min: expected an integer > 0')
       const org = values.org === undefined ? undefined : orgId(values.org)
       const created = await withOperatorTools(cfg, (t) =>
-        t.apps.create({ nome, sandbox: values.sandbox ?? false, ratePorMin: rateRaw ? Number(rateRaw) : undefined, orgId: org }),
+        t.apps.create({ name, sandbox: values.sandbox ?? false, ratePerMin: rateRaw ? Number(rateRaw) : undefined, orgId: org }),
       )
       console.log(JSON.stringify(created, null, 2))
       return

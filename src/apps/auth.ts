@@ -10,7 +10,7 @@ import { readAuthorization, sha256 } from './key-format'
 import type { AppRecord, KeyRecord } from './store'
 
 /** Who a rejection is audited as: an HTTP request, or another transport's caller (the gRPC stream). */
-export type AuditWho = Pick<Request, 'ip' | 'method' | 'path' | 'id'> | { ip: string; rota: string; id: string }
+export type AuditWho = Pick<Request, 'ip' | 'method' | 'path' | 'id'> | { ip: string; route: string; id: string }
 
 /** How many keys that passed keep their digest (an app has a few live keys; an instance serves many apps). */
 const PASSED_KEYS_KEPT = 10_000
@@ -91,7 +91,7 @@ export class Auth {
    * not paused (403).
    */
   async appOf(req: Request, key: KeyRecord, appId: unknown, where: 'query' | 'corpo'): Promise<AppRecord> {
-    if (!isUuid(appId)) throw new ApiError('APP_ID_REQUIRED', { onde: where })
+    if (!isUuid(appId)) throw new ApiError('APP_ID_REQUIRED', { where })
     if (appId.toLowerCase() !== key.appId) {
       this.#reject(req, 'foreign-app', key.kid)
       throw new ApiError('AUTH_FOREIGN_APP')
@@ -109,12 +109,12 @@ export class Auth {
   }
 
   /** Audits a rejection (also used by the confirmation stream for its own refusals). */
-  reject(who: AuditWho, motivo: string, kid?: string): void {
-    this.#reject(who, motivo, kid)
+  reject(who: AuditWho, reason: string, kid?: string): void {
+    this.#reject(who, reason, kid)
   }
 
-  #reject(who: AuditWho, motivo: string, kid?: string): void {
-    const rota = 'rota' in who ? who.rota : `${who.method} ${who.path}`
-    this.audit.warn({ evento: 'auth_rejeitada', motivo, kid, ip: who.ip, rota, request_id: who.id })
+  #reject(who: AuditWho, reason: string, kid?: string): void {
+    const route = 'route' in who ? who.route : `${who.method} ${who.path}`
+    this.audit.warn({ evento: 'auth_rejeitada', motivo: reason, kid, ip: who.ip, rota: route, request_id: who.id })
   }
 }

@@ -12,8 +12,8 @@ import { type NewKey, newApiKey, newReceiptKey } from './key-format'
 import * as store from './store'
 
 export interface CreateAppInput {
-  nome: string
-  ratePorMin?: number
+  name: string
+  ratePerMin?: number
   sandbox?: boolean
   /** Join this organisation (its plan and allowance); absent: a new organisation of its own, named after the app. */
   orgId?: string
@@ -56,8 +56,8 @@ export class AppService {
     this.vault.require()
     const id = randomUUID()
     const receiptKey = newReceiptKey()
-    const criadoEm = new Date(this.now())
-    const ratePorMin = input.ratePorMin ?? this.cfg.limits.defaultRatePorMin
+    const createdAt = new Date(this.now())
+    const ratePerMin = input.ratePerMin ?? this.cfg.limits.defaultRatePerMin
     const sandbox = input.sandbox ?? false
     const orgId = input.orgId ?? randomUUID()
     const key = await this.#retryOnKidCollision(async () => {
@@ -68,30 +68,30 @@ export class AppService {
           const org = await query(c, 'SELECT 1 FROM orgs WHERE id = $1 FOR KEY SHARE', [input.orgId])
           if (org.rows.length === 0) throw new ApiError('ORG_NOT_FOUND')
         } else {
-          await insertOrg(c, { id: orgId, nome: input.nome, plan: this.cfg.defaultPlan, at: criadoEm })
+          await insertOrg(c, { id: orgId, name: input.name, plan: this.cfg.defaultPlan, at: createdAt })
         }
         await store.insertApp(c, {
           id,
           orgId,
-          nome: input.nome,
-          ratePorMin,
-          inappCapHoras: this.cfg.limits.inappCapHorasDefault,
+          name: input.name,
+          ratePerMin,
+          inappCapHours: this.cfg.limits.inappCapHoursDefault,
           sandbox,
           receiptKeyEnc: this.vault.seal(receiptKey, receiptKeyAad(id)),
-          criadoEm,
+          createdAt,
         })
-        await store.insertKey(c, id, k, criadoEm)
+        await store.insertKey(c, id, k, createdAt)
       })
       return k
     })
     return {
       id,
-      nome: input.nome,
+      nome: input.name,
       api_key: key.apiKey,
       kid: key.kid,
       receipt_key: receiptKey,
-      rate_por_min: ratePorMin,
-      criado_em: isoWithOffset(criadoEm),
+      rate_por_min: ratePerMin,
+      criado_em: isoWithOffset(createdAt),
     }
   }
 
@@ -127,8 +127,8 @@ export class AppService {
     await this.dir.invalidate(appId)
   }
 
-  async setRatePorMin(appId: string, rate: number): Promise<void> {
-    if (!(await store.setRatePorMin(this.db, appId, rate))) throw new ApiError('APP_NOT_FOUND')
+  async setRatePerMin(appId: string, rate: number): Promise<void> {
+    if (!(await store.setRatePerMin(this.db, appId, rate))) throw new ApiError('APP_NOT_FOUND')
     await this.dir.invalidate(appId)
   }
 

@@ -8,17 +8,17 @@ export type { Plan }
 export interface AppRecord {
   id: string
   orgId: string
-  nome: string
-  ratePorMin: number
+  name: string
+  ratePerMin: number
   sandbox: boolean
   paused: boolean
   plan: Plan
-  inappAtivo: boolean
-  inappCapHoras: number
+  inappActive: boolean
+  inappCapHours: number
   firebaseParams: Record<string, unknown> | null
   /** How results are read (the spec, Confirmation channel): outside `consulta` the send-read routes answer 403. */
-  confirmModo: 'consulta' | 'webhook' | 'grpc'
-  criadoEm: Date
+  confirmMode: 'consulta' | 'webhook' | 'grpc'
+  createdAt: Date
 }
 
 export interface KeyRecord {
@@ -51,16 +51,16 @@ function toApp(r: AppRow): AppRecord {
   return {
     id: r.id,
     orgId: r.org_id,
-    nome: r.nome,
-    ratePorMin: r.rate_por_min,
+    name: r.nome,
+    ratePerMin: r.rate_por_min,
     sandbox: r.sandbox,
     paused: r.paused,
     plan: r.plan,
-    inappAtivo: r.inapp_ativo,
-    inappCapHoras: r.inapp_cap_horas,
+    inappActive: r.inapp_ativo,
+    inappCapHours: r.inapp_cap_horas,
     firebaseParams: r.firebase_params,
-    confirmModo: r.confirm_modo,
-    criadoEm: r.criado_em,
+    confirmMode: r.confirm_modo,
+    createdAt: r.criado_em,
   }
 }
 
@@ -97,13 +97,13 @@ export async function findKey(db: Db, kid: string): Promise<KeyRecord | null> {
 export interface NewAppRow {
   id: string
   orgId: string
-  nome: string
-  ratePorMin: number
+  name: string
+  ratePerMin: number
   /** Written explicitly (PM_INAPP_CAP_HORAS_DEFAULT): the column's own default is only for rows written before. */
-  inappCapHoras: number
+  inappCapHours: number
   sandbox: boolean
   receiptKeyEnc: Buffer
-  criadoEm: Date
+  createdAt: Date
 }
 
 /** The app joins an existing organisation (the caller created it, or checked it exists, in the same transaction). */
@@ -112,7 +112,7 @@ export async function insertApp(c: Tx, a: NewAppRow): Promise<void> {
     c,
     `INSERT INTO apps (id, org_id, nome, rate_por_min, inapp_cap_horas, sandbox, receipt_key_enc, criado_em)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [a.id, a.orgId, a.nome, a.ratePorMin, a.inappCapHoras, a.sandbox, a.receiptKeyEnc, a.criadoEm],
+    [a.id, a.orgId, a.name, a.ratePerMin, a.inappCapHours, a.sandbox, a.receiptKeyEnc, a.createdAt],
   )
 }
 
@@ -146,7 +146,7 @@ export async function setPaused(db: Db, appId: string, paused: boolean): Promise
   return r.rowCount === 1
 }
 
-export async function setRatePorMin(db: Db, appId: string, rate: number): Promise<boolean> {
+export async function setRatePerMin(db: Db, appId: string, rate: number): Promise<boolean> {
   const r = await query(db, 'UPDATE apps SET rate_por_min = $2 WHERE id = $1', [appId, rate])
   return r.rowCount === 1
 }

@@ -6,16 +6,16 @@ import type { CreateAppInput } from './service'
 const INT4_MAX = 2_147_483_647
 
 export function parseCreateApp(body: Body, nameMaxBytes: number): CreateAppInput {
-  const nome = body.nome
-  if (typeof nome !== 'string' || nome.trim() === '') throw fieldError('nome', 'é obrigatório e não pode ser vazio')
-  if (byteLength(nome.trim()) > nameMaxBytes) throw fieldError('nome', `excede ${nameMaxBytes} bytes`)
+  const name = body.nome
+  if (typeof name !== 'string' || name.trim() === '') throw fieldError('nome', 'é obrigatório e não pode ser vazio')
+  if (byteLength(name.trim()) > nameMaxBytes) throw fieldError('nome', `excede ${nameMaxBytes} bytes`)
   const rate = body.rate_por_min
   if (rate !== undefined && rate !== null && (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0)) {
     throw fieldError('rate_por_min', 'deve ser um inteiro maior que 0')
   }
   return {
-    nome: nome.trim(),
-    ratePorMin: optInt(body, 'rate_por_min', 1, INT4_MAX),
+    name: name.trim(),
+    ratePerMin: optInt(body, 'rate_por_min', 1, INT4_MAX),
     sandbox: optBool(body, 'sandbox'),
   }
 }

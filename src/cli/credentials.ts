@@ -114,8 +114,8 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
       const id = appId(positionals[0])
       const platform = parsePlatform(positionals[1])
       extraPositionals(positionals, 2)
-      const removida = await withService(cfg, (s) => s.delete(id, platform))
-      print({ id, plataforma: platform, removida })
+      const removed = await withService(cfg, (s) => s.delete(id, platform))
+      print({ id, plataforma: platform, removida: removed })
       return
     }
     default:

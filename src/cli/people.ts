@@ -19,14 +19,14 @@ export async function orgCommand(cfg: Config, argv: string[]): Promise<void> {
   if (sub !== 'create') throw new PeopleError(`unknown org command "${sub ?? ''}" (pombo help lists the commands)`)
   const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { nome: { type: 'string' }, plan: { type: 'string' } } })
   if (positionals.length > 0) throw new PeopleError(`unexpected argument "${positionals[0]}"`)
-  const nome = values.nome?.trim()
-  if (!nome) throw new PeopleError('--nome: required and non-empty')
-  if (Buffer.byteLength(nome) > cfg.limits.appNameMaxBytes || !nome.isWellFormed()) {
+  const name = values.nome?.trim()
+  if (!name) throw new PeopleError('--nome: required and non-empty')
+  if (Buffer.byteLength(name) > cfg.limits.appNameMaxBytes || !name.isWellFormed()) {
     throw new PeopleError(`--nome: at most ${cfg.limits.appNameMaxBytes} bytes of well-formed text`)
   }
   const plan = values.plan ?? cfg.defaultPlan
   if (plan !== 'free' && plan !== 'pro') throw new PeopleError('--plan: expected free or pro')
-  const org = await withOperatorTools(cfg, (t) => insertOrg(t.db, { nome, plan, at: new Date() }))
+  const org = await withOperatorTools(cfg, (t) => insertOrg(t.db, { name, plan, at: new Date() }))
   console.log(JSON.stringify(org))
 }
 
@@ -57,10 +57,10 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
       if (!values.operador && values.org === undefined) throw new PeopleError('--org ORG_ID or --operador: one is required')
       if (!values['senha-stdin']) throw new PeopleError('--senha-stdin: required (the password is read from standard input)')
       const org = values.operador ? null : orgId(values.org)
-      const senha = await readStdin()
+      const password = await readStdin()
       const email = values.email
       const p = await withOperatorTools(cfg, (t) =>
-        new PeopleService(t.db, systemClock).create({ email, orgId: org, operador: values.operador === true, senha }),
+        new PeopleService(t.db, systemClock).create({ email, orgId: org, operator: values.operador === true, password }),
       )
       console.log(JSON.stringify({ id: p.id, email: p.email }))
       return

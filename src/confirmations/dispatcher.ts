@@ -246,7 +246,7 @@ export class WebhookDispatcher {
       if (this.#stop.signal.aborted || Date.now() - started > this.d.cfg.webhook.batchMaxMs) break
       if (ev.body.canal === undefined) ev.body.canal = 'webhook' // spec: inside the signed bytes
       const body = Buffer.from(JSON.stringify(ev.body))
-      const r = await this.#sender.send({ url: dest.url, secret, evento: ev.evento, eventoId: ev.seq, body })
+      const r = await this.#sender.send({ url: dest.url, secret, event: ev.evento, eventId: ev.seq, body })
       this.d.onAttempt?.(r.ok ? 'ok' : r.result)
       const at = new Date(this.d.clock())
       const n = headAttempts + 1
@@ -285,7 +285,7 @@ export class WebhookDispatcher {
           dest.id,
           attempts.map((a) => a.seq),
           attempts.map((a) => a.n),
-          attempts.map((a) => a.r.entregaId),
+          attempts.map((a) => a.r.attemptId),
           attempts.map((a) => (a.r.ok ? 'ok' : a.r.result)),
           attempts.map((a) => (a.r.ok ? a.r.status : (a.r.status ?? null))),
           attempts.map((a) => (a.r.ok ? null : a.r.reason)),

@@ -18,8 +18,8 @@ export function protoPath(): string {
   throw new Error(`${PROTO} not found above ${__dirname}`)
 }
 
-/** `Evento` as the server writes it (uint64 as a decimal string, as the loader is told to map it). */
-export interface Evento {
+/** The proto's `Evento` as the server writes it (uint64 as a decimal string, as the loader is told to map it). */
+export interface StreamEvent {
   seq: string
   evento: string
   app_id: string
@@ -30,7 +30,8 @@ export interface Evento {
   corpo_json: string
 }
 
-export interface AssinarPedido {
+/** The proto's `AssinarPedido`. */
+export interface SubscribeRequest {
   app_id: string
   desde_seq: string
 }
@@ -38,7 +39,7 @@ export interface AssinarPedido {
 let loaded: grpc.ServiceClientConstructor | null = null
 
 /** The generated `Confirmacoes` client constructor; its `.service` is the server's definition. */
-export function confirmacoes(): grpc.ServiceClientConstructor {
+export function confirmationStream(): grpc.ServiceClientConstructor {
   if (loaded) return loaded
   const def = protoLoader.loadSync(protoPath(), { keepCase: true, longs: String, defaults: true, enums: String })
   const pkg = grpc.loadPackageDefinition(def) as unknown as {

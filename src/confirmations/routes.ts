@@ -29,8 +29,8 @@ export interface ConfirmationRouteDeps {
 export function confirmationRoutes(r: Router, d: ConfirmationRouteDeps): void {
   r.get('/api/v1/confirmacoes', {}, async (req) => {
     const app = await d.auth.queryApp(req)
-    const [fila, streams] = await Promise.all([pendingCount(d.db, app.id), activeStreams(d.redis, d.keys, app.id)])
-    return ok({ modo: app.confirmModo, fila_pendente: fila, streams_ativos: streams })
+    const [pending, streams] = await Promise.all([pendingCount(d.db, app.id), activeStreams(d.redis, d.keys, app.id)])
+    return ok({ modo: app.confirmMode, fila_pendente: pending, streams_ativos: streams })
   })
 
   r.put('/api/v1/confirmacoes', { bodyLimit: d.cfg.limits.appBodyBytes }, async (req) => {
@@ -40,6 +40,6 @@ export function confirmationRoutes(r: Router, d: ConfirmationRouteDeps): void {
     const change = parseChange(body)
     const applied = await applyChange(d.db, d.vault, app.id, change, new Date(d.clock()), d.cfg.limits.configLockTimeoutMs)
     await d.dir.invalidate(app.id)
-    return ok({ ok: true, modo: applied.modo, segredo: applied.segredo })
+    return ok({ ok: true, modo: applied.mode, segredo: applied.secret })
   })
 }

@@ -7,15 +7,16 @@ import { checkLiteral, guardedLookup, hostOf, RefusedAddressError } from './addr
 export interface Attempt {
   url: string
   secret: string
-  evento: string
+  /** The event's name (X-PM-Evento). */
+  event: string
   /** Stable for every attempt of one event: the consumer's deduplication key (X-PM-Evento-Id). */
-  eventoId: string
+  eventId: string
   body: Buffer
 }
 
 export type AttemptResult =
-  | { ok: true; entregaId: string; status: number }
-  | { ok: false; entregaId: string; result: 'http' | 'timeout' | 'refused' | 'network'; status?: number; reason: string }
+  | { ok: true; attemptId: string; status: number }
+  | { ok: false; attemptId: string; result: 'http' | 'timeout' | 'refused' | 'network'; status?: number; reason: string }
 
 export function signature(secret: string, body: Buffer): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
@@ -45,7 +46,7 @@ export class WebhookSender {
   }
 
   send(a: Attempt): Promise<AttemptResult> {
-    const entregaId = randomUUID()
+    const attemptId = randomUUID()
     let url: URL
     try {
       url = new URL(a.url)
@@ -53,7 +54,7 @@ export class WebhookSender {
       checkLiteral(hostOf(url), this.o.allowPrivate)
     } catch (err) {
       const refused = err instanceof RefusedAddressError
-      return Promise.resolve({ ok: false, entregaId, result: refused ? 'refused' : 'network', reason: (err as Error).message })
+      return Promise.resolve({ ok: false, attemptId, result: refused ? 'refused' : 'network', reason: (err as Error).message })
     }
     return new Promise((resolve) => {
       let settled = false
@@ -71,9 +72,9 @@ export class WebhookSender {
           headers: {
             'Content-Type': 'application/json',
             'Content-Length': String(a.body.length),
-            'X-PM-Evento': a.evento,
-            'X-PM-Evento-Id': a.eventoId,
-            'X-PM-Entrega-Id': entregaId,
+            'X-PM-Evento': a.event,
+            'X-PM-Evento-Id': a.eventId,
+            'X-PM-Entrega-Id': attemptId,
             'X-PM-Canal': 'webhook',
             'X-PM-Assinatura': signature(a.secret, a.body),
             'User-Agent': 'pombo-webhook/1',
@@ -84,20 +85,20 @@ export class WebhookSender {
           // The answer's body is not read for meaning; draining it lets the socket go back to the pool.
           res.resume()
           res.on('end', () => {
-            if (status >= 200 && status < 300) done({ ok: true, entregaId, status })
-            else done({ ok: false, entregaId, result: 'http', status, reason: `HTTP ${status}` })
+            if (status >= 200 && status < 300) done({ ok: true, attemptId, status })
+            else done({ ok: false, attemptId, result: 'http', status, reason: `HTTP ${status}` })
           })
-          res.on('error', (err) => done({ ok: false, entregaId, result: 'network', status, reason: err.message }))
+          res.on('error', (err) => done({ ok: false, attemptId, result: 'network', status, reason: err.message }))
         },
       )
       // One deadline for the whole attempt (connect, TLS, request, answer), spec: 10 seconds.
       const timer = setTimeout(() => {
-        done({ ok: false, entregaId, result: 'timeout', reason: `sem resposta em ${this.o.timeoutMs} ms` })
+        done({ ok: false, attemptId, result: 'timeout', reason: `sem resposta em ${this.o.timeoutMs} ms` })
         req.destroy()
       }, this.o.timeoutMs)
       req.on('error', (err) => {
         const refused = err instanceof RefusedAddressError
-        done({ ok: false, entregaId, result: refused ? 'refused' : 'network', reason: err.message.slice(0, 300) })
+        done({ ok: false, attemptId, result: refused ? 'refused' : 'network', reason: err.message.slice(0, 300) })
       })
       req.end(a.body)
     })

@@ -8,9 +8,9 @@ import type { KeyRecord } from '../apps/store'
 import { ApiError } from '../core/errors'
 import type { Clock } from '../core/time'
 import type { Tracked } from './presence'
-import type { AssinarPedido, Evento } from './proto'
+import type { SubscribeRequest, StreamEvent } from './proto'
 
-export type Call = grpc.ServerWritableStream<AssinarPedido, Evento>
+export type Call = grpc.ServerWritableStream<SubscribeRequest, StreamEvent>
 
 /** A refusal with its gRPC status (contract: UNAUTHENTICATED / PERMISSION_DENIED / FAILED_PRECONDITION). */
 export class Refusal {
@@ -79,7 +79,7 @@ export class Session implements Tracked {
       }
       for (const r of rows) {
         if (this.#closed) return
-        const more = this.call.write(toEvento(this.appId, r))
+        const more = this.call.write(toStreamEvent(this.appId, r))
         this.cursor = r.seq
         const stats = this.srv.stats
         if (this.call.writableLength > stats.maxQueued) stats.maxQueued = this.call.writableLength
@@ -137,7 +137,7 @@ export class Session implements Tracked {
   }
 }
 
-function toEvento(appId: string, r: EventRow): Evento {
+function toStreamEvent(appId: string, r: EventRow): StreamEvent {
   const b = r.body
   const text = (v: unknown): string => (typeof v === 'string' ? v : '')
   return {

@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
 import type { Vault } from '../core/vault'
-import type { ConfigChange, Modo } from './validate'
+import type { ConfigChange, ConfirmMode } from './validate'
 
 /**
  * Advisory lock of an app's webhook queue (two-key form; this class id keeps it apart from other locks): held by
@@ -24,9 +24,9 @@ export function mintSecret(): string {
 }
 
 export interface Applied {
-  modo: Modo
+  mode: ConfirmMode
   /** The new secret when this call registered a destination; shown once. */
-  segredo: string | null
+  secret: string | null
   destinationId: string | null
 }
 
@@ -56,23 +56,23 @@ export async function applyChange(
       // destination starts from the cursor that batch wrote, and never runs beside it.
       await locked(query(c, `SELECT pg_advisory_xact_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId]))
     }
-    const app = await locked(query<{ confirm_modo: Modo }>(c, 'SELECT confirm_modo FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]))
-    let modo = app.rows[0]?.confirm_modo ?? 'consulta'
-    let segredo: string | null = null
+    const app = await locked(query<{ confirm_modo: ConfirmMode }>(c, 'SELECT confirm_modo FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]))
+    let mode = app.rows[0]?.confirm_modo ?? 'consulta'
+    let secret: string | null = null
     let destinationId: string | null = null
     if (change.url !== undefined) {
-      segredo = mintSecret()
+      secret = mintSecret()
       destinationId = randomUUID()
-      await registerDestination(c, vault, appId, destinationId, change.url, segredo, now)
+      await registerDestination(c, vault, appId, destinationId, change.url, secret, now)
     }
-    if (change.modo !== undefined) {
-      if (change.modo === 'webhook' && destinationId === null && !(await activeDestination(c, appId))) {
+    if (change.mode !== undefined) {
+      if (change.mode === 'webhook' && destinationId === null && !(await activeDestination(c, appId))) {
         throw new ApiError('WEBHOOK_DESTINATION_MISSING')
       }
-      modo = change.modo
-      await query(c, 'UPDATE apps SET confirm_modo = $2 WHERE id = $1', [appId, modo])
+      mode = change.mode
+      await query(c, 'UPDATE apps SET confirm_modo = $2 WHERE id = $1', [appId, mode])
     }
-    return { modo, segredo, destinationId }
+    return { mode, secret, destinationId }
   })
 }
 

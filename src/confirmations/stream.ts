@@ -25,7 +25,7 @@ import type { Keys } from '../redis/keys'
 import type { Clock } from '../core/time'
 import { eventsChannel } from './events'
 import { Presence, type Tracked } from './presence'
-import { confirmacoes } from './proto'
+import { confirmationStream } from './proto'
 import { type Call, type EventRow, endCall, Refusal, refusalOf, Session, type SessionHost } from './session'
 
 const MAX_SEQ = 9223372036854775807n
@@ -62,9 +62,9 @@ export class ConfirmationStreamServer implements SessionHost {
 
   constructor(readonly d: StreamDeps) {
     this.#presence = new Presence(d.db, d.redis, d.keys, d.clock, d.cfg.stream)
-    this.#server.addService(confirmacoes().service, {
+    this.#server.addService(confirmationStream().service, {
       Assinar: (call: Call) => {
-        const run = this.#assinar(call).catch((err) => {
+        const run = this.#subscribe(call).catch((err) => {
           this.d.log.error({ err: String(err) }, 'confirmation stream failed')
           endCall(call, grpc.status.INTERNAL, 'Erro interno.')
         })
@@ -116,8 +116,8 @@ export class ConfirmationStreamServer implements SessionHost {
     return n
   }
 
-  async #assinar(call: Call): Promise<void> {
-    const who = { ip: call.getPeer(), rota: 'grpc Assinar', id: randomUUID() }
+  async #subscribe(call: Call): Promise<void> {
+    const who = { ip: call.getPeer(), route: 'grpc Assinar', id: randomUUID() }
     let session: Session
     try {
       const key = await this.#key(call, who)
@@ -128,14 +128,14 @@ export class ConfirmationStreamServer implements SessionHost {
         this.d.auth.reject(who, 'foreign-app', key.kid)
         throw new Refusal(grpc.status.PERMISSION_DENIED, 'A chave não é deste app.')
       }
-      const desde = typeof req.desde_seq === 'string' && /^\d{1,20}$/.test(req.desde_seq) ? BigInt(req.desde_seq) : -1n
-      if (desde < 0n || desde > MAX_SEQ) throw new Refusal(grpc.status.INVALID_ARGUMENT, 'desde_seq fora do intervalo.')
+      const after = typeof req.desde_seq === 'string' && /^\d{1,20}$/.test(req.desde_seq) ? BigInt(req.desde_seq) : -1n
+      if (after < 0n || after > MAX_SEQ) throw new Refusal(grpc.status.INVALID_ARGUMENT, 'desde_seq fora do intervalo.')
       await this.#checkApp(appId)
       const set = this.#byApp.get(appId) ?? new Set<Session>()
       const max = this.d.cfg.stream.maxPerApp
       if (set.size >= max) throw new Refusal(grpc.status.RESOURCE_EXHAUSTED, `Mais de ${max} streams abertos deste app nesta instância.`)
       if (this.#closing) throw new Refusal(grpc.status.UNAVAILABLE, 'Servidor encerrando.')
-      session = new Session(appId, key, call, desde.toString(), this)
+      session = new Session(appId, key, call, after.toString(), this)
       set.add(session)
       this.#byApp.set(appId, set)
     } catch (err) {
@@ -159,7 +159,7 @@ export class ConfirmationStreamServer implements SessionHost {
     }
   }
 
-  async #key(call: Call, who: { ip: string; rota: string; id: string }): Promise<KeyRecord> {
+  async #key(call: Call, who: { ip: string; route: string; id: string }): Promise<KeyRecord> {
     const values = call.metadata.get('authorization')
     if (values.length > 1 || (values.length === 1 && typeof values[0] !== 'string')) {
       this.d.auth.reject(who, 'malformed')
@@ -173,10 +173,10 @@ export class ConfirmationStreamServer implements SessionHost {
     const app = await this.d.dir.app(appId)
     if (!app) throw new Refusal(grpc.status.UNAUTHENTICATED, 'Chave de API desconhecida, revogada ou expirada.')
     if (app.paused) throw new Refusal(grpc.status.PERMISSION_DENIED, 'App pausado.')
-    if (app.confirmModo !== 'grpc') {
+    if (app.confirmMode !== 'grpc') {
       throw new Refusal(
         grpc.status.FAILED_PRECONDITION,
-        `O modo de confirmação do app é ${app.confirmModo}, não grpc (PUT /api/v1/confirmacoes).`,
+        `O modo de confirmação do app é ${app.confirmMode}, não grpc (PUT /api/v1/confirmacoes).`,
       )
     }
   }

@@ -2,12 +2,12 @@
 // so an invalid URL is the answer even when the mode is unknown too. Nothing is written before this passes.
 import { ApiError } from '../core/errors'
 
-export const MODOS = ['consulta', 'webhook', 'grpc'] as const
-export type Modo = (typeof MODOS)[number]
+export const CONFIRM_MODES = ['consulta', 'webhook', 'grpc'] as const
+export type ConfirmMode = (typeof CONFIRM_MODES)[number]
 
 export interface ConfigChange {
   url?: string
-  modo?: Modo
+  mode?: ConfirmMode
 }
 
 const URL_MAX = 2048
@@ -16,10 +16,10 @@ export function parseChange(body: Record<string, unknown>): ConfigChange {
   const out: ConfigChange = {}
   if (body.url !== undefined && body.url !== null) out.url = parseUrl(body.url)
   if (body.modo !== undefined && body.modo !== null) {
-    if (typeof body.modo !== 'string' || !(MODOS as readonly string[]).includes(body.modo)) {
-      throw new ApiError('CONFIRM_MODE_UNKNOWN', { validos: MODOS })
+    if (typeof body.modo !== 'string' || !(CONFIRM_MODES as readonly string[]).includes(body.modo)) {
+      throw new ApiError('CONFIRM_MODE_UNKNOWN', { valid: CONFIRM_MODES })
     }
-    out.modo = body.modo as Modo
+    out.mode = body.modo as ConfirmMode
   }
   return out
 }

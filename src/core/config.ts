@@ -225,23 +225,23 @@ export interface Limits {
   readonly rcptMaxChars: number
   readonly receiptWindowDays: number
   /** the spec, App: `rate_por_min` of an app created without one. */
-  readonly defaultRatePorMin: number
+  readonly defaultRatePerMin: number
   /** the spec, Limits, in-app frequency and content: the `regras` defaults, the `atraso_ms` default and maximum, the
    *  `fechar_apos_ms` maximum, `titulo`/`corpo`/button text characters, blocks per language, `ocorrencia_n`, and the
    *  largest `inapp_cap_horas` and the value a new app starts with. */
   readonly inappCapTotalDefault: number
   readonly inappCooldownHDefault: number
-  readonly inappPrioridadeDefault: number
-  readonly inappAtrasoMsDefault: number
-  readonly inappAtrasoMsMax: number
-  readonly inappFecharAposMsMax: number
+  readonly inappPriorityDefault: number
+  readonly inappDelayMsDefault: number
+  readonly inappDelayMsMax: number
+  readonly inappCloseAfterMsMax: number
   readonly inappTitleMaxChars: number
   readonly inappBodyMaxChars: number
   readonly inappButtonMaxChars: number
   readonly inappBlocksMax: number
   readonly inappOccurrenceMax: number
-  readonly inappCapHorasMax: number
-  readonly inappCapHorasDefault: number
+  readonly inappCapHoursMax: number
+  readonly inappCapHoursDefault: number
 }
 
 export interface Jobs {
@@ -541,20 +541,20 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   profileTruncateBytes: 64,
   rcptMaxChars: 64,
   receiptWindowDays: 90,
-  defaultRatePorMin: 60_000,
+  defaultRatePerMin: 60_000,
   inappCapTotalDefault: 1,
   inappCooldownHDefault: 24,
-  inappPrioridadeDefault: 100,
-  inappAtrasoMsDefault: 2_000,
-  inappAtrasoMsMax: 60_000,
-  inappFecharAposMsMax: 600_000,
+  inappPriorityDefault: 100,
+  inappDelayMsDefault: 2_000,
+  inappDelayMsMax: 60_000,
+  inappCloseAfterMsMax: 600_000,
   inappTitleMaxChars: 80,
   inappBodyMaxChars: 240,
   inappButtonMaxChars: 24,
   inappBlocksMax: 12,
   inappOccurrenceMax: 500,
-  inappCapHorasMax: 168,
-  inappCapHorasDefault: 6,
+  inappCapHoursMax: 168,
+  inappCapHoursDefault: 6,
 })
 
 export const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
@@ -567,7 +567,7 @@ export class ConfigError extends Error {
 type Env = Record<string, string | undefined>
 
 /** The CHECK on apps.inapp_cap_horas (a fact of the schema, not a setting). */
-const INAPP_CAP_HORAS_DB_MAX = 168
+const INAPP_CAP_HOURS_DB_MAX = 168
 
 function atMost(name: string, v: number, max: number): number {
   if (v > max) throw new ConfigError(`${name}: expected at most ${max}, got ${v}`)
@@ -697,29 +697,29 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     profileTruncateBytes: int(env, 'PM_PROFILE_TRUNCATE_BYTES', DEFAULT_LIMITS.profileTruncateBytes, 1),
     rcptMaxChars: int(env, 'PM_LIMIT_RCPT_CHARS', DEFAULT_LIMITS.rcptMaxChars, 1),
     receiptWindowDays: int(env, 'PM_RECEIPT_WINDOW_DAYS', DEFAULT_LIMITS.receiptWindowDays, 1),
-    defaultRatePorMin: int(env, 'PM_DEFAULT_RATE_POR_MIN', DEFAULT_LIMITS.defaultRatePorMin, 1),
+    defaultRatePerMin: int(env, 'PM_DEFAULT_RATE_POR_MIN', DEFAULT_LIMITS.defaultRatePerMin, 1),
     inappCapTotalDefault: int(env, 'PM_INAPP_CAP_TOTAL_DEFAULT', DEFAULT_LIMITS.inappCapTotalDefault, 0),
     inappCooldownHDefault: int(env, 'PM_INAPP_COOLDOWN_H_DEFAULT', DEFAULT_LIMITS.inappCooldownHDefault, 0),
-    inappPrioridadeDefault: int(env, 'PM_INAPP_PRIORIDADE_DEFAULT', DEFAULT_LIMITS.inappPrioridadeDefault, 0),
-    inappAtrasoMsDefault: int(env, 'PM_INAPP_ATRASO_MS_DEFAULT', DEFAULT_LIMITS.inappAtrasoMsDefault, 0),
-    inappAtrasoMsMax: int(env, 'PM_INAPP_ATRASO_MS_MAX', DEFAULT_LIMITS.inappAtrasoMsMax, 0),
-    inappFecharAposMsMax: int(env, 'PM_INAPP_FECHAR_APOS_MS_MAX', DEFAULT_LIMITS.inappFecharAposMsMax, 1),
+    inappPriorityDefault: int(env, 'PM_INAPP_PRIORIDADE_DEFAULT', DEFAULT_LIMITS.inappPriorityDefault, 0),
+    inappDelayMsDefault: int(env, 'PM_INAPP_ATRASO_MS_DEFAULT', DEFAULT_LIMITS.inappDelayMsDefault, 0),
+    inappDelayMsMax: int(env, 'PM_INAPP_ATRASO_MS_MAX', DEFAULT_LIMITS.inappDelayMsMax, 0),
+    inappCloseAfterMsMax: int(env, 'PM_INAPP_FECHAR_APOS_MS_MAX', DEFAULT_LIMITS.inappCloseAfterMsMax, 1),
     inappTitleMaxChars: int(env, 'PM_INAPP_TITULO_CHARS', DEFAULT_LIMITS.inappTitleMaxChars, 1),
     inappBodyMaxChars: int(env, 'PM_INAPP_CORPO_CHARS', DEFAULT_LIMITS.inappBodyMaxChars, 1),
     inappButtonMaxChars: int(env, 'PM_INAPP_BOTAO_CHARS', DEFAULT_LIMITS.inappButtonMaxChars, 1),
     inappBlocksMax: int(env, 'PM_INAPP_BLOCKS_MAX', DEFAULT_LIMITS.inappBlocksMax, 1),
     inappOccurrenceMax: int(env, 'PM_INAPP_OCORRENCIA_MAX', DEFAULT_LIMITS.inappOccurrenceMax, 1),
-    inappCapHorasMax: int(env, 'PM_INAPP_CAP_HORAS_MAX', DEFAULT_LIMITS.inappCapHorasMax, 0),
-    inappCapHorasDefault: int(env, 'PM_INAPP_CAP_HORAS_DEFAULT', DEFAULT_LIMITS.inappCapHorasDefault, 0),
+    inappCapHoursMax: int(env, 'PM_INAPP_CAP_HORAS_MAX', DEFAULT_LIMITS.inappCapHoursMax, 0),
+    inappCapHoursDefault: int(env, 'PM_INAPP_CAP_HORAS_DEFAULT', DEFAULT_LIMITS.inappCapHoursDefault, 0),
     ...overrides.limits,
   })
   // The database keeps apps.inapp_cap_horas between 0 and 168 (migration 0001): a larger bound would let values past
   // validation that Postgres then refuses.
-  if (limits.inappCapHorasMax > INAPP_CAP_HORAS_DB_MAX) {
-    throw new ConfigError(`PM_INAPP_CAP_HORAS_MAX: ${limits.inappCapHorasMax} is above ${INAPP_CAP_HORAS_DB_MAX}, the most the database stores`)
+  if (limits.inappCapHoursMax > INAPP_CAP_HOURS_DB_MAX) {
+    throw new ConfigError(`PM_INAPP_CAP_HORAS_MAX: ${limits.inappCapHoursMax} is above ${INAPP_CAP_HOURS_DB_MAX}, the most the database stores`)
   }
-  if (limits.inappCapHorasDefault > limits.inappCapHorasMax) {
-    throw new ConfigError(`PM_INAPP_CAP_HORAS_DEFAULT: ${limits.inappCapHorasDefault} is above PM_INAPP_CAP_HORAS_MAX (${limits.inappCapHorasMax})`)
+  if (limits.inappCapHoursDefault > limits.inappCapHoursMax) {
+    throw new ConfigError(`PM_INAPP_CAP_HORAS_DEFAULT: ${limits.inappCapHoursDefault} is above PM_INAPP_CAP_HORAS_MAX (${limits.inappCapHoursMax})`)
   }
   const plan = env.PM_DEFAULT_PLAN || 'free'
   if (plan !== 'free' && plan !== 'pro') throw new ConfigError(`PM_DEFAULT_PLAN: expected free or pro, got "${plan}"`)

@@ -50,9 +50,9 @@ export const E = {
     como_corrigir: 'Reduza o corpo da requisição.',
     extra: { limite: p.limite },
   })),
-  ROUTE_NOT_FOUND: def(404, (p: { metodo: string; caminho: string }) => ({
+  ROUTE_NOT_FOUND: def(404, (p: { method: string; path: string }) => ({
     erro: 'Rota não encontrada.',
-    causa: `Não existe rota ${p.metodo} ${p.caminho}.`,
+    causa: `Não existe rota ${p.method} ${p.path}.`,
     como_corrigir: 'Confira o método e o caminho na especificação (prefixo /api/v1).',
   })),
   IP_RATE_LIMITED: def(
@@ -117,10 +117,10 @@ export const E = {
     causa: 'O app_id informado não é o app da chave apresentada.',
     como_corrigir: 'Use a chave do app indicado em app_id.',
   })),
-  APP_ID_REQUIRED: def(400, (p: { onde: 'query' | 'corpo' }) => ({
-    erro: `app_id ausente ou inválido no ${p.onde === 'query' ? 'parâmetro de consulta' : 'corpo'}.`,
+  APP_ID_REQUIRED: def(400, (p: { where: 'query' | 'corpo' }) => ({
+    erro: `app_id ausente ou inválido no ${p.where === 'query' ? 'parâmetro de consulta' : 'corpo'}.`,
     causa: 'Toda rota com chave de API exige o app_id (UUID) do app.',
-    como_corrigir: p.onde === 'query' ? 'Acrescente ?app_id=<uuid> ao endereço.' : 'Inclua "app_id": "<uuid>" no corpo.',
+    como_corrigir: p.where === 'query' ? 'Acrescente ?app_id=<uuid> ao endereço.' : 'Inclua "app_id": "<uuid>" no corpo.',
     extra: { campo: 'app_id' },
   })),
 
@@ -190,11 +190,11 @@ export const E = {
     como_corrigir: 'Informe o endereço completo do seu endpoint, começando por https://.',
     extra: { campo: 'url' },
   })),
-  CONFIRM_MODE_UNKNOWN: def(400, (p: { validos: readonly string[] }) => ({
+  CONFIRM_MODE_UNKNOWN: def(400, (p: { valid: readonly string[] }) => ({
     erro: 'modo desconhecido.',
-    causa: `O campo modo deve ser um de: ${p.validos.join(', ')}.`,
+    causa: `O campo modo deve ser um de: ${p.valid.join(', ')}.`,
     como_corrigir: 'Envie modo consulta, webhook ou grpc.',
-    extra: { campo: 'modo', modos_validos: p.validos },
+    extra: { campo: 'modo', modos_validos: p.valid },
   })),
   WEBHOOK_DESTINATION_MISSING: def(400, () => ({
     erro: 'modo webhook sem destino registrado.',
@@ -210,11 +210,11 @@ export const E = {
     como_corrigir: p.use ? `Troque ${p.campo} por ${p.use}.` : `Remova ${p.campo} do corpo.`,
     extra: p.use ? { campo: p.campo, use: p.use } : { campo: p.campo },
   })),
-  UNKNOWN_SEGMENT: def(400, (p: { segmento: string; validos: readonly string[] }) => ({
-    erro: `Segmento desconhecido: ${p.segmento}. Segmentos válidos: ${p.validos.join(', ')}.`,
-    causa: `included_segments traz "${p.segmento}", que não é um segmento deste serviço.`,
-    como_corrigir: `Use apenas: ${p.validos.join(', ')}.`,
-    extra: { campo: 'included_segments', segmento: p.segmento, segmentos_validos: [...p.validos] },
+  UNKNOWN_SEGMENT: def(400, (p: { segment: string; valid: readonly string[] }) => ({
+    erro: `Segmento desconhecido: ${p.segment}. Segmentos válidos: ${p.valid.join(', ')}.`,
+    causa: `included_segments traz "${p.segment}", que não é um segmento deste serviço.`,
+    como_corrigir: `Use apenas: ${p.valid.join(', ')}.`,
+    extra: { campo: 'included_segments', segmento: p.segment, segmentos_validos: [...p.valid] },
   })),
   RESERVED_DATA_KEY: def(422, (p: { chave: string }) => ({
     erro: `Chave reservada em data: ${p.chave}.`,
@@ -319,7 +319,7 @@ export const E = {
     como_corrigir: 'Corrija cada campo listado em problemas e envie de novo; nada foi gravado.',
     extra: { problemas: p.problemas },
   })),
-  INAPP_CAP_HORAS_INVALID: def(422, () => ({
+  INAPP_CAP_HOURS_INVALID: def(422, () => ({
     erro: 'inapp_cap_horas inválido: use um inteiro de 0 a 168.',
     causa: 'inapp_cap_horas (horas mínimas entre duas mensagens in-app num dispositivo) deve ser um inteiro de 0 a 168.',
     como_corrigir: 'Envie inapp_cap_horas entre 0 e 168.',
@@ -330,11 +330,11 @@ export const E = {
     causa: 'Não existe campanha com este id neste app.',
     como_corrigir: 'Confira o id da campanha e o app_id.',
   })),
-  INAPP_TRANSITION_INVALID: def(409, (p: { operacao: string; estado: string; origens: readonly string[] }) => ({
-    erro: `Operação ${p.operacao} não permitida no estado ${p.estado}.`,
-    causa: `A campanha está em ${p.estado}; ${p.operacao} só é aceita a partir de: ${p.origens.join(', ')}.`,
-    como_corrigir: `Leve a campanha a um dos estados ${p.origens.join(', ')} antes de ${p.operacao}.`,
-    extra: { estado_atual: p.estado, origens_aceitas: p.origens },
+  INAPP_TRANSITION_INVALID: def(409, (p: { operation: string; state: string; origins: readonly string[] }) => ({
+    erro: `Operação ${p.operation} não permitida no estado ${p.state}.`,
+    causa: `A campanha está em ${p.state}; ${p.operation} só é aceita a partir de: ${p.origins.join(', ')}.`,
+    como_corrigir: `Leve a campanha a um dos estados ${p.origins.join(', ')} antes de ${p.operation}.`,
+    extra: { estado_atual: p.state, origens_aceitas: p.origins },
   })),
   INAPP_CAMPAIGN_ENDED: def(409, () => ({
     erro: 'Campanha encerrada não pode ser editada.',
@@ -401,6 +401,6 @@ export class ApiError<K extends ErrorKey = ErrorKey> extends Error {
 }
 
 /** Shorthand for the commonest refusal: a named field that breaks a rule. */
-export function fieldError(campo: string, motivo: string): ApiError<'INVALID_FIELD'> {
-  return new ApiError('INVALID_FIELD', { campo, motivo })
+export function fieldError(field: string, reason: string): ApiError<'INVALID_FIELD'> {
+  return new ApiError('INVALID_FIELD', { campo: field, motivo: reason })
 }

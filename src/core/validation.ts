@@ -32,13 +32,13 @@ export function optInt(body: Body, name: string, min: number, max: number): numb
  * A statistics window from the query (spec: `desde` and `ate`, both RFC 3339 with an offset, `ate` after `desde`,
  * half-open [desde, ate)); the texts are echoed as sent.
  */
-export function statsWindow(q: URLSearchParams): { desde: string; ate: string; from: Date; to: Date } {
-  const desde = q.get('desde') ?? ''
-  const ate = q.get('ate') ?? ''
-  const a = parseRfc3339(desde)
-  const b = parseRfc3339(ate)
+export function statsWindow(q: URLSearchParams): { fromText: string; toText: string; from: Date; to: Date } {
+  const fromText = q.get('desde') ?? ''
+  const toText = q.get('ate') ?? ''
+  const a = parseRfc3339(fromText)
+  const b = parseRfc3339(toText)
   if (a === null) throw fieldError('desde', 'é obrigatório, em RFC 3339 com fuso')
   if (b === null) throw fieldError('ate', 'é obrigatório, em RFC 3339 com fuso')
   if (b <= a) throw fieldError('ate', 'deve ser posterior a desde')
-  return { desde, ate, from: new Date(a), to: new Date(b) }
+  return { fromText, toText, from: new Date(a), to: new Date(b) }
 }

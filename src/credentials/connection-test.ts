@@ -62,8 +62,8 @@ export function explainReason(reason: string): string {
   return words ? `${reason} — ${words}` : reason
 }
 
-function failed(motivo: string): ConnectionResult {
-  return { ok: false, motivo: explainReason(motivo) }
+function failed(reason: string): ConnectionResult {
+  return { ok: false, motivo: explainReason(reason) }
 }
 
 function network(r: H2Failure): ConnectionResult {

@@ -9,14 +9,14 @@ import { notFound } from './web'
 export async function appFor(db: Db, v: Viewer, id: string | undefined): Promise<AppRecord> {
   if (!isUuid(id)) throw notFound()
   const app = await findApp(db, id.toLowerCase())
-  if (!app || (!v.operador && app.orgId !== v.orgId)) throw notFound()
+  if (!app || (!v.operator && app.orgId !== v.orgId)) throw notFound()
   return app
 }
 
 export interface AppListRow {
   id: string
   nome: string
-  org_nome: string
+  org_name: string
   plan: string
   paused: boolean
   criado_em: Date
@@ -26,7 +26,7 @@ export interface AppListRow {
 export async function listApps(db: Db, v: Viewer, after: { at: Date; id: string } | null, limit: number): Promise<AppListRow[]> {
   const params: unknown[] = [limit]
   const where: string[] = []
-  if (!v.operador) {
+  if (!v.operator) {
     params.push(v.orgId)
     where.push(`a.org_id = $${params.length}`)
   }
@@ -36,7 +36,7 @@ export async function listApps(db: Db, v: Viewer, after: { at: Date; id: string 
   }
   const r = await query<AppListRow>(
     db,
-    `SELECT a.id, a.nome, o.nome AS org_nome, o.plan, a.paused, a.criado_em FROM apps a JOIN orgs o ON o.id = a.org_id
+    `SELECT a.id, a.nome, o.nome AS org_name, o.plan, a.paused, a.criado_em FROM apps a JOIN orgs o ON o.id = a.org_id
       ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY a.criado_em DESC, a.id DESC LIMIT $1`,
     params,
   )

@@ -31,7 +31,7 @@ export function page(f: Frame, body: Html): string {
 ${
   v
     ? html`<nav aria-label="Conta"><a href="/apps">Apps</a>
-<span class="quem">${v.email}${v.operador ? ' (operador)' : ''}</span>
+<span class="quem">${v.email}${v.operator ? ' (operador)' : ''}</span>
 <form method="post" action="/sair" class="inline"><input type="hidden" name="_csrf" value="${v.csrf}"><button type="submit">Sair</button></form></nav>`
     : ''
 }

@@ -18,7 +18,7 @@ export interface Viewer {
   email: string
   /** null for an operator. */
   orgId: string | null
-  operador: boolean
+  operator: boolean
   /** The session's synchroniser token: every form carries it. */
   csrf: string
   /** Digest of the session id (hex): names the session's flash message. */
@@ -102,7 +102,7 @@ export class Sessions {
     )
     const row = r.rows[0]
     if (!row || row.expires_at.getTime() <= this.clock()) return null
-    return { userId: row.id, email: row.email, orgId: row.org_id, operador: row.operador, csrf: row.csrf, sid: hash.toString('hex') }
+    return { userId: row.id, email: row.email, orgId: row.org_id, operator: row.operador, csrf: row.csrf, sid: hash.toString('hex') }
   }
 
   /** Signs out: the session row goes; answers the Set-Cookie value that clears the cookie. */

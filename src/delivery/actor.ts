@@ -635,7 +635,7 @@ export class AppActor {
       // spec: a delivery past its deadline is not attempted (ttl 0 means "now or never" and is left to the provider).
       if (s.meta.ttlS > 0 && this.#clock() > s.meta.startMs + s.meta.ttlS * 1000) return void (await record(STATUS.errored, attempts))
       if (!c.token || !c.valid) return void (await record(STATUS.failed, attempts))
-      const platform: Platform = c.transporte === 'apns' ? 'apns' : 'fcm'
+      const platform: Platform = c.transport === 'apns' ? 'apns' : 'fcm'
       if (s.broken.has(platform)) return void (await record(STATUS.errored, attempts))
       // At thousands of deliveries a second, a wait for an answer already at hand is a measurable cost.
       const known = this.d.providers.peek?.(this.appId, platform)

@@ -111,8 +111,8 @@ export async function loadSends(db: Db, refs: readonly SendRef[], now: Date, fre
     const firstPage =
       meta.targetKind === 'segments' || pageSize <= 0
         ? null
-        : (x.page ?? []).map(([deviceId, identifier, deviceType, transporte, valid]) =>
-            candidate({ id: deviceId, identifier, transporte, valid }, deviceType ?? 1),
+        : (x.page ?? []).map(([deviceId, identifier, deviceType, transport, valid]) =>
+            candidate({ id: deviceId, identifier, transporte: transport, valid }, deviceType ?? 1),
           )
     out.set(x.id, { meta, firstPage })
   }
@@ -144,7 +144,7 @@ interface Row {
 }
 
 function candidate(x: Row, deviceType: number): Candidate {
-  return { deviceId: x.id, token: x.identifier, deviceType, transporte: x.transporte ?? 'fcm', valid: x.valid === true }
+  return { deviceId: x.id, token: x.identifier, deviceType, transport: x.transporte ?? 'fcm', valid: x.valid === true }
 }
 
 /** The last device id there can be: the upper bound of the last slice. */

@@ -99,7 +99,7 @@ export class DeliveryModule implements ProviderSource {
         clock,
         log,
         receiptKey: (appId) => this.#receiptKey(appId),
-        ratePerMin: async (appId) => (await d.dir.app(appId))?.ratePorMin ?? 60_000,
+        ratePerMin: async (appId) => (await d.dir.app(appId))?.ratePerMin ?? 60_000,
         maxInflight: cfg.delivery.inflightPerApp,
         pageSize: cfg.delivery.pageSize,
         maxAttempts: cfg.delivery.maxAttempts,

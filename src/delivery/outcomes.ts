@@ -121,12 +121,12 @@ export class OutcomeRecorder {
  * with `problem`) for apps that read by webhook or stream (src/confirmations/events.ts). The body is the spec's plus
  * `pm_problema` when deliveries stopped short (the read shape's field: the webhook and stream readers cannot read it).
  */
-function completedEvent(quandoParam: string, atParam: string, where = 'true'): string {
+function completedEvent(whenParam: string, atParam: string, where = 'true'): string {
   return eventCtes({
     source: `(SELECT u.app_id, u.id, 'notification.completed' AS evento,
                      jsonb_build_object('evento', 'notification.completed', 'app_id', u.app_id, 'notification_id', u.id,
                                         'successful', u.successful, 'failed', u.failed, 'errored', u.errored,
-                                        'recipients', u.recipients, 'quando', ${quandoParam}::text)
+                                        'recipients', u.recipients, 'quando', ${whenParam}::text)
                      || CASE WHEN u.problem IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('pm_problema', u.problem) END AS body
                 FROM u WHERE ${where}) c`,
     order: 's.id',

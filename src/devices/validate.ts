@@ -20,7 +20,7 @@ export type DeviceLimits = Pick<
 >
 const INT4_MAX = 2_147_483_647
 
-export type Transporte = 'fcm' | 'apns'
+export type Transport = 'fcm' | 'apns'
 
 /**
  * One registration, keyed exactly as the devices columns (the writer sends rows as JSON to json_to_recordset).
@@ -30,7 +30,7 @@ export interface RegistrationRow {
   app_id: string
   identifier: string
   device_type: number
-  transporte: Transporte | null
+  transporte: Transport | null
   external_user_id: string | null
   app_version: string | null
   device_model: string | null
@@ -58,7 +58,7 @@ export interface DeviceUpdate {
   external_user_id: string | null | undefined
   tags: Record<string, unknown> | undefined
   app_version: string | undefined
-  transporte: Transporte | undefined
+  transporte: Transport | undefined
 }
 
 // Postgres text and jsonb refuse U+0000; refusing it here keeps one bad body from failing a whole batch.
@@ -129,7 +129,7 @@ function timezone(body: Body, lim: DeviceLimits): number | null {
   return v
 }
 
-function transporte(body: Body): Transporte | null {
+function parseTransport(body: Body): Transport | null {
   const v = body.transporte
   if (v === undefined || v === null) return null
   if (v !== 'fcm' && v !== 'apns') throw fieldError('transporte', 'deve ser "fcm" ou "apns"')
@@ -197,7 +197,7 @@ export function parseRegistration(body: Body, lim: DeviceLimits = DEFAULT_LIMITS
     tags: tags(body, lim),
     language: text(body, 'language', lim.languageMaxBytes),
     timezone: timezone(body, lim),
-    transporte: transporte(body),
+    transporte: parseTransport(body),
     device_os: softText(body, 'device_os', lim.profileTruncateBytes),
     fabricante: softText(body, 'fabricante', lim.profileTruncateBytes),
     pais: softText(body, 'pais', lim.profileTruncateBytes),
@@ -224,6 +224,6 @@ export function parseUpdate(body: Body, lim: DeviceLimits = DEFAULT_LIMITS): Dev
     external_user_id: Object.hasOwn(body, 'external_user_id') ? externalUserId(body, lim) : undefined,
     tags: tags(body, lim) ?? undefined,
     app_version: hasVersion || hasAlias ? (appVersion(body) ?? undefined) : undefined,
-    transporte: transporte(body) ?? undefined,
+    transporte: parseTransport(body) ?? undefined,
   }
 }

@@ -35,12 +35,12 @@ export interface CarriedSend {
   queuedAtMs: number
   /** The message as JSON text (SendInput.message): placed in the copy as it is, not parsed and written again. */
   message: string
-  devices: ReadonlyArray<{ id: string; identifier: string | null; deviceType: number; transporte: 'fcm' | 'apns' | null }>
+  devices: ReadonlyArray<{ id: string; identifier: string | null; deviceType: number; transport: 'fcm' | 'apns' | null }>
 }
 
 /** The entry's `c` field, or null when it would exceed CARRY_MAX_BYTES (the send is then loaded). */
 export function encodeCarried(s: CarriedSend): string | null {
-  const devices: CarriedDevice[] = s.devices.map((d) => [d.id, d.identifier, d.deviceType, d.transporte])
+  const devices: CarriedDevice[] = s.devices.map((d) => [d.id, d.identifier, d.deviceType, d.transport])
   const text = `[1,${JSON.stringify(s.targetKind)},${s.platformMask},${s.ttlS},${s.queuedAtMs},${s.message},${JSON.stringify(devices)}]`
   return Buffer.byteLength(text) <= CARRY_MAX_BYTES ? text : null
 }
@@ -49,11 +49,11 @@ const isInt = (x: unknown): x is number => Number.isSafeInteger(x)
 
 function deviceOf(x: unknown): Candidate | null {
   if (!Array.isArray(x) || x.length !== 4) return null
-  const [id, token, deviceType, transporte] = x as unknown[]
+  const [id, token, deviceType, transport] = x as unknown[]
   if (typeof id !== 'string' || (token !== null && typeof token !== 'string') || !isInt(deviceType)) return null
-  if (transporte !== null && transporte !== 'fcm' && transporte !== 'apns') return null
+  if (transport !== null && transport !== 'fcm' && transport !== 'apns') return null
   // As loadSends builds it (audience.ts candidate): the device was reachable when the send was accepted.
-  return { deviceId: id, token, deviceType, transporte: transporte ?? 'fcm', valid: true }
+  return { deviceId: id, token, deviceType, transport: transport ?? 'fcm', valid: true }
 }
 
 /**

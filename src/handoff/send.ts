@@ -8,7 +8,7 @@ export interface Candidate {
   token: string | null
   deviceType: number
   /** Which provider carries it (the spec, Device transporte): apns → APNs, fcm → FCM. */
-  transporte: 'fcm' | 'apns'
+  transport: 'fcm' | 'apns'
   /** Still a valid, subscribed device (it may have died since the send was accepted). */
   valid: boolean
   /** Its proof of arrival for this send, once the actor has computed it (ahead, in batches: actor.ts). */

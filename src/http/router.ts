@@ -112,7 +112,7 @@ export class Router {
     const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null, hot: false, cors: false }
     this.app.any(
       '/*',
-      this.#callback(shape, info, (req) => errorReply(new ApiError('ROUTE_NOT_FOUND', { metodo: req.method, caminho: req.path }), req.id)),
+      this.#callback(shape, info, (req) => errorReply(new ApiError('ROUTE_NOT_FOUND', { method: req.method, path: req.path }), req.id)),
     )
   }
 

@@ -2,7 +2,7 @@
 // Reach counts with it (reach.ts), and the pending route reads each device's memberships computed by the same
 // expressions when it loads the device (device-profiles.ts), so what is counted and what is served never disagree.
 // The table of device states and audiences is in docs/design/inapp.md (Audiences).
-import type { AlvoTipo } from './validate'
+import type { TargetKind } from './validate'
 
 /**
  * The base: every registered device except a record retired by a newer token of the same install (the install lives
@@ -29,10 +29,10 @@ const NAMES = Object.keys(SEGMENTS) as Segment[]
 const BIT = Object.fromEntries(NAMES.map((n, i) => [n, 1 << i])) as Record<Segment, number>
 
 /** The audience predicate of an `alvo_tipo` over `devices d` ($3 = the list, for the list types only). */
-export function audienceSql(tipo: AlvoTipo): string {
-  if (tipo === 'external_ids') return `${IN_BASE} AND d.external_user_id = ANY($3::text[])`
-  if (tipo === 'player_ids') return `${IN_BASE} AND d.id = ANY($3::uuid[])`
-  return `${IN_BASE} AND ${SEGMENTS[tipo]}`
+export function audienceSql(kind: TargetKind): string {
+  if (kind === 'external_ids') return `${IN_BASE} AND d.external_user_id = ANY($3::text[])`
+  if (kind === 'player_ids') return `${IN_BASE} AND d.id = ANY($3::uuid[])`
+  return `${IN_BASE} AND ${SEGMENTS[kind]}`
 }
 
 /** A select-list expression: the device's segments as a bitmask (0 = outside the base). */
@@ -40,14 +40,14 @@ export const MEMBERSHIPS_SQL = `(${NAMES.map((n) => `CASE WHEN ${audienceSql(n)}
 
 /** Whether a device with these memberships (MEMBERSHIPS_SQL) is in a campaign's audience. */
 export function inAudience(
-  tipo: AlvoTipo,
-  alvo: ReadonlySet<string> | null,
+  kind: TargetKind,
+  targets: ReadonlySet<string> | null,
   deviceId: string,
   device: { externalUserId: string | null; memberships: number },
 ): boolean {
-  if (tipo === 'player_ids' || tipo === 'external_ids') {
-    if ((device.memberships & BIT.todos) === 0 || alvo === null) return false
-    return tipo === 'player_ids' ? alvo.has(deviceId) : device.externalUserId !== null && alvo.has(device.externalUserId)
+  if (kind === 'player_ids' || kind === 'external_ids') {
+    if ((device.memberships & BIT.todos) === 0 || targets === null) return false
+    return kind === 'player_ids' ? targets.has(deviceId) : device.externalUserId !== null && targets.has(device.externalUserId)
   }
-  return (device.memberships & BIT[tipo]) !== 0
+  return (device.memberships & BIT[kind]) !== 0
 }

@@ -34,9 +34,9 @@ export class Problems {
   /** The settings the campaign is checked against (the spec's in-app limits; defaults in src/core/config.ts). */
   constructor(readonly lim: Limits = DEFAULT_LIMITS) {}
 
-  add(campo: string, motivo: string): void {
+  add(field: string, reason: string): void {
     // The caller's keys end up in the path: quoted at most PATH_MAX characters (the answer stays small).
-    this.list.push({ campo: campo.length > PATH_MAX ? `${campo.slice(0, PATH_MAX)}…` : campo, motivo })
+    this.list.push({ campo: field.length > PATH_MAX ? `${field.slice(0, PATH_MAX)}…` : field, motivo: reason })
   }
 
   get empty(): boolean {

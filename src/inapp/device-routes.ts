@@ -117,8 +117,8 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const digest = h.digest('base64url')
     let until = Math.min((epoch + EPOCH_MS / 1000) * 1000, profileUntil)
     for (const c of pack.campaigns) {
-      if (c.iniciaMs !== null && c.iniciaMs > now) until = Math.min(until, c.iniciaMs)
-      if (c.terminaMs !== null && c.terminaMs > now) until = Math.min(until, c.terminaMs)
+      if (c.startMs !== null && c.startMs > now) until = Math.min(until, c.startMs)
+      if (c.endMs !== null && c.endMs > now) until = Math.min(until, c.endMs)
     }
     const memo: Memo = { pack, profile, level: q.level, until, epoch, chosen, digest, etag: `"${digest.slice(0, 22)}"` }
     if (memos.size >= lim.inappMemoMax) memos.clear()
@@ -135,7 +135,7 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
   function answer(pack: AppPack | null, q: PendingQuery, m: Memo | null, key: Buffer | undefined): Reply | Promise<Reply> {
     if (pack === null) throw new ApiError('APP_ID_UNKNOWN')
     if (pack.paused) throw new ApiError('APP_PAUSED')
-    if (!pack.ativo) throw new ApiError('INAPP_CHANNEL_OFF')
+    if (!pack.active) throw new ApiError('INAPP_CHANNEL_OFF')
     const { chosen, digest, etag, epoch } = m ?? chooseFor(pack, q, null, Number.POSITIVE_INFINITY, d.clock())
     const headers = m?.profile === null ? { ETag: etag, ...UNKNOWN_DEVICE_HEADERS } : { ETag: etag }
     if (matches(q.ifNoneMatch, etag)) return { status: 304, headers }
@@ -147,16 +147,16 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     }
     const items = chosen.map((c) => `${c.head}${inappProof(key as Buffer, c.id, q.playerId, epoch)}"}`)
     const hex = createHash('sha256').update(digest).digest('hex')
-    const pacoteId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+    const packageId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`
     for (const c of chosen) d.served.note(q.appId, c.id, q.playerId)
-    const body = `{"pacote_id":"${pacoteId}","messages":[${items.join(',')}],"validade_s":${lim.inappValidityS},"cap_global_h":${pack.capH},"etag":${JSON.stringify(etag)}}`
+    const body = `{"pacote_id":"${packageId}","messages":[${items.join(',')}],"validade_s":${lim.inappValidityS},"cap_global_h":${pack.capH},"etag":${JSON.stringify(etag)}}`
     return { status: 200, body, contentType: JSON_TYPE, headers }
   }
 
   /** Loads what the warm path lacked (the app's pack, the device's profile), then answers. */
   async function slow(q: PendingQuery): Promise<Reply> {
     const pack = d.packages.peek(q.appId) ?? (await d.packages.load(q.appId))
-    if (pack === null || pack.paused || !pack.ativo) return answer(pack, q, null, undefined)
+    if (pack === null || pack.paused || !pack.active) return answer(pack, q, null, undefined)
     const now = d.clock()
     const memo = memoFor(pack, q, now)
     if (memo) return answer(pack, q, memo, d.keys.peek(q.appId))
@@ -172,7 +172,7 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const q = parsePending(req)
     const pack = d.packages.peek(q.appId)
     if (pack === undefined) return slow(q)
-    if (pack === null || pack.paused || !pack.ativo) return answer(pack, q, null, undefined)
+    if (pack === null || pack.paused || !pack.active) return answer(pack, q, null, undefined)
     const now = d.clock()
     const memo = memoFor(pack, q, now)
     if (memo) return answer(pack, q, memo, d.keys.peek(q.appId))
@@ -196,20 +196,20 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const key = await d.keys.get(app.id)
     const maxAge = lim.inappEventPastMs + lim.inappValidityS * 1000
     const verdicts: Array<Verdict | Promise<Verdict>> = input.items.map((it) => {
-      if (!key || !verifyInappProof(key, it.campaignId, input.playerId, it.prova, now, maxAge)) return 'prova_invalida'
+      if (!key || !verifyInappProof(key, it.campaignId, input.playerId, it.proof, now, maxAge)) return 'prova_invalida'
       const job: EventJob = {
         appId: app.id,
         campaignId: it.campaignId,
         deviceId: input.playerId,
-        evento: it.evento,
+        event: it.event,
         n: it.n,
-        emMs: it.emMs,
+        atMs: it.atMs,
       }
       return d.events.submit(job)
     })
     if (verdicts.every((v) => v === 'prova_invalida')) throw new ApiError('INAPP_PROOF_INVALID')
-    const resultados = await Promise.all(verdicts)
-    if (resultados.every((v) => v === 'prova_invalida')) throw new ApiError('INAPP_PROOF_INVALID')
-    return ok({ ok: true, resultados })
+    const results = await Promise.all(verdicts)
+    if (results.every((v) => v === 'prova_invalida')) throw new ApiError('INAPP_PROOF_INVALID')
+    return ok({ ok: true, resultados: results })
   })
 }

@@ -9,10 +9,10 @@ import { EVENT_CODES, type EventName } from './events-writer'
 
 export interface EventItem {
   campaignId: string
-  prova: string
-  evento: EventName
+  proof: string
+  event: EventName
   n: number
-  emMs: number
+  atMs: number
 }
 
 export interface EventsInput {
@@ -41,8 +41,8 @@ export function parseEvents(
     if (!isObj(v)) throw fieldError(`eventos[${i}]`, 'deve ser um objeto')
     for (const k of Object.keys(v)) if (!ITEM_FIELDS.includes(k)) throw fieldError(at(k), 'não é um campo aceito aqui')
     if (!isUuid(v.campanha_id)) throw fieldError(at('campanha_id'), 'é obrigatório, um UUID')
-    const prova = v.prova
-    if (typeof prova !== 'string' || !wellFormed(prova) || chars(prova) < 1 || chars(prova) > 64) {
+    const proof = v.prova
+    if (typeof proof !== 'string' || !wellFormed(proof) || chars(proof) < 1 || chars(proof) > 64) {
       throw fieldError(at('prova'), 'é obrigatório: o texto da prova do pacote, de 1 a 64 caracteres')
     }
     if (typeof v.evento !== 'string' || !Object.hasOwn(EVENT_CODES, v.evento)) {
@@ -52,13 +52,13 @@ export function parseEvents(
     const nMax = o.occurrenceMax ?? DEFAULT_LIMITS.inappOccurrenceMax
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > nMax)
       throw fieldError(at('ocorrencia_n'), `deve ser um inteiro de 1 a ${nMax}`)
-    const em = parseRfc3339(v.em)
-    if (em === null) throw fieldError(at('em'), 'é obrigatório, em RFC 3339 com fuso')
-    return { campaignId: v.campanha_id.toLowerCase(), prova, evento: v.evento as EventName, n, emMs: em }
+    const atMs = parseRfc3339(v.em)
+    if (atMs === null) throw fieldError(at('em'), 'é obrigatório, em RFC 3339 com fuso')
+    return { campaignId: v.campanha_id.toLowerCase(), proof, event: v.evento as EventName, n, atMs }
   })
   // Every item is well-formed; only then the window (a 422: the value is readable but not acceptable).
   items.forEach((it, i) => {
-    if (it.emMs < nowMs - o.pastMs || it.emMs > nowMs + o.futureMs)
+    if (it.atMs < nowMs - o.pastMs || it.atMs > nowMs + o.futureMs)
       throw new ApiError('INAPP_EVENT_TIME_OUTSIDE', { campo: `eventos[${i}].em` })
   })
   return { appId: body.app_id.toLowerCase(), playerId: body.player_id.toLowerCase(), items }

@@ -16,9 +16,9 @@ export interface EventJob {
   appId: string
   campaignId: string
   deviceId: string
-  evento: EventName
+  event: EventName
   n: number
-  emMs: number
+  atMs: number
 }
 
 export interface EventWriterOptions {
@@ -52,7 +52,7 @@ UNION ALL
 SELECT 'i', campanha_id::text || device_id::text || ':' || evento || ':' || ocorrencia_n, NULL FROM ins`
 
 function rowKey(j: EventJob): string {
-  return `${j.campaignId}${j.deviceId}:${EVENT_CODES[j.evento]}:${j.n}`
+  return `${j.campaignId}${j.deviceId}:${EVENT_CODES[j.event]}:${j.n}`
 }
 
 export class EventWriter {
@@ -93,9 +93,9 @@ export class EventWriter {
         app_id: j.appId,
         campanha_id: j.campaignId,
         device_id: j.deviceId,
-        evento: EVENT_CODES[j.evento],
+        evento: EVENT_CODES[j.event],
         n: j.n,
-        em: new Date(j.emMs).toISOString(),
+        em: new Date(j.atMs).toISOString(),
       }))
     const r = await retryingConflicts(
       () => queryPrepared<{ k: string; key: string; cap_total: number | null }>(this.db, WRITE, [JSON.stringify(rows), new Date(this.clock())]),

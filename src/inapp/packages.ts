@@ -15,24 +15,24 @@ import type { Clock } from '../core/time'
 import { inAudience } from './audience'
 import type { Profile } from './device-profiles'
 import { activeCampaigns } from './store'
-import { type AlvoTipo, schemaMin } from './validate'
+import { type TargetKind, schemaMin } from './validate'
 
 export interface PackCampaign {
   id: string
-  prioridade: number
-  alvoTipo: AlvoTipo
-  alvo: Set<string> | null
+  priority: number
+  targetKind: TargetKind
+  targets: Set<string> | null
   /** SDK capability of the trigger (5: 0.5, 6: 0.6); a future `inicia_em` needs 6 until it passes. */
   level: number
-  iniciaMs: number | null
-  terminaMs: number | null
+  startMs: number | null
+  endMs: number | null
   /** The item of `messages[]` as JSON, up to the opening quote of the proof's value. */
   head: string
 }
 
 export interface AppPack {
   paused: boolean
-  ativo: boolean
+  active: boolean
   capH: number
   /** Sorted by prioridade (higher first), then creation, then id: the package order. */
   campaigns: PackCampaign[]
@@ -154,12 +154,12 @@ export class PackageCache {
         const json = JSON.stringify(item)
         return {
           id: r.id,
-          prioridade: r.prioridade,
-          alvoTipo: d.alvo_tipo,
-          alvo: d.alvo.length > 0 ? new Set(d.alvo) : null,
+          priority: r.prioridade,
+          targetKind: d.alvo_tipo,
+          targets: d.alvo.length > 0 ? new Set(d.alvo) : null,
           level: schemaMin({ gatilho: d.gatilho, inicia_em: null }, nowMs),
-          iniciaMs: d.inicia_em ? Date.parse(d.inicia_em) : null,
-          terminaMs: d.termina_em ? Date.parse(d.termina_em) : null,
+          startMs: d.inicia_em ? Date.parse(d.inicia_em) : null,
+          endMs: d.termina_em ? Date.parse(d.termina_em) : null,
           head: `${json.slice(0, -1)},"prova":"`,
         }
       })
@@ -168,7 +168,7 @@ export class PackageCache {
     this.log.debug({ app_id: appId, campaigns: campaigns.length }, 'in-app package cache loaded')
     return {
       paused: a.paused,
-      ativo: a.inapp_ativo,
+      active: a.inapp_ativo,
       capH: a.inapp_cap_horas,
       campaigns,
       digest: h.digest('base64url').slice(0, 16),
@@ -191,10 +191,10 @@ export function selectFor(
   const out: PackCampaign[] = []
   if (level === null) return out
   for (const c of pack.campaigns) {
-    if (c.terminaMs !== null && c.terminaMs <= nowMs) continue
-    const future = c.iniciaMs !== null && c.iniciaMs > nowMs
+    if (c.endMs !== null && c.endMs <= nowMs) continue
+    const future = c.startMs !== null && c.startMs > nowMs
     if ((future ? Math.max(c.level, 6) : c.level) > level) continue
-    if (!inAudience(c.alvoTipo, c.alvo, deviceId, p)) continue
+    if (!inAudience(c.targetKind, c.targets, deviceId, p)) continue
     out.push(c)
     if (out.length >= max) break
   }

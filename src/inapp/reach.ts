@@ -19,24 +19,24 @@ export async function countReach(
   def: Pick<CampaignDef, 'alvo_tipo' | 'alvo'>,
   level: number,
 ): Promise<Reach> {
-  const r = await query<{ total: string; capaz: string; sem: string }>(
+  const r = await query<{ total: string; capable: string; unversioned: string }>(
     db,
     `WITH a AS (
        SELECT (regexp_match(d.sdk_versao, '^v?(\\d{1,4})\\.(\\d{1,3})(?:[.+-]|$)'))::int[] AS v
        FROM devices d WHERE d.app_id = $1 AND ${audienceSql(def.alvo_tipo)})
      SELECT count(*) AS total,
-            count(*) FILTER (WHERE v IS NOT NULL AND v[1] * 1000 + v[2] >= $2) AS capaz,
-            count(*) FILTER (WHERE v IS NULL) AS sem
+            count(*) FILTER (WHERE v IS NOT NULL AND v[1] * 1000 + v[2] >= $2) AS capable,
+            count(*) FILTER (WHERE v IS NULL) AS unversioned
      FROM a`,
     def.alvo_tipo === 'external_ids' || def.alvo_tipo === 'player_ids' ? [appId, level, def.alvo] : [appId, level],
   )
-  const row = r.rows[0] as { total: string; capaz: string; sem: string }
+  const row = r.rows[0] as { total: string; capable: string; unversioned: string }
   const total = Number(row.total)
-  const capaz = Number(row.capaz)
+  const capable = Number(row.capable)
   return {
     alcance_estimado: total,
-    alcancaveis_agora: capaz,
-    precisam_app_atualizado: total - capaz,
-    sem_versao_reportada: Number(row.sem),
+    alcancaveis_agora: capable,
+    precisam_app_atualizado: total - capable,
+    sem_versao_reportada: Number(row.unversioned),
   }
 }

@@ -7,8 +7,8 @@ import { created, ok } from '../http/reply'
 import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
 import { statsWindow } from '../core/validation'
-import { type CampaignService, type Operation, parseCapHoras } from './service'
-import type { Estado } from './store'
+import { type CampaignService, type Operation, parseCapHours } from './service'
+import type { CampaignState } from './store'
 
 export interface InappRouteDeps {
   cfg: Config
@@ -17,7 +17,7 @@ export interface InappRouteDeps {
 }
 
 const BASE = '/api/v1/in_app_messages'
-const ESTADOS: readonly Estado[] = ['rascunho', 'ativa', 'pausada', 'encerrada']
+const CAMPAIGN_STATES: readonly CampaignState[] = ['rascunho', 'ativa', 'pausada', 'encerrada']
 const LIST_DEFAULT = 20
 const LIST_MAX = 100
 
@@ -37,9 +37,9 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
     const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
     for (const k of Object.keys(body))
       if (!['app_id', 'inapp_ativo', 'inapp_cap_horas'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
-    const ativo = body.inapp_ativo
-    if (ativo !== undefined && typeof ativo !== 'boolean') throw fieldError('inapp_ativo', 'deve ser booleano (true ou false)')
-    return ok(await d.campaigns.setConfig(app.id, ativo, parseCapHoras(body.inapp_cap_horas, d.cfg.limits.inappCapHorasMax)))
+    const active = body.inapp_ativo
+    if (active !== undefined && typeof active !== 'boolean') throw fieldError('inapp_ativo', 'deve ser booleano (true ou false)')
+    return ok(await d.campaigns.setConfig(app.id, active, parseCapHours(body.inapp_cap_horas, d.cfg.limits.inappCapHoursMax)))
   })
 
   r.post(BASE, { bodyLimit }, async (req) => {
@@ -58,18 +58,18 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
       if (!/^\d{1,6}$/.test(rawLimit) || Number(rawLimit) < 1) throw fieldError('limit', 'deve ser um inteiro a partir de 1')
       limit = Math.min(Number(rawLimit), LIST_MAX)
     }
-    const estado = q.get('estado')
-    if (estado !== null && !(ESTADOS as readonly string[]).includes(estado))
-      throw fieldError('estado', `deve ser um de: ${ESTADOS.join(', ')}`)
+    const state = q.get('estado')
+    if (state !== null && !(CAMPAIGN_STATES as readonly string[]).includes(state))
+      throw fieldError('estado', `deve ser um de: ${CAMPAIGN_STATES.join(', ')}`)
     const cursor = q.get('cursor')
     if (cursor !== null && !/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw fieldError('cursor', 'não é um cursor desta lista')
-    return ok(await d.campaigns.list(app.id, { limit, estado: estado as Estado | null, cursor: cursor || null }))
+    return ok(await d.campaigns.list(app.id, { limit, state: state as CampaignState | null, cursor: cursor || null }))
   })
 
   r.get(`${BASE}/stats`, {}, async (req) => {
     const app = await d.auth.queryApp(req)
     const w = statsWindow(req.query)
-    return ok({ desde: w.desde, ate: w.ate, ...(await d.campaigns.stats(app.id, w.from, w.to)) })
+    return ok({ desde: w.fromText, ate: w.toText, ...(await d.campaigns.stats(app.id, w.from, w.to)) })
   })
 
   r.get(`${BASE}/:id`, {}, async (req) => {

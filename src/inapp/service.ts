@@ -13,7 +13,7 @@ import {
   type CampaignRow,
   deleteCampaign,
   editCampaign,
-  type Estado,
+  type CampaignState,
   findCampaign,
   insertCampaign,
   listCampaigns,
@@ -25,7 +25,7 @@ import { type CampaignDef, checkDates, parseCampaign, schemaMin, schemaText } fr
 export type Operation = 'publicar' | 'pausar' | 'encerrar'
 
 /** The state machine: accepted origins and destination of each operation. */
-export const TRANSITIONS: Record<Operation, { from: readonly Estado[]; to: Estado }> = {
+export const TRANSITIONS: Record<Operation, { from: readonly CampaignState[]; to: CampaignState }> = {
   publicar: { from: ['rascunho', 'pausada'], to: 'ativa' },
   pausar: { from: ['ativa'], to: 'pausada' },
   encerrar: { from: ['rascunho', 'ativa', 'pausada'], to: 'encerrada' },
@@ -34,7 +34,7 @@ export const TRANSITIONS: Record<Operation, { from: readonly Estado[]; to: Estad
 export interface CampaignShape extends CampaignDef {
   id: string
   app_id: string
-  estado: Estado
+  estado: CampaignState
   schema_min: string
   contadores: { servidos: number; impressoes: number; cliques: number; fechados: number }
   origem_id: string | null
@@ -71,9 +71,9 @@ export interface ListPage {
 }
 
 /** `inapp_cap_horas`: an integer from 0 to 168 (the API route and the dashboard read it alike). */
-export function parseCapHoras(cap: unknown, max: number = DEFAULT_LIMITS.inappCapHorasMax): number | undefined {
+export function parseCapHours(cap: unknown, max: number = DEFAULT_LIMITS.inappCapHoursMax): number | undefined {
   if (cap === undefined) return undefined
-  if (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > max) throw new ApiError('INAPP_CAP_HORAS_INVALID')
+  if (typeof cap !== 'number' || !Number.isInteger(cap) || cap < 0 || cap > max) throw new ApiError('INAPP_CAP_HOURS_INVALID')
   return cap
 }
 
@@ -91,10 +91,10 @@ export class CampaignService {
 
   async setConfig(
     appId: string,
-    ativo: boolean | undefined,
-    capHoras: number | undefined,
+    active: boolean | undefined,
+    capHours: number | undefined,
   ): Promise<{ inapp_ativo: boolean; inapp_cap_horas: number }> {
-    const out = await updateConfig(this.db, appId, ativo, capHoras)
+    const out = await updateConfig(this.db, appId, active, capHours)
     await this.onConfig(appId)
     return out
   }
@@ -106,8 +106,8 @@ export class CampaignService {
       appId,
       id: randomUUID(),
       def: v.def,
-      usaConfigNotif: v.usaConfigNotif,
-      origemId: null,
+      usesNotificationSettings: v.usesNotificationSettings,
+      originId: null,
       now: new Date(this.clock()),
     })
     return campaignShape(row, this.clock())
@@ -117,9 +117,9 @@ export class CampaignService {
     return campaignShape(await this.#row(appId, id), this.clock())
   }
 
-  async list(appId: string, o: { limit: number; estado: Estado | null; cursor: string | null }): Promise<ListPage> {
+  async list(appId: string, o: { limit: number; state: CampaignState | null; cursor: string | null }): Promise<ListPage> {
     const after = o.cursor ? decodeCursor(o.cursor) : null
-    const rows = await listCampaigns(this.db, appId, { limit: o.limit + 1, estado: o.estado, after })
+    const rows = await listCampaigns(this.db, appId, { limit: o.limit + 1, state: o.state, after })
     const page = rows.slice(0, o.limit)
     const last = page[page.length - 1]
     return {
@@ -150,7 +150,7 @@ export class CampaignService {
     const t = TRANSITIONS[op]
     const r = await transition(this.db, appId, id, t.from, t.to, new Date(this.clock()))
     if (!r) throw new ApiError('INAPP_CAMPAIGN_NOT_FOUND')
-    if ('estado' in r) throw new ApiError('INAPP_TRANSITION_INVALID', { operacao: op, estado: r.estado, origens: t.from })
+    if ('state' in r) throw new ApiError('INAPP_TRANSITION_INVALID', { operation: op, state: r.state, origins: t.from })
     await this.onChange(appId)
     return campaignShape(r.row, this.clock())
   }
@@ -159,22 +159,22 @@ export class CampaignService {
   async duplicate(appId: string, id: string): Promise<CampaignShape> {
     const src = await this.#row(appId, id)
     if (src.estado !== 'encerrada') {
-      throw new ApiError('INAPP_TRANSITION_INVALID', { operacao: 'duplicar', estado: src.estado, origens: ['encerrada'] })
+      throw new ApiError('INAPP_TRANSITION_INVALID', { operation: 'duplicar', state: src.estado, origins: ['encerrada'] })
     }
     const row = await insertCampaign(this.db, {
       appId,
       id: randomUUID(),
       def: src.definicao,
-      usaConfigNotif: src.usa_config_notif,
-      origemId: src.id,
+      usesNotificationSettings: src.usa_config_notif,
+      originId: src.id,
       now: new Date(this.clock()),
     })
     return campaignShape(row, this.clock())
   }
 
   /** Deletes the campaign, its funnel and its trail; an active one only with `confirmar`. */
-  async remove(appId: string, id: string, confirmar: boolean): Promise<void> {
-    const r = await deleteCampaign(this.db, appId, id, confirmar)
+  async remove(appId: string, id: string, confirmed: boolean): Promise<void> {
+    const r = await deleteCampaign(this.db, appId, id, confirmed)
     if (r === 'missing') throw new ApiError('INAPP_CAMPAIGN_NOT_FOUND')
     if (r === 'active') throw new ApiError('INAPP_DELETE_UNCONFIRMED')
     await this.onChange(appId)
@@ -205,8 +205,8 @@ export class CampaignService {
     }
   }
 
-  stats(appId: string, desde: Date, ate: Date): Promise<WindowStats> {
-    return windowStats(this.db, appId, desde, ate)
+  stats(appId: string, from: Date, to: Date): Promise<WindowStats> {
+    return windowStats(this.db, appId, from, to)
   }
 
   async #row(appId: string, id: string): Promise<CampaignRow> {

@@ -15,7 +15,7 @@ export interface WindowStats {
   }>
 }
 
-export async function windowStats(db: Db, appId: string, desde: Date, ate: Date): Promise<WindowStats> {
+export async function windowStats(db: Db, appId: string, from: Date, to: Date): Promise<WindowStats> {
   const r = await query<{ id: string; nome: string; estado: string; alvo_tipo: string; imp: string; cli: string; rea: string }>(
     db,
     `WITH ev AS (
@@ -31,10 +31,10 @@ export async function windowStats(db: Db, appId: string, desde: Date, ate: Date)
      LEFT JOIN re ON re.campanha_id = c.id
      WHERE c.app_id = $1 AND (ev.campanha_id IS NOT NULL OR re.campanha_id IS NOT NULL)
      ORDER BY imp DESC, c.criado_em DESC, c.id`,
-    [appId, desde, ate],
+    [appId, from, to],
   )
-  const totais = { impressoes: 0, cliques: 0, reativados: 0 }
-  const campanhas = r.rows.map((x) => {
+  const totals = { impressoes: 0, cliques: 0, reativados: 0 }
+  const campaigns = r.rows.map((x) => {
     const c = {
       campanha_id: x.id,
       nome: x.nome,
@@ -44,10 +44,10 @@ export async function windowStats(db: Db, appId: string, desde: Date, ate: Date)
       cliques: Number(x.cli),
       reativados: Number(x.rea),
     }
-    totais.impressoes += c.impressoes
-    totais.cliques += c.cliques
-    totais.reativados += c.reativados
+    totals.impressoes += c.impressoes
+    totals.cliques += c.cliques
+    totals.reativados += c.reativados
     return c
   })
-  return { totais, campanhas }
+  return { totais: totals, campanhas: campaigns }
 }

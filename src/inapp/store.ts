@@ -2,12 +2,12 @@
 import { type Db, query, type Tx, tx } from '../db/pool'
 import type { CampaignDef } from './validate'
 
-export type Estado = 'rascunho' | 'ativa' | 'pausada' | 'encerrada'
+export type CampaignState = 'rascunho' | 'ativa' | 'pausada' | 'encerrada'
 
 export interface CampaignRow {
   app_id: string
   id: string
-  estado: Estado
+  estado: CampaignState
   nome: string
   alvo_tipo: string
   definicao: CampaignDef
@@ -32,8 +32,8 @@ export interface NewCampaign {
   appId: string
   id: string
   def: CampaignDef
-  usaConfigNotif: boolean
-  origemId: string | null
+  usesNotificationSettings: boolean
+  originId: string | null
   now: Date
 }
 
@@ -51,8 +51,8 @@ export async function insertCampaign(db: Db, c: NewCampaign): Promise<CampaignRo
       JSON.stringify(c.def),
       c.def.regras.prioridade,
       c.def.regras.cap_total,
-      c.usaConfigNotif,
-      c.origemId,
+      c.usesNotificationSettings,
+      c.originId,
       c.now,
     ],
   )
@@ -73,7 +73,7 @@ export async function editCampaign(
   db: Db,
   appId: string,
   id: string,
-  edit: (row: CampaignRow) => { def: CampaignDef; usaConfigNotif: boolean },
+  edit: (row: CampaignRow) => { def: CampaignDef; usesNotificationSettings: boolean },
   now: Date,
 ): Promise<CampaignRow | null> {
   return tx(db, async (c) => {
@@ -93,7 +93,7 @@ export async function editCampaign(
         JSON.stringify(v.def),
         v.def.regras.prioridade,
         v.def.regras.cap_total,
-        v.usaConfigNotif,
+        v.usesNotificationSettings,
         now,
       ],
     )
@@ -106,10 +106,10 @@ export async function transition(
   db: Db,
   appId: string,
   id: string,
-  origins: readonly Estado[],
-  to: Estado,
+  origins: readonly CampaignState[],
+  to: CampaignState,
   now: Date,
-): Promise<{ row: CampaignRow } | { estado: Estado } | null> {
+): Promise<{ row: CampaignRow } | { state: CampaignState } | null> {
   const stamp = to === 'ativa' ? ', publicado_em = $5' : to === 'encerrada' ? ', encerrado_em = $5' : ''
   const r = await query<CampaignRow>(
     db,
@@ -119,7 +119,7 @@ export async function transition(
   )
   if (r.rows[0]) return { row: r.rows[0] }
   const cur = await findCampaign(db, appId, id)
-  return cur ? { estado: cur.estado } : null
+  return cur ? { state: cur.estado } : null
 }
 
 /** Deletes the campaign and its whole trail in one transaction; `allowActive` false refuses an active one. */
@@ -145,7 +145,7 @@ export async function deleteCampaign(
 export async function listCampaigns(
   db: Db,
   appId: string,
-  o: { limit: number; estado: Estado | null; after: { at: Date; id: string } | null },
+  o: { limit: number; state: CampaignState | null; after: { at: Date; id: string } | null },
 ): Promise<CampaignRow[]> {
   const r = await query<CampaignRow>(
     db,
@@ -153,7 +153,7 @@ export async function listCampaigns(
      WHERE app_id = $1 AND ($2::text IS NULL OR estado = $2)
        AND ($3::timestamptz IS NULL OR (criado_em, id) < ($3, $4::uuid))
      ORDER BY criado_em DESC, id DESC LIMIT $5`,
-    [appId, o.estado, o.after?.at ?? null, o.after?.id ?? null, o.limit],
+    [appId, o.state, o.after?.at ?? null, o.after?.id ?? null, o.limit],
   )
   return r.rows
 }
@@ -167,14 +167,14 @@ export async function activeCampaigns(db: Db, appId: string): Promise<CampaignRo
 export async function updateConfig(
   db: Db,
   appId: string,
-  ativo: boolean | undefined,
+  active: boolean | undefined,
   cap: number | undefined,
 ): Promise<{ inapp_ativo: boolean; inapp_cap_horas: number }> {
   const r = await query<{ inapp_ativo: boolean; inapp_cap_horas: number }>(
     db,
     `UPDATE apps SET inapp_ativo = coalesce($2, inapp_ativo), inapp_cap_horas = coalesce($3, inapp_cap_horas)
      WHERE id = $1 RETURNING inapp_ativo, inapp_cap_horas`,
-    [appId, ativo ?? null, cap ?? null],
+    [appId, active ?? null, cap ?? null],
   )
   return r.rows[0] as { inapp_ativo: boolean; inapp_cap_horas: number }
 }

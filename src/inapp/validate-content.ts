@@ -33,12 +33,12 @@ export function checkAction(p: Problems, path: string, v: unknown, facts: Conten
     return
   }
   p.known(path, v, ['tipo', 'url'])
-  const tipo = p.oneOf(join(path, 'tipo'), v.tipo, ACTIONS)
-  if (!tipo) return
-  facts.actions.add(tipo)
-  if (tipo === 'open_url') p.openUrl(join(path, 'url'), v.url)
+  const kind = p.oneOf(join(path, 'tipo'), v.tipo, ACTIONS)
+  if (!kind) return
+  facts.actions.add(kind)
+  if (kind === 'open_url') p.openUrl(join(path, 'url'), v.url)
   else if (v.url !== undefined) p.add(join(path, 'url'), `só é aceito com tipo open_url`)
-  if (tipo === 'dismiss') {
+  if (kind === 'dismiss') {
     if (lang === null) facts.styleDismiss = true
     else facts.dismissLangs.add(lang)
   }
@@ -85,10 +85,10 @@ function block(p: Problems, path: string, v: unknown, facts: ContentFacts, lang:
     p.add(path, 'deve ser um objeto com tipo texto, imagem, botao ou espacador')
     return false
   }
-  const tipo = p.oneOf(join(path, 'tipo'), v.tipo, ['texto', 'imagem', 'botao', 'espacador'] as const)
-  if (!tipo) return false
-  counts.set(tipo, (counts.get(tipo) ?? 0) + 1)
-  switch (tipo) {
+  const kind = p.oneOf(join(path, 'tipo'), v.tipo, ['texto', 'imagem', 'botao', 'espacador'] as const)
+  if (!kind) return false
+  counts.set(kind, (counts.get(kind) ?? 0) + 1)
+  switch (kind) {
     case 'texto':
       p.known(path, v, ['tipo', 'texto', 'cor', ...TYPOGRAPHY])
       p.text(join(path, 'texto'), v.texto, 1, 500)
@@ -140,9 +140,9 @@ function formB(p: Problems, path: string, b: Obj, facts: ContentFacts, lang: str
   list.slice(0, 64).forEach((v, i) => {
     if (block(p, join(lp, i), v, facts, lang, counts)) visible = true
   })
-  for (const [tipo, n] of counts) {
-    const max = BLOCK_MAX[tipo] as number
-    if (n > max) p.add(lp, `tem ${n} blocos ${tipo}; máximo ${max}`)
+  for (const [kind, n] of counts) {
+    const max = BLOCK_MAX[kind] as number
+    if (n > max) p.add(lp, `tem ${n} blocos ${kind}; máximo ${max}`)
   }
   if (!visible && counts.size > 0) p.add(lp, 'precisa de ao menos um bloco visível (texto, imagem ou botao)')
 }
@@ -220,8 +220,8 @@ export function checkStyle(p: Problems, v: unknown, facts: ContentFacts): { hide
 }
 
 /** spec anti-trap rule: the X may be hidden only when another exit is guaranteed (modal, or a `dismiss` action). */
-export function checkTrap(p: Problems, formato: string | undefined, hidesClose: boolean, facts: ContentFacts): void {
-  if (!hidesClose || formato === 'modal' || facts.styleDismiss) return
+export function checkTrap(p: Problems, format: string | undefined, hidesClose: boolean, facts: ContentFacts): void {
+  if (!hidesClose || format === 'modal' || facts.styleDismiss) return
   const trapped = facts.languages.filter((l) => !facts.dismissLangs.has(l))
   if (trapped.length === 0) return
   p.add(

@@ -33,10 +33,10 @@ const KEY = /^[A-Za-z0-9_.:-]{1,64}$/
 /** Targets listed on one campaign. */
 export const AUDIENCE_MAX = 10_000
 
-export type Formato = (typeof FORMATS)[number]
-export type AlvoTipo = (typeof AUDIENCES)[number]
+export type CampaignFormat = (typeof FORMATS)[number]
+export type TargetKind = (typeof AUDIENCES)[number]
 
-export interface Regras {
+export interface Rules {
   cap_total: number
   cooldown_h: number
   fechar_apos_ms: number
@@ -46,13 +46,13 @@ export interface Regras {
 /** The campaign as stored and read back, defaults applied. */
 export interface CampaignDef {
   nome: string
-  formato: Formato
-  alvo_tipo: AlvoTipo
+  formato: CampaignFormat
+  alvo_tipo: TargetKind
   alvo: string[]
   conteudo: Obj
   estilo: Obj
   gatilho: Obj
-  regras: Regras
+  regras: Rules
   inicia_em: string | null
   termina_em: string | null
 }
@@ -60,48 +60,48 @@ export interface CampaignDef {
 export interface ValidCampaign {
   def: CampaignDef
   /** Uses `open_notification_settings` anywhere (reativados attribution). */
-  usaConfigNotif: boolean
+  usesNotificationSettings: boolean
 }
 
 /** The `regras` of a campaign that sends none; the numbers are settings (src/core/config.ts). */
-export function regrasDefault(lim: Limits = DEFAULT_LIMITS): Regras {
+export function defaultRules(lim: Limits = DEFAULT_LIMITS): Rules {
   return {
     cap_total: lim.inappCapTotalDefault,
     cooldown_h: lim.inappCooldownHDefault,
     fechar_apos_ms: 0,
-    prioridade: lim.inappPrioridadeDefault,
+    prioridade: lim.inappPriorityDefault,
   }
 }
-const REGRAS_KEYS: readonly string[] = Object.keys(regrasDefault())
+const RULE_KEYS: readonly string[] = Object.keys(defaultRules())
 
 function trigger(p: Problems, v: unknown): Obj {
-  if (v === undefined || v === null) return { tipo: 'ao_abrir', atraso_ms: p.lim.inappAtrasoMsDefault }
+  if (v === undefined || v === null) return { tipo: 'ao_abrir', atraso_ms: p.lim.inappDelayMsDefault }
   if (!isObj(v)) {
     p.add('gatilho', 'deve ser um objeto {tipo, ...parâmetros}')
     return {}
   }
   const out: Obj = {}
-  let tipo: string | undefined
+  let kind: string | undefined
   if (v.tipo === undefined) {
     const params = Object.keys(v).filter((k) => k !== 'atraso_ms')
     if (params.length > 0)
       p.add('gatilho.tipo', `é obrigatório quando há parâmetros (${params.join(', ')}); só atraso_ms pode vir sozinho`)
-    tipo = params.length > 0 ? undefined : 'ao_abrir'
+    kind = params.length > 0 ? undefined : 'ao_abrir'
   } else {
-    tipo = p.oneOf('gatilho.tipo', v.tipo, TRIGGERS)
+    kind = p.oneOf('gatilho.tipo', v.tipo, TRIGGERS)
   }
-  out.tipo = tipo
+  out.tipo = kind
   out.atraso_ms =
-    v.atraso_ms === undefined ? p.lim.inappAtrasoMsDefault : p.int('gatilho.atraso_ms', v.atraso_ms, 0, p.lim.inappAtrasoMsMax)
-  if (!tipo) return out
-  const allowed = TRIGGER_PARAMS[tipo] as readonly string[]
+    v.atraso_ms === undefined ? p.lim.inappDelayMsDefault : p.int('gatilho.atraso_ms', v.atraso_ms, 0, p.lim.inappDelayMsMax)
+  if (!kind) return out
+  const allowed = TRIGGER_PARAMS[kind] as readonly string[]
   for (const k of Object.keys(v)) {
     if (k !== 'tipo' && k !== 'atraso_ms' && !allowed.includes(k))
-      p.add(join('gatilho', k), `não pertence ao gatilho do tipo ${tipo}`)
+      p.add(join('gatilho', k), `não pertence ao gatilho do tipo ${kind}`)
   }
-  if (tipo === 'sessao_duracao') out.segundos = p.int('gatilho.segundos', v.segundos, 1, 86_400)
-  if (tipo === 'inatividade') out.horas = p.int('gatilho.horas', v.horas, 1, 8_760)
-  if (tipo === 'evento') {
+  if (kind === 'sessao_duracao') out.segundos = p.int('gatilho.segundos', v.segundos, 1, 86_400)
+  if (kind === 'inatividade') out.horas = p.int('gatilho.horas', v.horas, 1, 8_760)
+  if (kind === 'evento') {
     if (typeof v.chave !== 'string' || !wellFormed(v.chave) || !KEY.test(v.chave)) {
       p.add('gatilho.chave', 'deve ter de 1 a 64 caracteres: letras, dígitos e _ . : - (sem espaços)')
     }
@@ -137,42 +137,42 @@ function triggerValue(p: Problems, v: unknown, numeric: boolean): void {
   else if (Number(v.toFixed(6)) !== v) p.add('gatilho.valor', 'aceita no máximo 6 casas decimais')
 }
 
-function rules(p: Problems, v: unknown): Regras {
-  if (v === undefined || v === null) return regrasDefault(p.lim)
+function rules(p: Problems, v: unknown): Rules {
+  if (v === undefined || v === null) return defaultRules(p.lim)
   if (!isObj(v)) {
     p.add('regras', 'deve ser um objeto')
-    return regrasDefault(p.lim)
+    return defaultRules(p.lim)
   }
   for (const k of Object.keys(v)) {
     if (k === 'inicia_em' || k === 'termina_em') p.add(join('regras', k), 'só é aceito no nível de topo da campanha')
-    else if (!REGRAS_KEYS.includes(k)) p.add(join('regras', k), 'não é um campo aceito aqui')
+    else if (!RULE_KEYS.includes(k)) p.add(join('regras', k), 'não é um campo aceito aqui')
   }
-  const r = regrasDefault(p.lim)
+  const r = defaultRules(p.lim)
   if (v.cap_total !== undefined) r.cap_total = p.int('regras.cap_total', v.cap_total, 0, p.lim.inappOccurrenceMax) ?? r.cap_total
   if (v.cooldown_h !== undefined) r.cooldown_h = p.int('regras.cooldown_h', v.cooldown_h, 0, 8_760) ?? r.cooldown_h
   if (v.fechar_apos_ms !== undefined)
-    r.fechar_apos_ms = p.int('regras.fechar_apos_ms', v.fechar_apos_ms, 0, p.lim.inappFecharAposMsMax) ?? 0
+    r.fechar_apos_ms = p.int('regras.fechar_apos_ms', v.fechar_apos_ms, 0, p.lim.inappCloseAfterMsMax) ?? 0
   if (v.prioridade !== undefined) r.prioridade = p.int('regras.prioridade', v.prioridade, 0, 1_000_000) ?? r.prioridade
   return r
 }
 
-function audience(p: Problems, tipoRaw: unknown, v: unknown): { tipo: AlvoTipo; alvo: string[] } {
-  const tipo = tipoRaw === undefined ? 'todos' : p.oneOf('alvo_tipo', tipoRaw, AUDIENCES)
+function audience(p: Problems, kindRaw: unknown, v: unknown): { kind: TargetKind; targets: string[] } {
+  const kind = kindRaw === undefined ? 'todos' : p.oneOf('alvo_tipo', kindRaw, AUDIENCES)
   if (v !== undefined && !Array.isArray(v)) {
     p.add('alvo', 'deve ser uma lista')
-    return { tipo: tipo ?? 'todos', alvo: [] }
+    return { kind: kind ?? 'todos', targets: [] }
   }
   const list = (v as unknown[] | undefined) ?? []
-  if (!tipo) return { tipo: 'todos', alvo: [] }
-  if (tipo !== 'external_ids' && tipo !== 'player_ids') {
-    if (list.length > 0) p.add('alvo', `deve ser [] com alvo_tipo ${tipo} (uma lista só com external_ids ou player_ids)`)
-    return { tipo, alvo: [] }
+  if (!kind) return { kind: 'todos', targets: [] }
+  if (kind !== 'external_ids' && kind !== 'player_ids') {
+    if (list.length > 0) p.add('alvo', `deve ser [] com alvo_tipo ${kind} (uma lista só com external_ids ou player_ids)`)
+    return { kind, targets: [] }
   }
-  if (list.length === 0) p.add('alvo', `precisa de ao menos 1 item com alvo_tipo ${tipo}`)
+  if (list.length === 0) p.add('alvo', `precisa de ao menos 1 item com alvo_tipo ${kind}`)
   if (list.length > AUDIENCE_MAX) p.add('alvo', `tem ${list.length} itens; máximo ${AUDIENCE_MAX}`)
   const out = new Set<string>()
   list.slice(0, AUDIENCE_MAX).forEach((x, i) => {
-    if (tipo === 'player_ids') {
+    if (kind === 'player_ids') {
       if (!isUuid(x)) p.add(join('alvo', i), 'deve ser um player_id (UUID)')
       else out.add(x.toLowerCase())
     } else if (p.text(join('alvo', i), x, 1, 128) !== undefined) {
@@ -180,7 +180,7 @@ function audience(p: Problems, tipoRaw: unknown, v: unknown): { tipo: AlvoTipo; 
       else out.add(x as string)
     }
   })
-  return { tipo, alvo: [...out] }
+  return { kind, targets: [...out] }
 }
 
 const DATE_FIELDS = ['inicia_em', 'termina_em'] as const
@@ -222,36 +222,36 @@ export function parseCampaign(body: Obj, base?: CampaignDef, lim: Limits = DEFAU
   if (base && body.inicia_em === null) src.inicia_em = null
   if (base && body.termina_em === null) src.termina_em = null
 
-  let nome = typeof src.nome === 'string' ? src.nome.trim() : src.nome
-  if (nome === undefined) nome = 'Campanha sem nome'
-  else if (p.text('nome', nome, 1, 120) === undefined) nome = ''
-  const formato = src.formato === undefined ? 'modal' : p.oneOf('formato', src.formato, FORMATS)
+  let name = typeof src.nome === 'string' ? src.nome.trim() : src.nome
+  if (name === undefined) name = 'Campanha sem nome'
+  else if (p.text('nome', name, 1, 120) === undefined) name = ''
+  const format = src.formato === undefined ? 'modal' : p.oneOf('formato', src.formato, FORMATS)
   const aud = audience(p, src.alvo_tipo, src.alvo)
   const facts = newFacts()
   if (src.conteudo === undefined) p.add('conteudo', 'é obrigatório, com o bloco pt')
   else checkContent(p, src.conteudo, facts)
   const { hidesClose } = checkStyle(p, src.estilo, facts)
-  checkTrap(p, formato, hidesClose, facts)
-  const gatilho = trigger(p, src.gatilho)
-  const regras = rules(p, src.regras)
-  const ini = moment(p, 'inicia_em', src.inicia_em)
-  const fim = moment(p, 'termina_em', src.termina_em)
-  if (ini.ms !== null && fim.ms !== null && fim.ms <= ini.ms) p.add('termina_em', 'deve ser posterior a inicia_em')
+  checkTrap(p, format, hidesClose, facts)
+  const parsedTrigger = trigger(p, src.gatilho)
+  const parsedRules = rules(p, src.regras)
+  const start = moment(p, 'inicia_em', src.inicia_em)
+  const end = moment(p, 'termina_em', src.termina_em)
+  if (start.ms !== null && end.ms !== null && end.ms <= start.ms) p.add('termina_em', 'deve ser posterior a inicia_em')
   if (!p.empty) throw new ApiError('INAPP_CAMPAIGN_INVALID', { problemas: p.list })
   return {
     def: {
-      nome: nome as string,
-      formato: formato as Formato,
-      alvo_tipo: aud.tipo,
-      alvo: aud.alvo,
+      nome: name as string,
+      formato: format as CampaignFormat,
+      alvo_tipo: aud.kind,
+      alvo: aud.targets,
       conteudo: src.conteudo as Obj,
       estilo: (src.estilo as Obj | undefined) ?? {},
-      gatilho,
-      regras,
-      inicia_em: ini.iso,
-      termina_em: fim.iso,
+      gatilho: parsedTrigger,
+      regras: parsedRules,
+      inicia_em: start.iso,
+      termina_em: end.iso,
     },
-    usaConfigNotif: facts.actions.has('open_notification_settings'),
+    usesNotificationSettings: facts.actions.has('open_notification_settings'),
   }
 }
 

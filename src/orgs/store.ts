@@ -11,10 +11,10 @@ export interface OrgRecord {
   plano: Plan
 }
 
-export async function insertOrg(c: Db | Tx, o: { id?: string; nome: string; plan: Plan; at: Date }): Promise<OrgRecord> {
+export async function insertOrg(c: Db | Tx, o: { id?: string; name: string; plan: Plan; at: Date }): Promise<OrgRecord> {
   const id = o.id ?? randomUUID()
-  await query(c, 'INSERT INTO orgs (id, nome, plan, created_at) VALUES ($1, $2, $3, $4)', [id, o.nome, o.plan, o.at])
-  return { id, nome: o.nome, plano: o.plan }
+  await query(c, 'INSERT INTO orgs (id, nome, plan, created_at) VALUES ($1, $2, $3, $4)', [id, o.name, o.plan, o.at])
+  return { id, nome: o.name, plano: o.plan }
 }
 
 export async function findOrg(c: Db | Tx, id: string): Promise<OrgRecord | null> {

@@ -16,7 +16,7 @@ export interface Person {
   id: string
   email: string
   orgId: string | null
-  operador: boolean
+  operator: boolean
 }
 
 const EMAIL_MAX_BYTES = 254
@@ -39,7 +39,7 @@ interface UserRow {
   senha_hash: string
 }
 
-const toPerson = (r: UserRow): Person => ({ id: r.id, email: r.email, orgId: r.org_id, operador: r.operador })
+const toPerson = (r: UserRow): Person => ({ id: r.id, email: r.email, orgId: r.org_id, operator: r.operador })
 
 export class PeopleService {
   constructor(
@@ -50,42 +50,42 @@ export class PeopleService {
   ) {}
 
   /** A person of `orgId`, or an operator (orgId null). The e-mail is unique; the password at least 12 characters. */
-  async create(input: { email: string; orgId: string | null; operador: boolean; senha: string }): Promise<Person> {
+  async create(input: { email: string; orgId: string | null; operator: boolean; password: string }): Promise<Person> {
     const email = parseEmail(input.email)
-    const problem = passwordProblem(input.senha)
+    const problem = passwordProblem(input.password)
     if (problem) throw new PeopleError(problem)
-    if (!input.operador && !input.orgId) throw new PeopleError('Uma pessoa pertence a uma organização, ou é operadora.')
-    const hash = await hashPassword(input.senha)
+    if (!input.operator && !input.orgId) throw new PeopleError('Uma pessoa pertence a uma organização, ou é operadora.')
+    const hash = await hashPassword(input.password)
     return tx(this.db, async (c) => {
       if (input.orgId && !(await findOrg(c, input.orgId))) throw new ApiError('ORG_NOT_FOUND')
-      return this.#insert(c, email, input.operador ? null : input.orgId, input.operador, hash)
+      return this.#insert(c, email, input.operator ? null : input.orgId, input.operator, hash)
     })
   }
 
-  async #insert(c: Db | Tx, email: string, orgId: string | null, operador: boolean, hash: string): Promise<Person> {
+  async #insert(c: Db | Tx, email: string, orgId: string | null, operator: boolean, hash: string): Promise<Person> {
     const id = randomUUID()
     const r = await query(
       c,
       `INSERT INTO dashboard_users (id, email, org_id, operador, senha_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (email) DO NOTHING`,
-      [id, email, orgId, operador, hash, new Date(this.clock())],
+      [id, email, orgId, operator, hash, new Date(this.clock())],
     )
     if (r.rowCount !== 1) throw new ApiError('EMAIL_TAKEN')
-    return { id, email, orgId, operador }
+    return { id, email, orgId, operator }
   }
 
   /** The person when e-mail and password match; null otherwise (same work either way: no account probing by time). */
-  async authenticate(emailRaw: string, senha: string): Promise<Person | null> {
+  async authenticate(emailRaw: string, password: string): Promise<Person | null> {
     let email: string
     try {
       email = parseEmail(emailRaw)
     } catch {
-      await verifyPassword(senha, await decoyHash())
+      await verifyPassword(password, await decoyHash())
       return null
     }
     const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operador, senha_hash FROM dashboard_users WHERE email = $1', [email])
     const row = r.rows[0]
-    const ok = await verifyPassword(senha, row?.senha_hash ?? (await decoyHash()))
+    const ok = await verifyPassword(password, row?.senha_hash ?? (await decoyHash()))
     return row && ok ? toPerson(row) : null
   }
 
@@ -116,7 +116,7 @@ export class PeopleService {
   }
 
   /** The invitation behind a token while it is usable (unused, unexpired); null otherwise. */
-  async openInvite(token: string): Promise<{ email: string; orgNome: string } | null> {
+  async openInvite(token: string): Promise<{ email: string; orgName: string } | null> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null
     const r = await query<{ email: string; nome: string }>(
       this.db,
@@ -125,15 +125,15 @@ export class PeopleService {
       [digest(token), new Date(this.clock())],
     )
     const row = r.rows[0]
-    return row ? { email: row.email, orgNome: row.nome } : null
+    return row ? { email: row.email, orgName: row.nome } : null
   }
 
   /** Uses the invitation (once: the first caller wins) and creates the account; null when the link is not usable. */
-  async acceptInvite(token: string, senha: string): Promise<Person | null> {
-    const problem = passwordProblem(senha)
+  async acceptInvite(token: string, password: string): Promise<Person | null> {
+    const problem = passwordProblem(password)
     if (problem) throw new PeopleError(problem)
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null
-    const hash = await hashPassword(senha)
+    const hash = await hashPassword(password)
     return tx(this.db, async (c) => {
       const now = new Date(this.clock())
       const r = await query<{ email: string; org_id: string }>(

@@ -41,7 +41,7 @@ export function receiptRoutes(r: Router, d: ReceiptRouteDeps): void {
     const key = await d.receipts.keys.get(app.id)
     if (!key || !verifyProof(key, input.sendId, input.deviceId, input.rcpt)) throw new ApiError('RECEIPT_PROOF_INVALID')
     const { outcome, unknownDevice } = await d.receipts.writer.submit(input)
-    m?.labels(input.evento, outcome).inc()
+    m?.labels(input.event, outcome).inc()
     return unknownDevice ? { ...ANSWERS[outcome], headers: UNKNOWN_DEVICE_HEADERS } : ANSWERS[outcome]
   })
 }

@@ -13,7 +13,7 @@ export interface ReceiptRow {
   appId: string
   sendId: string
   deviceId: string
-  clique: boolean
+  click: boolean
 }
 
 export const KIND_ARRIVAL = 0
@@ -101,7 +101,7 @@ export const WRITE_RECEIPTS_SQL = `WITH input AS (
  * `recebido` the device sent itself: a click never sets it, even when it counted as an arrival (the spec, Segments).
  * Both move forward only, and a device already touched within the last minute is left alone.
  */
-export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon: Date, quando: string): Promise<BatchResult> {
+export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon: Date, when: string): Promise<BatchResult> {
   const r = await queryPrepared<{
     t: string
     app_id: string
@@ -113,10 +113,10 @@ export async function writeBatch(db: Db, rows: ReceiptRow[], now: Date, horizon:
     rows.map((x) => x.appId),
     rows.map((x) => x.sendId),
     rows.map((x) => x.deviceId),
-    rows.map((x) => x.clique),
+    rows.map((x) => x.click),
     now,
     horizon,
-    quando,
+    when,
   ])
   const out: BatchResult = { valid: new Set(), fresh: new Set(), late: new Set(), gone: new Set() }
   for (const x of r.rows) {

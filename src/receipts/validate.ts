@@ -12,7 +12,7 @@ export interface ReceiptInput {
   sendId: string
   deviceId: string
   rcpt: string
-  evento: ReceiptEvent
+  event: ReceiptEvent
 }
 
 function uuid(body: Body, name: string): string {
@@ -34,5 +34,5 @@ export function parseReceipt(body: Body, rcptMaxChars: number = DEFAULT_LIMITS.r
   if (chars < 1 || chars > rcptMaxChars) throw fieldError('rcpt', `deve ter de 1 a ${rcptMaxChars} caracteres`)
   const e = body.evento ?? 'recebido'
   if (e !== 'recebido' && e !== 'clique') throw fieldError('evento', 'deve ser recebido ou clique')
-  return { appId, sendId, deviceId, rcpt, evento: e }
+  return { appId, sendId, deviceId, rcpt, event: e }
 }

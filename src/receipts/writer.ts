@@ -72,9 +72,9 @@ export class ReceiptWriter {
     this.stats.receipts += jobs.length
     const distinct = new Map<string, ReceiptRow>()
     for (const j of jobs) {
-      const k = `${j.appId}:${j.sendId}:${j.deviceId}:${j.evento}`
+      const k = `${j.appId}:${j.sendId}:${j.deviceId}:${j.event}`
       if (!distinct.has(k))
-        distinct.set(k, { appId: j.appId, sendId: j.sendId, deviceId: j.deviceId, clique: j.evento === 'clique' })
+        distinct.set(k, { appId: j.appId, sendId: j.sendId, deviceId: j.deviceId, click: j.event === 'clique' })
     }
     const rows = [...distinct.values()]
     const nowMs = this.clock()
@@ -88,7 +88,7 @@ export class ReceiptWriter {
     const owned = new Set<string>()
     return jobs.map((j) => {
       if (!res.valid.has(`${j.appId}:${j.sendId}`)) return new ApiError('RECEIPT_PROOF_INVALID')
-      const kinds = j.evento === 'clique' ? [KIND_ARRIVAL, KIND_CLICK] : [KIND_ARRIVAL]
+      const kinds = j.event === 'clique' ? [KIND_ARRIVAL, KIND_CLICK] : [KIND_ARRIVAL]
       let out: ReceiptOutcome = 'duplicate'
       for (const kind of kinds) {
         const k = `${j.sendId}:${j.deviceId}:${kind}`

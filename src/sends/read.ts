@@ -35,7 +35,7 @@ const COLUMNS = `id, successful, failed, errored, remaining, converted, recebido
   android_failed, ios_successful, ios_failed, problem`
 
 /** What a free-plan reader sees instead of `recebidos` (the spec, Notification read shape), and of `entregues`. */
-export const RECEBIDOS_GATE = {
+export const ARRIVALS_GATE = {
   plano_atual: 'free',
   habilita_em: 'pro',
   por_que: 'A prova de chegada por dispositivo (recebidos) é um recurso do plano pro.',
@@ -44,7 +44,7 @@ export const RECEBIDOS_GATE = {
 export function readShape(r: SendDbRow, plan: Plan): Record<string, unknown> {
   const gated = !planShowsArrivals(plan)
   // Coverage is recebidos over provider acceptance; it is withheld with recebidos and undefined before any acceptance.
-  const cobertura = gated || r.successful === 0 ? null : Math.round((r.recebidos / r.successful) * 1000) / 10
+  const coverage = gated || r.successful === 0 ? null : Math.round((r.recebidos / r.successful) * 1000) / 10
   return {
     id: r.id,
     successful: r.successful,
@@ -53,7 +53,7 @@ export function readShape(r: SendDbRow, plan: Plan): Record<string, unknown> {
     remaining: r.remaining,
     converted: r.converted,
     recebidos: gated ? null : r.recebidos,
-    ...(gated ? { recebidos_gate: RECEBIDOS_GATE } : {}),
+    ...(gated ? { recebidos_gate: ARRIVALS_GATE } : {}),
     queued_at: epochSeconds(r.queued_at),
     send_after: r.send_after ? epochSeconds(r.send_after) : null,
     completed_at: r.completed_at ? epochSeconds(r.completed_at) : null,
@@ -71,7 +71,7 @@ export function readShape(r: SendDbRow, plan: Plan): Record<string, unknown> {
     },
     pm_metricas: {
       via: 'push',
-      cobertura_recibo_pct: cobertura,
+      cobertura_recibo_pct: coverage,
       ttfd_ms: null,
       duracao_ms: r.completed_at ? r.completed_at.getTime() - r.queued_at.getTime() : null,
     },
@@ -99,7 +99,7 @@ export interface WindowStats {
   totais: { disparos: number; enviados: number; falhas: number; entregues: number | null; cliques: number }
   por_dia: Array<{ dia: string; enviados: number; entregues: number | null; cliques: number }>
   /** Present with null `entregues`: the sum of `recebidos` is withheld with them (src/apps/plan.ts). */
-  recebidos_gate?: typeof RECEBIDOS_GATE
+  recebidos_gate?: typeof ARRIVALS_GATE
 }
 
 /**
@@ -107,7 +107,7 @@ export interface WindowStats {
  * zone's (src/core/business-time.ts: the spec's fixed UTC-03 without daylight saving). `entregues` is the sum of
  * `recebidos`: null, with `recebidos_gate`, on a plan that does not see proof of arrival.
  */
-export async function windowStats(db: Db, appId: string, desde: Date, ate: Date, plan: Plan): Promise<WindowStats> {
+export async function windowStats(db: Db, appId: string, from: Date, to: Date, plan: Plan): Promise<WindowStats> {
   const r = await query<{
     dia: string | null
     disparos: number
@@ -122,25 +122,25 @@ export async function windowStats(db: Db, appId: string, desde: Date, ate: Date,
             sum(recebidos)::int AS entregues, sum(converted)::int AS cliques
        FROM sends WHERE app_id = $1 AND queued_at >= $2 AND queued_at < $3
       GROUP BY 1 ORDER BY 1`,
-    [appId, desde, ate],
+    [appId, from, to],
   )
   const shown = planShowsArrivals(plan)
-  const totais = { disparos: 0, enviados: 0, falhas: 0, entregues: 0, cliques: 0 }
+  const totals = { disparos: 0, enviados: 0, falhas: 0, entregues: 0, cliques: 0 }
   for (const x of r.rows) {
-    totais.disparos += x.disparos
-    totais.enviados += x.enviados
-    totais.falhas += x.falhas
-    totais.entregues += x.entregues
-    totais.cliques += x.cliques
+    totals.disparos += x.disparos
+    totals.enviados += x.enviados
+    totals.falhas += x.falhas
+    totals.entregues += x.entregues
+    totals.cliques += x.cliques
   }
   return {
-    totais: { ...totais, entregues: shown ? totais.entregues : null },
+    totais: { ...totals, entregues: shown ? totals.entregues : null },
     por_dia: r.rows.map((x) => ({
       dia: x.dia as string,
       enviados: x.enviados,
       entregues: shown ? x.entregues : null,
       cliques: x.cliques,
     })),
-    ...(shown ? {} : { recebidos_gate: RECEBIDOS_GATE }),
+    ...(shown ? {} : { recebidos_gate: ARRIVALS_GATE }),
   }
 }

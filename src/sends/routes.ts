@@ -71,7 +71,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
   /** Key, app, and the reading mode: in webhook or grpc mode the send-read routes answer 403. */
   async function readableApp(req: Request): Promise<AppRecord> {
     const app = await d.auth.queryApp(req)
-    if (app.confirmModo !== 'consulta') throw new ApiError('SENDS_READ_FORBIDDEN_MODE', { modo: app.confirmModo })
+    if (app.confirmMode !== 'consulta') throw new ApiError('SENDS_READ_FORBIDDEN_MODE', { modo: app.confirmMode })
     return app
   }
 
@@ -96,7 +96,7 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
     const w = statsWindow(req.query)
     await takeRead(app)
     const s = await windowStats(d.db, app.id, w.from, w.to, app.plan)
-    return ok({ desde: w.desde, ate: w.ate, ...s })
+    return ok({ desde: w.fromText, ate: w.toText, ...s })
   })
 
   r.get('/api/v1/notifications/:id', {}, async (req): Promise<Reply> => {

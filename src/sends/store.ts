@@ -38,7 +38,7 @@ export interface Target {
   id: string
   identifier: string | null
   deviceType: number
-  transporte: 'fcm' | 'apns' | null
+  transport: 'fcm' | 'apns' | null
 }
 
 interface TargetRow {
@@ -48,7 +48,7 @@ interface TargetRow {
   transporte: 'fcm' | 'apns' | null
 }
 
-const targetOf = (x: TargetRow): Target => ({ id: x.id, identifier: x.identifier, deviceType: x.device_type, transporte: x.transporte })
+const targetOf = (x: TargetRow): Target => ({ id: x.id, identifier: x.identifier, deviceType: x.device_type, transport: x.transporte })
 
 export interface ListRequest {
   sendId: string

@@ -70,8 +70,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 function refused(body: Body): void {
-  for (const [campo, use] of REFUSED_FIELDS) {
-    if (!absent(body[campo])) throw new ApiError('REFUSED_FIELD', use ? { campo, use } : { campo })
+  for (const [field, use] of REFUSED_FIELDS) {
+    if (!absent(body[field])) throw new ApiError('REFUSED_FIELD', use ? { campo: field, use } : { campo: field })
   }
 }
 
@@ -116,8 +116,7 @@ function targetOf(body: Body, lim: SendLimits): Target {
   if (name === 'include_external_user_ids') return { kind: 'users', ids }
   const names: Segment[] = []
   for (const s of ids) {
-    if (!(SEGMENTS as readonly string[]).includes(s))
-      throw new ApiError('UNKNOWN_SEGMENT', { segmento: s, validos: [...SEGMENTS] })
+    if (!(SEGMENTS as readonly string[]).includes(s)) throw new ApiError('UNKNOWN_SEGMENT', { segment: s, valid: [...SEGMENTS] })
     if (!names.includes(s as Segment)) names.push(s as Segment) // spec: repeated names deduplicated
   }
   return { kind: 'segments', names }
@@ -184,9 +183,9 @@ const RESERVED_EXACT = new Set(['from', 'message_type', 'aps'])
 
 function checkReservedKeys(data: Record<string, unknown> | undefined): void {
   if (!data) return
-  for (const chave of Object.keys(data)) {
-    if (RESERVED_EXACT.has(chave) || RESERVED_PREFIXES.some((p) => chave.startsWith(p))) {
-      throw new ApiError('RESERVED_DATA_KEY', { chave })
+  for (const key of Object.keys(data)) {
+    if (RESERVED_EXACT.has(key) || RESERVED_PREFIXES.some((p) => key.startsWith(p))) {
+      throw new ApiError('RESERVED_DATA_KEY', { chave: key })
     }
   }
 }
@@ -205,16 +204,16 @@ function isAbsoluteUrl(s: string, schemes: readonly string[]): boolean {
   }
 }
 
-function mediaUrl(v: string | undefined, campo: 'big_picture' | 'large_icon'): string | undefined {
+function mediaUrl(v: string | undefined, field: 'big_picture' | 'large_icon'): string | undefined {
   if (v === undefined || v === '') return undefined // an empty string names no picture
-  if (!isAbsoluteUrl(v, ['http:', 'https:'])) throw new ApiError('INVALID_MEDIA_URL', { campo })
+  if (!isAbsoluteUrl(v, ['http:', 'https:'])) throw new ApiError('INVALID_MEDIA_URL', { campo: field })
   return v
 }
 
 export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number = Date.now(), lim: SendLimits = DEFAULT_LIMITS): SendInput {
   // ---- 1. shape: 400 ----
   refused(body)
-  if (!isUuid(body.app_id)) throw new ApiError('APP_ID_REQUIRED', { onde: 'corpo' })
+  if (!isUuid(body.app_id)) throw new ApiError('APP_ID_REQUIRED', { where: 'corpo' })
   const appId = body.app_id.toLowerCase()
   const target = targetOf(body, lim)
   const contents = stringMap(body, 'contents', 'idioma')

@@ -76,16 +76,16 @@ export class DashClient {
   }
 }
 
-export async function makeOrg(s: TestService, nome: string, plan: 'free' | 'pro' = 'free'): Promise<string> {
-  return (await insertOrg(s.svc.deps.db, { nome, plan, at: new Date() })).id
+export async function makeOrg(s: TestService, name: string, plan: 'free' | 'pro' = 'free'): Promise<string> {
+  return (await insertOrg(s.svc.deps.db, { name, plan, at: new Date() })).id
 }
 
-export async function makePerson(s: TestService, email: string, senha: string, orgId: string | null): Promise<string> {
-  const p = await new PeopleService(s.svc.deps.db, Date.now).create({ email, orgId, operador: orgId === null, senha })
+export async function makePerson(s: TestService, email: string, password: string, orgId: string | null): Promise<string> {
+  const p = await new PeopleService(s.svc.deps.db, Date.now).create({ email, orgId, operator: orgId === null, password })
   return p.id
 }
 
 /** An app of an organisation, through the real service; answers its id and API key. */
-export async function makeApp(s: TestService, nome: string, orgId: string): Promise<{ id: string; api_key: string; receipt_key: string }> {
-  return s.svc.deps.apps.create({ nome, orgId })
+export async function makeApp(s: TestService, name: string, orgId: string): Promise<{ id: string; api_key: string; receipt_key: string }> {
+  return s.svc.deps.apps.create({ name, orgId })
 }

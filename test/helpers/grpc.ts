@@ -3,11 +3,11 @@
 // receipt statement checks the send and the proof, not the device list), posted through the real route.
 import { randomUUID } from 'node:crypto'
 import * as grpc from '@grpc/grpc-js'
-import { confirmacoes, type Evento } from '../../src/confirmations/proto'
+import { confirmationStream, type StreamEvent } from '../../src/confirmations/proto'
 import { proof } from '../../src/message/proof'
 import { basic, type TestService } from './service'
 
-export type { Evento }
+export type { StreamEvent }
 
 export interface Ended {
   code: number
@@ -15,18 +15,18 @@ export interface Ended {
 }
 
 export interface Subscription {
-  events: Evento[]
+  events: StreamEvent[]
   /** Resolves with the call's final status (never rejects). */
   ended: Promise<Ended>
-  call: grpc.ClientReadableStream<Evento>
+  call: grpc.ClientReadableStream<StreamEvent>
   client: grpc.Client
   /** Resolves once `n` events arrived (rejects after the timeout, naming what arrived). */
-  waitFor(n: number, timeoutMs?: number): Promise<Evento[]>
+  waitFor(n: number, timeoutMs?: number): Promise<StreamEvent[]>
   cancel(): void
 }
 
 export function grpcClient(port: number): grpc.Client {
-  const Ctor = confirmacoes()
+  const Ctor = confirmationStream()
   return new Ctor(`127.0.0.1:${port}`, grpc.credentials.createInsecure())
 }
 
@@ -44,13 +44,12 @@ export function subscribe(
     md = new grpc.Metadata()
     if (auth !== null) md.set('authorization', auth)
   }
-  const call = (client as unknown as { Assinar(req: unknown, md: grpc.Metadata): grpc.ClientReadableStream<Evento> }).Assinar(
-    { app_id: appId, desde_seq: desde },
-    md,
-  )
-  const events: Evento[] = []
+  const call = (
+    client as unknown as { Assinar(req: unknown, md: grpc.Metadata): grpc.ClientReadableStream<StreamEvent> }
+  ).Assinar({ app_id: appId, desde_seq: desde }, md)
+  const events: StreamEvent[] = []
   const waiters: Array<() => void> = []
-  call.on('data', (e: Evento) => {
+  call.on('data', (e: StreamEvent) => {
     events.push(e)
     for (const w of waiters.splice(0)) w()
   })
@@ -140,6 +139,6 @@ export async function streamApp(s: TestService, modo = 'grpc', plan: 'free' | 'p
 export { until } from './until'
 
 /** seq strictly increasing by one from `first`. */
-export function contiguous(events: Evento[], first: number): boolean {
+export function contiguous(events: StreamEvent[], first: number): boolean {
   return events.every((e, i) => Number(e.seq) === first + i)
 }

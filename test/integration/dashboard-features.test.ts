@@ -14,7 +14,7 @@ async function world(t: Parameters<typeof startDelivery>[0]) {
   const w = await startDelivery(t, { service: { roles: ['api', 'worker', 'dashboard'] } })
   const org = await makeOrg(w.s, 'Loja', 'pro')
   await makePerson(w.s, 'ana@example.com', SENHA, org)
-  const app = await w.s.svc.deps.apps.create({ nome: 'Loja', orgId: org })
+  const app = await w.s.svc.deps.apps.create({ name: 'Loja', orgId: org })
   const c = new DashClient(w.s.dashboardUrl)
   if ((await c.signIn('ana@example.com', SENHA)).status !== 303) throw new Error('sign-in failed')
   const appPath = `/apps/${app.id}`

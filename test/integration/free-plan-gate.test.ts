@@ -2,7 +2,7 @@
 // statistics' `entregues`, the webhook's and the gRPC stream's delivery.received events, and the dashboard's
 // counters, totals and charts. Real sends delivered through the fake FCM, real receipts through the real route.
 import t from 'tap'
-import { RECEBIDOS_GATE } from '../../src/sends/read'
+import { ARRIVALS_GATE } from '../../src/sends/read'
 import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { DashClient, makeOrg, makePerson } from '../helpers/dashboard'
@@ -28,8 +28,8 @@ t.test('free plan: no entregues, no delivery.received, no receipts on the dashbo
   // one by the gRPC stream.
   const org = await makeOrg(d.s, 'Grátis', 'free')
   await makePerson(d.s, 'bia@example.com', SENHA, org)
-  const hooked = (await d.s.svc.deps.apps.create({ nome: 'Webhook', orgId: org })) as unknown as App
-  const streamed = (await d.s.svc.deps.apps.create({ nome: 'Stream', orgId: org })) as unknown as App
+  const hooked = (await d.s.svc.deps.apps.create({ name: 'Webhook', orgId: org })) as unknown as App
+  const streamed = (await d.s.svc.deps.apps.create({ name: 'Stream', orgId: org })) as unknown as App
   const put = async (app: App, body: Record<string, unknown>) => {
     const r = await d.s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: app.id, ...body }, headers: basic(app.api_key) })
     t.equal(r.status, 200, r.text)
@@ -87,7 +87,7 @@ t.test('free plan: no entregues, no delivery.received, no receipts on the dashbo
     free.por_dia.map((x: { entregues: unknown }) => x.entregues),
     [null],
   )
-  t.same(free.recebidos_gate, RECEBIDOS_GATE)
+  t.same(free.recebidos_gate, ARRIVALS_GATE)
 
   // Webhook and stream: notification.completed and delivery.clicked; no delivery.received (they are serial, in seq
   // order, so what arrives after them shows nothing was held back).
@@ -121,7 +121,7 @@ t.test('free plan: no entregues, no delivery.received, no receipts on the dashbo
   t.notMatch(freePage, /com recibo de chegada/)
   t.notMatch(freePage, /grafico-prova/)
   t.notMatch(freePage, /"entregues"|"provados"/)
-  t.match(freePage, RECEBIDOS_GATE.por_que)
+  t.match(freePage, ARRIVALS_GATE.por_que)
   t.match(freePage, /<td data-campo="recebidos">—<\/td>/)
   t.match(freePage, /<meter data-campo="recebidos" min="0" max="3" value="0">0<\/meter>/)
   t.equal((await live()).recebidos, null)

@@ -7,7 +7,7 @@ import t from 'tap'
 import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { startDelivery } from '../helpers/delivery'
-import { contiguous, type Evento, streamApp, subscribe, until } from '../helpers/grpc'
+import { contiguous, type StreamEvent, streamApp, subscribe, until } from '../helpers/grpc'
 import { basic, FakeClock, startService, type TestService } from '../helpers/service'
 
 const S = grpc.status
@@ -23,7 +23,7 @@ async function ativos(s: TestService, app: { id: string; api_key: string }): Pro
   return r.json.streams_ativos
 }
 
-function body(e: Evento): Record<string, unknown> {
+function body(e: StreamEvent): Record<string, unknown> {
   return JSON.parse(e.corpo_json)
 }
 
@@ -57,7 +57,7 @@ t.test('refusals: key, app, mode, arguments; hostile metadata is UNAUTHENTICATED
   t.equal(await code(a.auth, ''), S.INVALID_ARGUMENT, 'app_id empty')
   t.equal(await code(a.auth, a.app.id, '18446744073709551615'), S.INVALID_ARGUMENT, 'desde_seq past int64')
   t.equal(await code(polling.auth, polling.app.id), S.FAILED_PRECONDITION, 'mode consulta')
-  // Bytes that are not an AssinarPedido: the transport refuses them; the service carries on.
+  // Bytes that are not an SubscribeRequest: the transport refuses them; the service carries on.
   const Raw = grpc.makeGenericClientConstructor(
     {
       Assinar: {
@@ -114,7 +114,7 @@ t.test('replay from 0, resume from a seq, live tail, two consumers; streams_ativ
   await one.waitFor(20)
   t.ok(contiguous(one.events, 1), 'replay from 0: seq 1..20')
   t.same(new Set(one.events.map((e) => e.player_id)), new Set(first), 'one event per receipt')
-  const e0 = one.events[0] as Evento
+  const e0 = one.events[0] as StreamEvent
   t.match(e0, { evento: 'delivery.received', app_id: a.app.id, notification_id: a.sendId, canal: 'grpc' })
   t.same(body(e0), {
     evento: 'delivery.received',
@@ -144,7 +144,7 @@ t.test('replay from 0, resume from a seq, live tail, two consumers; streams_ativ
   }
   two.cancel()
   await until('closed stream uncounted', async () => (await ativos(s, a.app)) === 1)
-  const last = (one.events.at(-1) as Evento).seq
+  const last = (one.events.at(-1) as StreamEvent).seq
   one.cancel()
   await until('none open', async () => (await ativos(s, a.app)) === 0)
   await a.receipts(1)
@@ -340,7 +340,7 @@ t.test('notification.completed carries pm_problema, on the stream and in the web
   const [done] = await sub.waitFor(1)
   t.equal(done?.evento, 'notification.completed')
   t.equal(done?.player_id, '', 'no player on notification.completed')
-  t.match(body(done as Evento), {
+  t.match(body(done as StreamEvent), {
     evento: 'notification.completed',
     notification_id: s1,
     errored: 1,
@@ -366,8 +366,8 @@ t.test('notification.completed carries pm_problema, on the stream and in the web
   const s3 = await d.send(streamed, { include_player_ids: [await d.device(streamed, 'pp-3')] })
   await d.closed(s3)
   const [, ok] = await sub.waitFor(2)
-  t.match(body(ok as Evento), { notification_id: s3, successful: 1 })
-  t.notOk('pm_problema' in body(ok as Evento), 'absent when there is none')
+  t.match(body(ok as StreamEvent), { notification_id: s3, successful: 1 })
+  t.notOk('pm_problema' in body(ok as StreamEvent), 'absent when there is none')
   sub.cancel()
 })
 

@@ -55,7 +55,7 @@ async function world(t: Tap) {
   const d = await startDelivery(t, { env: { PM_LIMIT_IP_PER_MIN: '0' }, service: { roles: ['api', 'worker', 'dashboard'] } })
   const org = await makeOrg(d.s, 'Loja', 'pro')
   await makePerson(d.s, 'ana@example.com', SENHA, org)
-  const app = await d.s.svc.deps.apps.create({ nome: 'Loja', orgId: org })
+  const app = await d.s.svc.deps.apps.create({ name: 'Loja', orgId: org })
   await d.fcmFor(app)
   const dash = new DashClient(d.s.dashboardUrl)
   if ((await dash.signIn('ana@example.com', SENHA)).status !== 303) throw new Error('sign-in failed')

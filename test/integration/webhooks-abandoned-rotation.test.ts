@@ -20,7 +20,7 @@ t.test('an event abandoned by an earlier destination is listed and replayed to t
   })
   const org = await makeOrg(s, 'Loja', 'pro')
   await makePerson(s, 'ana@example.com', 'uma-senha-bem-longa', org)
-  const app = await s.svc.deps.apps.create({ nome: 'Loja', orgId: org })
+  const app = await s.svc.deps.apps.create({ name: 'Loja', orgId: org })
   const c = new DashClient(s.dashboardUrl)
   t.equal((await c.signIn('ana@example.com', 'uma-senha-bem-longa')).status, 303)
   const appPath = `/apps/${app.id}`

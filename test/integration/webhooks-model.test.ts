@@ -601,7 +601,7 @@ t.test('webhook events: random sequences against the model of the dispatcher', a
       await proxy.open()
       w.proxyUp = true
     }
-    const app = await d.s.svc.deps.apps.create({ nome: `Modelo ${n}`, orgId: org })
+    const app = await d.s.svc.deps.apps.create({ name: `Modelo ${n}`, orgId: org })
     const a = await modelApp(d, app, fcm, DEVICES, `wm${n}-${Math.random().toString(36).slice(2, 8)}`)
     const path = `/wm${n}-${Math.random().toString(36).slice(2, 8)}`
     const put = await d.s.call('PUT', '/api/v1/confirmacoes', {

@@ -5,7 +5,7 @@ import { InflightWindow, PageCursor, RetryQueue } from '../../src/delivery/actor
 import type { Candidate, SendMeta } from '../../src/handoff/send'
 import type { Db } from '../../src/db/pool'
 
-const c = (id: string): Candidate => ({ deviceId: id, token: `tok-${id}`, deviceType: 1, transporte: 'fcm', valid: true })
+const c = (id: string): Candidate => ({ deviceId: id, token: `tok-${id}`, deviceType: 1, transport: 'fcm', valid: true })
 
 t.test('retry queue: a retry is taken only once due, earliest due time reported', async (t) => {
   const q = new RetryQueue()

@@ -8,12 +8,12 @@ import { errorReply } from '../../src/http/reply'
 const SAMPLES: Record<string, unknown> = {
   INVALID_FIELD: { campo: 'x', motivo: 'deve ser um texto' },
   BODY_TOO_LARGE: { limite: 16384 },
-  ROUTE_NOT_FOUND: { metodo: 'GET', caminho: '/x' },
+  ROUTE_NOT_FOUND: { method: 'GET', path: '/x' },
   IP_RATE_LIMITED: { limite: 120 },
   DEPENDENCY_UNAVAILABLE: { dependencia: 'postgres' },
-  APP_ID_REQUIRED: { onde: 'query' },
+  APP_ID_REQUIRED: { where: 'query' },
   REFUSED_FIELD: { campo: 'custom_data', use: 'data' },
-  UNKNOWN_SEGMENT: { segmento: 'Todos', validos: ['Subscribed Users', 'Total Subscriptions', 'Active Users', 'Engaged Users'] },
+  UNKNOWN_SEGMENT: { segment: 'Todos', valid: ['Subscribed Users', 'Total Subscriptions', 'Active Users', 'Engaged Users'] },
   RESERVED_DATA_KEY: { chave: 'pm_x' },
   INVALID_MEDIA_URL: { campo: 'big_picture' },
   ATTACHMENT_NOT_HTTPS: { campo: 'ios_attachments.foto' },
@@ -27,9 +27,9 @@ const SAMPLES: Record<string, unknown> = {
   EXTERNAL_USER_DEVICE_LIMIT: { limite: 10 },
   REGISTRATIONS_RATE_LIMITED: { limite: 50000 },
   EXPORT_RATE_LIMITED: { limite: 1 },
-  CONFIRM_MODE_UNKNOWN: { validos: ['consulta', 'webhook', 'grpc'] },
+  CONFIRM_MODE_UNKNOWN: { valid: ['consulta', 'webhook', 'grpc'] },
   INAPP_CAMPAIGN_INVALID: { problemas: [{ campo: 'conteudo.pt', motivo: 'é obrigatório' }] },
-  INAPP_TRANSITION_INVALID: { operacao: 'pausar', estado: 'rascunho', origens: ['ativa'] },
+  INAPP_TRANSITION_INVALID: { operation: 'pausar', state: 'rascunho', origins: ['ativa'] },
   INAPP_EVENT_TIME_OUTSIDE: { campo: 'eventos[0].em' },
 }
 

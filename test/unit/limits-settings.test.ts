@@ -67,7 +67,7 @@ t.test('device, receipt and app limits follow their settings', async (t) => {
     [l.identifierMaxBytes, l.externalUserIdMaxBytes, l.tagsMaxBytes, l.languageMaxBytes, l.timezoneMaxS, l.profileTruncateBytes],
     [194, 128, 2_048, 32, 86_400, 64],
   )
-  t.same([l.rcptMaxChars, l.receiptWindowDays, l.defaultRatePorMin], [64, 90, 60_000])
+  t.same([l.rcptMaxChars, l.receiptWindowDays, l.defaultRatePerMin], [64, 90, 60_000])
   const lim = loadConfig({
     PM_LIMIT_IDENTIFIER_BYTES: '5',
     PM_LIMIT_EXTERNAL_USER_ID_BYTES: '3',
@@ -132,14 +132,14 @@ t.test('in-app limits follow their settings', async (t) => {
 })
 
 t.test('the app-wide in-app cap and the delivery attempts: defaults are the spec, settings move them', async (t) => {
-  t.equal(DEFAULT_LIMITS.inappCapHorasDefault, 6)
+  t.equal(DEFAULT_LIMITS.inappCapHoursDefault, 6)
   t.equal(DEFAULT_DELIVERY.maxAttempts, 3, 'three attempts in all')
-  t.equal(loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '0' }).limits.inappCapHorasDefault, 0)
+  t.equal(loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '0' }).limits.inappCapHoursDefault, 0)
   t.equal(loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '5' }).delivery.maxAttempts, 5)
   t.throws(() => loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '0' }), /PM_DELIVERY_MAX_ATTEMPTS/)
   t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '12', PM_INAPP_CAP_HORAS_MAX: '10' }), /PM_INAPP_CAP_HORAS_DEFAULT/)
   t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_MAX: '169' }), /PM_INAPP_CAP_HORAS_MAX: 169 is above 168/, 'the database stores at most 168')
-  t.equal(loadConfig({ PM_INAPP_CAP_HORAS_MAX: '168' }).limits.inappCapHorasMax, 168)
+  t.equal(loadConfig({ PM_INAPP_CAP_HORAS_MAX: '168' }).limits.inappCapHoursMax, 168)
 })
 
 t.test('tuning numbers: defaults are the values the modules used, and each group follows its settings', async (t) => {

@@ -6,8 +6,8 @@ const ID = '0b0e5c4e-6f8e-4c57-9d2a-3c1e1f0a9b11'
 const good = { app_id: ID, notification_id: ID.toUpperCase(), player_id: ID, rcpt: 'abc' }
 
 t.test('a receipt: UUIDs lower-cased, evento defaults to recebido', async (t) => {
-  t.same(parseReceipt(good), { appId: ID, sendId: ID, deviceId: ID, rcpt: 'abc', evento: 'recebido' })
-  t.equal(parseReceipt({ ...good, evento: 'clique' }).evento, 'clique')
+  t.same(parseReceipt(good), { appId: ID, sendId: ID, deviceId: ID, rcpt: 'abc', event: 'recebido' })
+  t.equal(parseReceipt({ ...good, evento: 'clique' }).event, 'clique')
   t.equal(parseReceipt({ ...good, rcpt: 'é'.repeat(64) }).rcpt.length, 64, '64 characters, not bytes')
 })
 

@@ -27,12 +27,12 @@ export function appPageRoutes(r: Router, d: AppPageDeps): void {
       webhookSection(d, view),
       inappSection(d, view),
     ])
-    const body = html`<h1>${app.nome}</h1>
+    const body = html`<h1>${app.name}</h1>
 <p class="sub">ID <code>${app.id}</code> · plano ${app.plan}${app.paused ? ' · pausado' : ''}${app.sandbox ? ' · sandbox' : ''}</p>
 ${problemBanner(problem)}
 <nav aria-label="Seções" class="secoes"><a href="#chaves">Chaves</a> <a href="#credenciais">Credenciais</a> <a href="#dispositivos">Dispositivos</a> <a href="#envios">Envios</a> <a href="#webhook">Webhook</a> <a href="#inapp">In-app</a></nav>
 ${keys}${creds}${devices}${sends}${webhook}${inapp}`
-    return htmlReply(200, page({ title: app.nome, viewer: v, flash, scripts: ['/assets/chart.umd.js'] }, body))
+    return htmlReply(200, page({ title: app.name, viewer: v, flash, scripts: ['/assets/chart.umd.js'] }, body))
   })
   // Actions and sub-pages; static segments win over parameters in the router.
   keysRoutes(r, d)

@@ -37,7 +37,7 @@ ${
     ? html`<p>Nenhum app ainda.</p>`
     : html`<table><thead><tr><th scope="col">Nome</th><th scope="col">Organização</th><th scope="col">Plano</th><th scope="col">Estado</th><th scope="col">Criado em</th></tr></thead>
 <tbody>${shown.map(
-        (a) => html`<tr><td><a href="/apps/${a.id}">${a.nome}</a></td><td>${a.org_nome}</td><td>${a.plan}</td><td>${a.paused ? 'pausado' : 'ativo'}</td><td>${when(a.criado_em)}</td></tr>`,
+        (a) => html`<tr><td><a href="/apps/${a.id}">${a.nome}</a></td><td>${a.org_name}</td><td>${a.plan}</td><td>${a.paused ? 'pausado' : 'ativo'}</td><td>${when(a.criado_em)}</td></tr>`,
       )}</tbody></table>`
 }
 ${rows.length > PAGE && last ? html`<p><a href="/apps?apos=${encodeCursor(last.criado_em, last.id)}">Próxima página</a></p>` : ''}`
@@ -45,14 +45,14 @@ ${rows.length > PAGE && last ? html`<p><a href="/apps?apos=${encodeCursor(last.c
   })
 
   viewerPage(d, get, '/apps/novo', async (_req, v) => {
-    const orgs = v.operador ? await listOrgs(d.db, 500) : []
+    const orgs = v.operator ? await listOrgs(d.db, 500) : []
     const body = html`<h1>Novo app</h1>
 <form method="post" action="/apps" class="cartao">
 <input type="hidden" name="_csrf" value="${v.csrf}">
 <label for="nome">Nome</label>
 <input id="nome" name="nome" required maxlength="200">
 ${
-  v.operador
+  v.operator
     ? html`<label for="org">Organização</label>
 <select id="org" name="org"><option value="">Nova organização (com o nome do app)</option>
 ${orgs.map((o) => html`<option value="${o.id}">${o.nome} (${o.plano})</option>`)}</select>`
@@ -66,7 +66,7 @@ ${orgs.map((o) => html`<option value="${o.id}">${o.nome} (${o.plano})</option>`)
   viewerAction(d, post, '/apps', async (_req, v, form) => {
     const input = parseCreateApp({ nome: form.text('nome') }, d.cfg.limits.appNameMaxBytes)
     let orgId: string | undefined
-    if (v.operador) {
+    if (v.operator) {
       const chosen = form.text('org')
       if (chosen !== '' && !isUuid(chosen)) throw new DashError(400, 'Organização inválida.')
       orgId = chosen || undefined

@@ -101,10 +101,10 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
     async (app, form) => {
       const account = fileText(form, 'conta', 'Conta de serviço (JSON)', true) as string
       const config = fileText(form, 'config', 'Configuração do app (google-services.json)', false)
-      const pacote = form.text('pacote').trim() || undefined
+      const packageName = form.text('pacote').trim() || undefined
       const up = parseFcmUpload(
         { text: account, what: 'Conta de serviço (JSON)' },
-        config === undefined ? undefined : { text: config, what: 'google-services.json', packageName: pacote },
+        config === undefined ? undefined : { text: config, what: 'google-services.json', packageName },
       )
       await d.credentials.save(app.id, 'fcm', up.credential, up.meta, up.params)
       return { flash: { kind: 'ok', text: `Credencial FCM salva (projeto ${up.meta.project_id}).` }, anchor: 'credenciais' }

@@ -26,19 +26,19 @@ interface DeviceListRow {
 
 const LIST_COLUMNS = 'id, identifier, device_type, external_user_id, invalid_identifier, last_active'
 
-async function findDevices(db: Db, appId: string, busca: string, after: string | null): Promise<DeviceListRow[]> {
-  if (busca !== '') {
+async function findDevices(db: Db, appId: string, search: string, after: string | null): Promise<DeviceListRow[]> {
+  if (search !== '') {
     // A player id, or every device of an external user id (at most the per-user cap).
-    const byId = isUuid(busca)
+    const byId = isUuid(search)
     const r = await query<DeviceListRow>(
       db,
       `SELECT ${LIST_COLUMNS} FROM devices WHERE app_id = $1 AND ${byId ? 'id = $2::uuid' : 'external_user_id = $2'} ORDER BY id LIMIT $3`,
-      [appId, byId ? busca.toLowerCase() : busca, PAGE + 1],
+      [appId, byId ? search.toLowerCase() : search, PAGE + 1],
     )
     if (r.rows.length > 0 || !byId) return r.rows
     const u = await query<DeviceListRow>(db, `SELECT ${LIST_COLUMNS} FROM devices WHERE app_id = $1 AND external_user_id = $2 ORDER BY id LIMIT $3`, [
       appId,
-      busca,
+      search,
       PAGE + 1,
     ])
     return u.rows
@@ -55,20 +55,20 @@ async function findDevices(db: Db, appId: string, busca: string, after: string |
 const shortToken = (t: string): string => (t.length > 20 ? `${t.slice(0, 10)}…${t.slice(-6)}` : t)
 
 export async function devicesSection(d: AppPageDeps, { app, v, q }: AppView): Promise<Html> {
-  const busca = (q.get('busca') ?? '').trim().slice(0, 256)
-  const apos = q.get('disp_apos')
-  const rows = await findDevices(d.db, app.id, busca, isUuid(apos) ? apos : null)
+  const search = (q.get('busca') ?? '').trim().slice(0, 256)
+  const after = q.get('disp_apos')
+  const rows = await findDevices(d.db, app.id, search, isUuid(after) ? after : null)
   const shown = rows.slice(0, PAGE)
   const last = shown[shown.length - 1]
   const base = `/apps/${app.id}`
   return html`<section aria-labelledby="sec-dispositivos" id="dispositivos">
 <h2 id="sec-dispositivos">Dispositivos</h2>
 <form method="get" action="${base}#dispositivos" role="search" class="linha">
-<label for="busca">Buscar dispositivo</label><input id="busca" name="busca" type="search" value="${busca}" placeholder="player id ou external user id">
-<button type="submit">Buscar</button>${busca ? html` <a href="${base}#dispositivos">Limpar</a>` : ''}</form>
+<label for="busca">Buscar dispositivo</label><input id="busca" name="busca" type="search" value="${search}" placeholder="player id ou external user id">
+<button type="submit">Buscar</button>${search ? html` <a href="${base}#dispositivos">Limpar</a>` : ''}</form>
 ${
   shown.length === 0
-    ? html`<p>${busca ? 'Nenhum dispositivo encontrado.' : 'Nenhum dispositivo registrado.'}</p>`
+    ? html`<p>${search ? 'Nenhum dispositivo encontrado.' : 'Nenhum dispositivo registrado.'}</p>`
     : html`<table><caption>Dispositivos</caption><thead><tr><th scope="col">player id</th><th scope="col">Tipo</th><th scope="col">external user id</th><th scope="col">Token</th><th scope="col">Último sinal</th><th scope="col">Ações</th></tr></thead>
 <tbody>${shown.map(
         (x) => html`<tr><td><a href="${base}/dispositivos/${x.id}"><code>${x.id}</code></a></td><td>${TYPES[x.device_type] ?? x.device_type}</td><td>${x.external_user_id ?? '—'}</td>
@@ -76,7 +76,7 @@ ${
 <td>${button(v, `${base}/dispositivos/${x.id}/excluir`, 'Excluir', { confirm: 'Excluir o dispositivo e todo o histórico de entregas dele?' })}</td></tr>`,
       )}</tbody></table>`
 }
-${!busca && rows.length > PAGE && last ? html`<p><a href="${base}?disp_apos=${last.id}#dispositivos">Próximos dispositivos</a></p>` : ''}
+${!search && rows.length > PAGE && last ? html`<p><a href="${base}?disp_apos=${last.id}#dispositivos">Próximos dispositivos</a></p>` : ''}
 <form method="post" action="${base}/exportar">${csrfField(v)}<button type="submit">Exportar CSV</button></form>
 </section>`
 }
@@ -97,7 +97,7 @@ export function devicesRoutes(r: Router, d: AppPageDeps): void {
     const row = isUuid(pid) ? await findDevice(d.db, app.id, pid.toLowerCase()) : null
     if (!row) throw notFound()
     const shape = readShape(row)
-    const body = html`<h1>Dispositivo</h1><p><a href="/apps/${app.id}#dispositivos">${app.nome}</a></p>
+    const body = html`<h1>Dispositivo</h1><p><a href="/apps/${app.id}#dispositivos">${app.name}</a></p>
 <dl class="detalhes">${Object.entries(shape).map(([k, val]) => html`<dt>${k}</dt><dd>${typeof val === 'object' && val !== null ? JSON.stringify(val) : String(val)}</dd>`)}</dl>
 ${button(v, `/apps/${app.id}/dispositivos/${row.id}/excluir`, 'Excluir', { confirm: 'Excluir o dispositivo e todo o histórico de entregas dele?' })}`
     return htmlReply(200, page({ title: 'Dispositivo', viewer: v }, body))

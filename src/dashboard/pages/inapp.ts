@@ -2,7 +2,7 @@
 // their state and funnel (served → impressions → clicks), the estimated reach of one campaign on request (a count
 // over the app's devices, so never for a whole page at once), and publish, pause, end.
 import { isUuid, type Router } from '../../http/router'
-import { type Operation, parseCapHoras, TRANSITIONS } from '../../inapp/service'
+import { type Operation, parseCapHours, TRANSITIONS } from '../../inapp/service'
 import { html, type Html } from '../html'
 import { DashError } from '../web'
 import { type AppPageDeps, type AppView, appAction, button, csrfField } from './context'
@@ -18,17 +18,17 @@ export async function inappSection(d: AppPageDeps, { app, v, q }: AppView): Prom
   const cursor = q.get('inapp_apos')
   let list: Awaited<ReturnType<AppPageDeps['campaigns']['list']>>
   try {
-    list = await d.campaigns.list(app.id, { limit: PAGE, estado: null, cursor: cursor && cursor.length < 200 ? cursor : null })
+    list = await d.campaigns.list(app.id, { limit: PAGE, state: null, cursor: cursor && cursor.length < 200 ? cursor : null })
   } catch {
-    list = await d.campaigns.list(app.id, { limit: PAGE, estado: null, cursor: null }) // a mangled cursor: first page
+    list = await d.campaigns.list(app.id, { limit: PAGE, state: null, cursor: null }) // a mangled cursor: first page
   }
-  const alcanceDe = q.get('alcance')
-  const reach = isUuid(alcanceDe) && list.campanhas.some((c) => c.id === alcanceDe) ? await d.campaigns.reach(app.id, alcanceDe) : null
+  const reachOf = q.get('alcance')
+  const reach = isUuid(reachOf) && list.campanhas.some((c) => c.id === reachOf) ? await d.campaigns.reach(app.id, reachOf) : null
   const base = `/apps/${app.id}`
   return html`<section aria-labelledby="sec-inapp" id="inapp"><h2 id="sec-inapp">In-app</h2>
 <form method="post" action="${base}/inapp/config" class="linha">${csrfField(v)}
-<label><input type="checkbox" name="ativo" value="1"${app.inappAtivo ? html` checked` : ''}> Canal in-app ativo</label>
-<label for="cap">inapp_cap_horas</label><input id="cap" name="cap_horas" type="number" min="0" max="168" value="${app.inappCapHoras}">
+<label><input type="checkbox" name="ativo" value="1"${app.inappActive ? html` checked` : ''}> Canal in-app ativo</label>
+<label for="cap">inapp_cap_horas</label><input id="cap" name="cap_horas" type="number" min="0" max="168" value="${app.inappCapHours}">
 <button type="submit">Salvar in-app</button></form>
 ${
   list.campanhas.length === 0
@@ -53,7 +53,7 @@ ${list.proximo ? html`<p><a href="${base}?inapp_apos=${list.proximo}#inapp">Pró
 export function inappRoutes(r: Router, d: AppPageDeps): void {
   appAction(d, r, '/apps/:id/inapp/config', async (app, form) => {
     const raw = form.text('cap_horas').trim()
-    const cap = parseCapHoras(/^\d{1,4}$/.test(raw) ? Number(raw) : raw === '' ? undefined : raw, d.cfg.limits.inappCapHorasMax)
+    const cap = parseCapHours(/^\d{1,4}$/.test(raw) ? Number(raw) : raw === '' ? undefined : raw, d.cfg.limits.inappCapHoursMax)
     const out = await d.campaigns.setConfig(app.id, form.text('ativo') === '1', cap)
     return { flash: { kind: 'ok', text: `In-app ${out.inapp_ativo ? 'ativo' : 'desligado'}, inapp_cap_horas ${out.inapp_cap_horas}.` }, anchor: 'inapp' }
   })

@@ -45,10 +45,10 @@ export async function keysSection(d: AppPageDeps, { app, v }: AppView): Promise<
 <p>Estado: <b>${app.paused ? 'pausado' : 'ativo'}</b>
 ${app.paused ? button(v, `${base}/retomar`, 'Retomar app') : button(v, `${base}/pausar`, 'Pausar app', { confirm: 'Pausar o app? As rotas dele passam a responder 403.' })}</p>
 <form method="post" action="${base}/rate" class="linha">${csrfField(v)}
-<label for="rate">rate_por_min</label><input id="rate" name="rate_por_min" type="number" min="1" max="${INT4_MAX}" required value="${app.ratePorMin}">
+<label for="rate">rate_por_min</label><input id="rate" name="rate_por_min" type="number" min="1" max="${INT4_MAX}" required value="${app.ratePerMin}">
 <button type="submit">Salvar limite</button></form>
 ${
-  v.operador
+  v.operator
     ? html`<form method="post" action="${base}/plano" class="linha">${csrfField(v)}
 <label for="plano">Plano da organização</label><select id="plano" name="plano">
 <option value="free"${app.plan === 'free' ? html` selected` : ''}>free</option><option value="pro"${app.plan === 'pro' ? html` selected` : ''}>pro</option></select>
@@ -77,15 +77,15 @@ export function keysRoutes(r: Router, d: AppPageDeps): void {
     const raw = form.text('rate_por_min').trim()
     const n = /^\d{1,10}$/.test(raw) ? Number(raw) : Number.NaN
     const rate = optInt({ rate_por_min: n }, 'rate_por_min', 1, INT4_MAX) as number
-    await d.apps.setRatePorMin(app.id, rate)
+    await d.apps.setRatePerMin(app.id, rate)
     return { flash: { kind: 'ok', text: `rate_por_min agora é ${rate}.` }, anchor: 'chaves' }
   })
   appAction(d, r, '/apps/:id/plano', async (app, form, v) => {
-    if (!v.operador) throw new DashError(403, 'Só o operador muda o plano.')
-    const plano = form.text('plano')
-    if (plano !== 'free' && plano !== 'pro') throw new DashError(400, 'Plano inválido: free ou pro.')
-    await d.apps.setPlan(app.id, plano)
-    return { flash: { kind: 'ok', text: `Plano da organização: ${plano}.` }, anchor: 'chaves' }
+    if (!v.operator) throw new DashError(403, 'Só o operador muda o plano.')
+    const plan = form.text('plano')
+    if (plan !== 'free' && plan !== 'pro') throw new DashError(400, 'Plano inválido: free ou pro.')
+    await d.apps.setPlan(app.id, plan)
+    return { flash: { kind: 'ok', text: `Plano da organização: ${plan}.` }, anchor: 'chaves' }
   })
   appAction(d, r, '/apps/:id/revogar', async (app, form) => {
     const kid = form.text('kid')
@@ -95,7 +95,7 @@ export function keysRoutes(r: Router, d: AppPageDeps): void {
   })
   appAction(d, r, '/apps/:id/girar', async (app: AppRecord, _form, v) => {
     const k = await d.apps.rotate(app.id)
-    const body = html`<h1>Chave nova de ${app.nome}</h1>
+    const body = html`<h1>Chave nova de ${app.name}</h1>
 <p class="aviso ok" role="status">Guarde a chave agora: ela não será mostrada de novo.</p>
 <div class="cartao"><label for="chave">Chave da API</label><textarea id="chave" readonly rows="2" class="segredo">${k.api_key}</textarea>
 <p>${k.anterior_expira_em ? html`A chave anterior vale até <b>${when(new Date(k.anterior_expira_em))}</b> (<time>${k.anterior_expira_em}</time>).` : 'Não havia chave anterior ativa.'}</p></div>

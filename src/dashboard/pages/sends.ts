@@ -6,7 +6,7 @@ import { planShowsArrivals } from '../../apps/plan'
 import type { Plan } from '../../apps/store'
 import { type Db, query } from '../../db/pool'
 import { isUuid, type Router } from '../../http/router'
-import { RECEBIDOS_GATE, windowStats } from '../../sends/read'
+import { ARRIVALS_GATE, windowStats } from '../../sends/read'
 import { decodeCursor, encodeCursor, appFor } from '../access'
 import { html, type Html, jsonData, when } from '../html'
 import { jsonReply, viewerPage } from '../web'
@@ -60,10 +60,10 @@ const FIELDS = ['recipients', 'successful', 'failed', 'errored', 'remaining', 'r
 
 function funnel(s: SendRow, plan: Plan): Html {
   const max = Math.max(1, s.recipients)
-  const recebidos = planShowsArrivals(plan) ? s.recebidos : 0
+  const arrived = planShowsArrivals(plan) ? s.recebidos : 0
   return html`<div class="funil" data-funil="${s.id}">
 <label>aceitos <meter data-campo="successful" min="0" max="${max}" value="${s.successful}">${s.successful}</meter></label>
-<label>recebidos <meter data-campo="recebidos" min="0" max="${max}" value="${recebidos}">${recebidos}</meter></label>
+<label>recebidos <meter data-campo="recebidos" min="0" max="${max}" value="${arrived}">${arrived}</meter></label>
 <label>cliques <meter data-campo="clicks" min="0" max="${max}" value="${s.converted}">${s.converted}</meter></label></div>`
 }
 
@@ -93,7 +93,7 @@ ${
   proof
     ? html`<p>Últimos ${CHART_DAYS} dias: ${t.disparos} envios, ${t.enviados} aceitos pelos provedores, ${t.entregues} com recibo de chegada, ${t.cliques} cliques.</p>`
     : html`<p>Últimos ${CHART_DAYS} dias: ${t.disparos} envios, ${t.enviados} aceitos pelos provedores, ${t.cliques} cliques.
-<br><small>${RECEBIDOS_GATE.por_que}</small></p>`
+<br><small>${ARRIVALS_GATE.por_que}</small></p>`
 }
 <div class="duas graficos">
 ${

@@ -35,9 +35,9 @@ function checkPre(req: Request, d: SigninDeps, formToken: string): void {
   if (!tokensEqual(formToken, cookie)) throw new DashError(403, 'Requisição recusada: formulário expirado. Recarregue a página e tente de novo.')
 }
 
-function signinPage(token: string, o: { email?: string; erro?: string; status?: number } = {}, headers: Record<string, string> = {}): Reply {
+function signinPage(token: string, o: { email?: string; error?: string; status?: number } = {}, headers: Record<string, string> = {}): Reply {
   const body = html`<h1>Entrar</h1>
-${o.erro ? html`<p role="alert" class="aviso erro">${o.erro}</p>` : ''}
+${o.error ? html`<p role="alert" class="aviso erro">${o.error}</p>` : ''}
 <form method="post" action="/entrar" class="cartao">
 <input type="hidden" name="_csrf" value="${token}">
 <label for="email">E-mail</label>
@@ -49,10 +49,10 @@ ${o.erro ? html`<p role="alert" class="aviso erro">${o.erro}</p>` : ''}
   return htmlReply(o.status ?? 200, page({ title: 'Entrar' }, body), headers)
 }
 
-function invitePage(token: string, csrf: string, inv: { email: string; orgNome: string }, erro?: string, headers: Record<string, string> = {}): Reply {
+function invitePage(token: string, csrf: string, inv: { email: string; orgName: string }, error?: string, headers: Record<string, string> = {}): Reply {
   const body = html`<h1>Criar acesso</h1>
-<p>Convite para <b>${inv.email}</b> na organização <b>${inv.orgNome}</b>.</p>
-${erro ? html`<p role="alert" class="aviso erro">${erro}</p>` : ''}
+<p>Convite para <b>${inv.email}</b> na organização <b>${inv.orgName}</b>.</p>
+${error ? html`<p role="alert" class="aviso erro">${error}</p>` : ''}
 <form method="post" action="/convite/${token}" class="cartao">
 <input type="hidden" name="_csrf" value="${csrf}">
 <label for="senha">Senha</label>
@@ -60,7 +60,7 @@ ${erro ? html`<p role="alert" class="aviso erro">${erro}</p>` : ''}
 <p class="dica">Pelo menos 12 caracteres.</p>
 <button type="submit">Criar acesso</button>
 </form>`
-  return htmlReply(erro ? 400 : 200, page({ title: 'Criar acesso' }, body), headers)
+  return htmlReply(error ? 400 : 200, page({ title: 'Criar acesso' }, body), headers)
 }
 
 const INVITE_GONE = 'Convite inválido, vencido ou já usado. Peça um novo convite.'
@@ -81,10 +81,10 @@ export function signinRoutes(r: Router, d: SigninDeps): void {
     const email = form.text('email').slice(0, 320)
     const token = form.text('_csrf')
     if (!(await d.limiter.take(email, req.ip))) {
-      return signinPage(token, { email, erro: 'Muitas tentativas de entrar. Espere 15 minutos e tente de novo.', status: 429 })
+      return signinPage(token, { email, error: 'Muitas tentativas de entrar. Espere 15 minutos e tente de novo.', status: 429 })
     }
     const person = await d.people.authenticate(email, form.text('senha'))
-    if (!person) return signinPage(token, { email, erro: 'E-mail ou senha inválidos.', status: 401 })
+    if (!person) return signinPage(token, { email, error: 'E-mail ou senha inválidos.', status: 401 })
     return redirect('/apps', { 'Set-Cookie': await d.sessions.create(person) })
   })
 

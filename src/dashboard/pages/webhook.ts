@@ -29,11 +29,11 @@ export async function webhookSection(d: AppPageDeps, { app, v, q }: AppView): Pr
   const base = `/apps/${app.id}`
   if (!dest) {
     return html`<section aria-labelledby="sec-webhook" id="webhook"><h2 id="sec-webhook">Webhook</h2>
-<p>Modo de confirmação: <b>${app.confirmModo}</b>. Nenhum destino registrado (PUT /api/v1/confirmacoes com <code>url</code>).</p></section>`
+<p>Modo de confirmação: <b>${app.confirmMode}</b>. Nenhum destino registrado (PUT /api/v1/confirmacoes com <code>url</code>).</p></section>`
   }
-  const apos = q.get('abandonados_antes')
-  const before = apos && /^\d{1,19}$/.test(apos) ? apos : null
-  const [fila, attempts, abandoned] = await Promise.all([
+  const beforeText = q.get('abandonados_antes')
+  const before = beforeText && /^\d{1,19}$/.test(beforeText) ? beforeText : null
+  const [pending, attempts, abandoned] = await Promise.all([
     pendingCount(d.db, app.id),
     query<{ event_seq: string; n: number; result: string; http_status: number | null; reason: string | null; at: Date }>(
       d.db,
@@ -51,8 +51,8 @@ export async function webhookSection(d: AppPageDeps, { app, v, q }: AppView): Pr
   const ab = abandoned.rows.slice(0, ABANDONED_PAGE)
   const lastAb = ab[ab.length - 1]
   return html`<section aria-labelledby="sec-webhook" id="webhook"><h2 id="sec-webhook">Webhook</h2>
-<dl><dt>Modo</dt><dd>${app.confirmModo}</dd><dt>Destino</dt><dd><code>${dest.url}</code></dd>
-<dt>fila_pendente</dt><dd>${fila}</dd>
+<dl><dt>Modo</dt><dd>${app.confirmMode}</dd><dt>Destino</dt><dd><code>${dest.url}</code></dd>
+<dt>fila_pendente</dt><dd>${pending}</dd>
 <dt>Situação</dt><dd>${dest.disabled_at ? html`<b class="erro">desativado</b> desde ${when(dest.disabled_at)} após ${dest.consecutive_failures} falhas seguidas ${button(v, `${base}/webhook/reativar`, 'Reativar')}` : 'ativo'}</dd></dl>
 <table><caption>Últimas tentativas</caption><thead><tr><th scope="col">Evento (seq)</th><th scope="col">Tentativa</th><th scope="col">Resultado</th><th scope="col">HTTP</th><th scope="col">Motivo</th><th scope="col">Quando</th></tr></thead>
 <tbody>${attempts.rows.map(
