@@ -40,12 +40,12 @@ interface AppRow {
   inapp_ativo: boolean
   inapp_cap_horas: number
   firebase_params: Record<string, unknown> | null
-  confirm_modo: 'consulta' | 'webhook' | 'grpc'
+  confirm_mode: 'consulta' | 'webhook' | 'grpc'
   criado_em: Date
 }
 
 const APP_COLUMNS = `a.id, a.org_id, a.nome, a.rate_por_min, a.sandbox, a.paused, o.plan, a.inapp_ativo, a.inapp_cap_horas,
-  a.firebase_params, a.confirm_modo, a.criado_em`
+  a.firebase_params, a.confirm_mode, a.criado_em`
 
 function toApp(r: AppRow): AppRecord {
   return {
@@ -59,7 +59,7 @@ function toApp(r: AppRow): AppRecord {
     inappActive: r.inapp_ativo,
     inappCapHours: r.inapp_cap_horas,
     firebaseParams: r.firebase_params,
-    confirmMode: r.confirm_modo,
+    confirmMode: r.confirm_mode,
     createdAt: r.criado_em,
   }
 }

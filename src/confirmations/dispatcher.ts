@@ -279,7 +279,7 @@ export class WebhookDispatcher {
     // In the lock's transaction (committed by the caller): the cursor and the lock end together.
     if (attempts.length > 0) {
       await c.query(
-        `INSERT INTO webhook_attempts (destination_id, event_seq, n, entrega_id, result, http_status, reason, at, next_at)
+        `INSERT INTO webhook_attempts (destination_id, event_seq, n, attempt_id, result, http_status, reason, at, next_at)
          SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[])`,
         [
           dest.id,

@@ -43,10 +43,10 @@ export interface EventWrite {
 export function eventCtes(w: EventWrite): string {
   const after = (w.after ?? []).map((c) => `(SELECT count(*) FROM ${c})`).join(' + ')
   return `ev_src AS (
-       SELECT s.app_id, s.evento, s.body || jsonb_build_object('canal', a.confirm_modo) AS body, a.confirm_modo AS canal,
+       SELECT s.app_id, s.evento, s.body || jsonb_build_object('canal', a.confirm_mode) AS body, a.confirm_mode AS canal,
               row_number() OVER (PARTITION BY s.app_id ORDER BY ${w.order}) AS n
          FROM (SELECT * FROM ${w.source}) s JOIN apps a ON a.id = s.app_id
-        WHERE a.confirm_modo IN ('webhook', 'grpc')${after ? ` AND ${after} >= 0` : ''}
+        WHERE a.confirm_mode IN ('webhook', 'grpc')${after ? ` AND ${after} >= 0` : ''}
      ), ev_n AS (
        SELECT app_id, count(*) AS k, bool_or(canal = 'grpc') AS g FROM ev_src GROUP BY app_id
      ), ev_seq AS (

@@ -56,8 +56,8 @@ export async function applyChange(
       // destination starts from the cursor that batch wrote, and never runs beside it.
       await locked(query(c, `SELECT pg_advisory_xact_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId]))
     }
-    const app = await locked(query<{ confirm_modo: ConfirmMode }>(c, 'SELECT confirm_modo FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]))
-    let mode = app.rows[0]?.confirm_modo ?? 'consulta'
+    const app = await locked(query<{ confirm_mode: ConfirmMode }>(c, 'SELECT confirm_mode FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]))
+    let mode = app.rows[0]?.confirm_mode ?? 'consulta'
     let secret: string | null = null
     let destinationId: string | null = null
     if (change.url !== undefined) {
@@ -70,7 +70,7 @@ export async function applyChange(
         throw new ApiError('WEBHOOK_DESTINATION_MISSING')
       }
       mode = change.mode
-      await query(c, 'UPDATE apps SET confirm_modo = $2 WHERE id = $1', [appId, mode])
+      await query(c, 'UPDATE apps SET confirm_mode = $2 WHERE id = $1', [appId, mode])
     }
     return { mode, secret, destinationId }
   })

@@ -94,15 +94,15 @@ export class Sessions {
     const want = Buffer.from(this.#sign(id))
     if (dot !== 43 || sig.length !== want.length || !timingSafeEqual(sig, want)) return null
     const hash = digest(id)
-    const r = await query<{ id: string; email: string; org_id: string | null; operador: boolean; csrf: string; expires_at: Date }>(
+    const r = await query<{ id: string; email: string; org_id: string | null; operator: boolean; csrf: string; expires_at: Date }>(
       this.db,
-      `SELECT u.id, u.email, u.org_id, u.operador, s.csrf, s.expires_at
+      `SELECT u.id, u.email, u.org_id, u.operator, s.csrf, s.expires_at
          FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = $1`,
       [hash],
     )
     const row = r.rows[0]
     if (!row || row.expires_at.getTime() <= this.clock()) return null
-    return { userId: row.id, email: row.email, orgId: row.org_id, operator: row.operador, csrf: row.csrf, sid: hash.toString('hex') }
+    return { userId: row.id, email: row.email, orgId: row.org_id, operator: row.operator, csrf: row.csrf, sid: hash.toString('hex') }
   }
 
   /** Signs out: the session row goes; answers the Set-Cookie value that clears the cookie. */

@@ -34,7 +34,7 @@ camp AS (
   SELECT c.app_id, c.id, c.cap_total FROM inapp_campaigns c
   WHERE (c.app_id, c.id) IN (SELECT DISTINCT app_id, campanha_id FROM input)),
 ins AS (
-  INSERT INTO inapp_events (app_id, campanha_id, device_id, evento, ocorrencia_n, em, recebido_em)
+  INSERT INTO inapp_events (app_id, campanha_id, device_id, evento, ocorrencia_n, em, received_at)
   SELECT i.app_id, i.campanha_id, i.device_id, i.evento, i.n, i.em, $2
   FROM input i JOIN camp c ON c.app_id = i.app_id AND c.id = i.campanha_id
   WHERE c.cap_total = 0 OR i.n <= c.cap_total

@@ -140,7 +140,7 @@ export class PackageCache {
     const campaigns = rows
       .sort((x, y) => y.prioridade - x.prioridade || x.criado_em.getTime() - y.criado_em.getTime() || (x.id < y.id ? -1 : 1))
       .map((r): PackCampaign => {
-        const d = r.definicao
+        const d = r.definition
         const item = {
           campanha_id: r.id,
           formato: d.formato,

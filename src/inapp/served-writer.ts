@@ -70,7 +70,7 @@ export class ServedWriter {
         `WITH input AS (
            SELECT * FROM json_to_recordset($1::json) AS r(app_id uuid, campanha_id uuid, device_id uuid)),
          ins AS (
-           INSERT INTO inapp_served (app_id, campanha_id, device_id, em)
+           INSERT INTO inapp_served (app_id, campanha_id, device_id, served_at)
            SELECT i.app_id, i.campanha_id, i.device_id, $2 FROM input i
            JOIN inapp_campaigns c ON c.app_id = i.app_id AND c.id = i.campanha_id
            ON CONFLICT DO NOTHING RETURNING app_id, campanha_id),

@@ -49,8 +49,8 @@ export function campaignShape(r: CampaignRow, nowMs: number): CampaignShape {
     id: r.id,
     app_id: r.app_id,
     estado: r.estado,
-    ...r.definicao,
-    schema_min: schemaText(schemaMin(r.definicao, nowMs)),
+    ...r.definition,
+    schema_min: schemaText(schemaMin(r.definition, nowMs)),
     contadores: {
       servidos: Number(r.servidos),
       impressoes: Number(r.impressoes),
@@ -137,7 +137,7 @@ export class CampaignService {
       id,
       (cur) => {
         if (cur.estado === 'encerrada') throw new ApiError('INAPP_CAMPAIGN_ENDED')
-        return parseCampaign(body, cur.definicao, this.limits)
+        return parseCampaign(body, cur.definition, this.limits)
       },
       new Date(this.clock()),
     )
@@ -164,8 +164,8 @@ export class CampaignService {
     const row = await insertCampaign(this.db, {
       appId,
       id: randomUUID(),
-      def: src.definicao,
-      usesNotificationSettings: src.usa_config_notif,
+      def: src.definition,
+      usesNotificationSettings: src.uses_notification_settings,
       originId: src.id,
       now: new Date(this.clock()),
     })
@@ -185,14 +185,14 @@ export class CampaignService {
     id: string,
   ): Promise<Reach & { campanha_id: string; alvo_tipo: string; schema_min_efetivo: string }> {
     const row = await this.#row(appId, id)
-    const level = schemaMin(row.definicao, this.clock())
-    const r = await countReach(this.db, appId, row.definicao, level)
+    const level = schemaMin(row.definition, this.clock())
+    const r = await countReach(this.db, appId, row.definition, level)
     return { campanha_id: row.id, alvo_tipo: row.alvo_tipo, ...r, schema_min_efetivo: schemaText(level) }
   }
 
   async funnel(appId: string, id: string): Promise<Record<string, unknown>> {
     const row = await this.#row(appId, id)
-    const r = await countReach(this.db, appId, row.definicao, schemaMin(row.definicao, this.clock()))
+    const r = await countReach(this.db, appId, row.definition, schemaMin(row.definition, this.clock()))
     return {
       campanha_id: row.id,
       nome: row.nome,

@@ -23,7 +23,7 @@ export async function windowStats(db: Db, appId: string, from: Date, to: Date): 
        FROM inapp_events WHERE app_id = $1 AND em >= $2 AND em < $3 GROUP BY campanha_id),
      re AS (
        SELECT campanha_id, count(*) AS rea FROM inapp_reactivations
-       WHERE app_id = $1 AND em >= $2 AND em < $3 GROUP BY campanha_id)
+       WHERE app_id = $1 AND reactivated_at >= $2 AND reactivated_at < $3 GROUP BY campanha_id)
      SELECT c.id, c.nome, c.estado, c.alvo_tipo, coalesce(ev.imp, 0) AS imp, coalesce(ev.cli, 0) AS cli,
             coalesce(re.rea, 0) AS rea
      FROM inapp_campaigns c

@@ -10,10 +10,10 @@ export interface CampaignRow {
   estado: CampaignState
   nome: string
   alvo_tipo: string
-  definicao: CampaignDef
+  definition: CampaignDef
   prioridade: number
   cap_total: number
-  usa_config_notif: boolean
+  uses_notification_settings: boolean
   servidos: string
   impressoes: string
   cliques: string
@@ -25,7 +25,7 @@ export interface CampaignRow {
   encerrado_em: Date | null
 }
 
-const COLS = `app_id, id, estado, nome, alvo_tipo, definicao, prioridade, cap_total, usa_config_notif, servidos, impressoes,
+const COLS = `app_id, id, estado, nome, alvo_tipo, definition, prioridade, cap_total, uses_notification_settings, servidos, impressoes,
   cliques, fechados, origem_id, criado_em, atualizado_em, publicado_em, encerrado_em`
 
 export interface NewCampaign {
@@ -40,7 +40,7 @@ export interface NewCampaign {
 export async function insertCampaign(db: Db, c: NewCampaign): Promise<CampaignRow> {
   const r = await query<CampaignRow>(
     db,
-    `INSERT INTO inapp_campaigns (app_id, id, estado, nome, alvo_tipo, definicao, prioridade, cap_total, usa_config_notif,
+    `INSERT INTO inapp_campaigns (app_id, id, estado, nome, alvo_tipo, definition, prioridade, cap_total, uses_notification_settings,
        origem_id, criado_em, atualizado_em)
      VALUES ($1, $2, 'rascunho', $3, $4, $5, $6, $7, $8, $9, $10, $10) RETURNING ${COLS}`,
     [
@@ -82,8 +82,8 @@ export async function editCampaign(
     const v = edit(row)
     const r = await query<CampaignRow>(
       c,
-      `UPDATE inapp_campaigns SET nome = $3, alvo_tipo = $4, definicao = $5, prioridade = $6, cap_total = $7,
-         usa_config_notif = $8, atualizado_em = $9
+      `UPDATE inapp_campaigns SET nome = $3, alvo_tipo = $4, definition = $5, prioridade = $6, cap_total = $7,
+         uses_notification_settings = $8, atualizado_em = $9
        WHERE app_id = $1 AND id = $2 RETURNING ${COLS}`,
       [
         appId,

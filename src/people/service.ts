@@ -35,11 +35,11 @@ interface UserRow {
   id: string
   email: string
   org_id: string | null
-  operador: boolean
-  senha_hash: string
+  operator: boolean
+  password_hash: string
 }
 
-const toPerson = (r: UserRow): Person => ({ id: r.id, email: r.email, orgId: r.org_id, operator: r.operador })
+const toPerson = (r: UserRow): Person => ({ id: r.id, email: r.email, orgId: r.org_id, operator: r.operator })
 
 export class PeopleService {
   constructor(
@@ -66,7 +66,7 @@ export class PeopleService {
     const id = randomUUID()
     const r = await query(
       c,
-      `INSERT INTO dashboard_users (id, email, org_id, operador, senha_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO dashboard_users (id, email, org_id, operator, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (email) DO NOTHING`,
       [id, email, orgId, operator, hash, new Date(this.clock())],
     )
@@ -83,14 +83,14 @@ export class PeopleService {
       await verifyPassword(password, await decoyHash())
       return null
     }
-    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operador, senha_hash FROM dashboard_users WHERE email = $1', [email])
+    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE email = $1', [email])
     const row = r.rows[0]
-    const ok = await verifyPassword(password, row?.senha_hash ?? (await decoyHash()))
+    const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash()))
     return row && ok ? toPerson(row) : null
   }
 
   async find(id: string): Promise<Person | null> {
-    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operador, senha_hash FROM dashboard_users WHERE id = $1', [id])
+    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE id = $1', [id])
     return r.rows[0] ? toPerson(r.rows[0]) : null
   }
 

@@ -71,5 +71,5 @@ t.test('lock_timeout guards the wait: past it the PUT answers 503 and writes not
   t.equal(r.json.explain.dependencia, 'postgres', 'named')
   t.ok(Date.now() - started < 5_000, 'answered soon after the timeout')
   t.same(await s.sql('SELECT id FROM webhook_destinations'), [], 'no destination written')
-  t.same(await s.sql('SELECT confirm_modo FROM apps WHERE id = $1', [app.id]), [{ confirm_modo: 'consulta' }], 'mode unchanged')
+  t.same(await s.sql('SELECT confirm_mode FROM apps WHERE id = $1', [app.id]), [{ confirm_mode: 'consulta' }], 'mode unchanged')
 })

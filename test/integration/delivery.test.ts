@@ -128,7 +128,7 @@ t.test('notification.completed is written with the closing, when the app reads b
   const d = await startDelivery(t)
   const app = await d.s.createApp()
   await d.fcmFor(app)
-  await d.s.sql("UPDATE apps SET confirm_modo = 'webhook'")
+  await d.s.sql("UPDATE apps SET confirm_mode = 'webhook'")
   const a = await d.device(app, 'ev-1')
   const sendId = await d.send(app, { include_player_ids: [a] })
   await d.closed(sendId)

@@ -59,7 +59,7 @@ function isDate400(t: Test, r: Answer, campo: string, label: string): void {
 }
 
 async function campaigns(w: InappWorld): Promise<unknown[]> {
-  return w.s.sql('SELECT id, definicao, atualizado_em FROM inapp_campaigns ORDER BY id')
+  return w.s.sql('SELECT id, definition, atualizado_em FROM inapp_campaigns ORDER BY id')
 }
 
 t.test('create: a date outside RFC 3339 is a 400 naming the field; nothing is written', async (t) => {

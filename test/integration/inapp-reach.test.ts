@@ -157,7 +157,7 @@ t.test('reativados: occasions older than 7 days are not stamped', async (t) => {
     w.s.call('POST', '/api/v1/players', { body: { app_id: w.app.id, device_type: 1, identifier: ident, notif_permissoes: perm } })
   const dev = (await register(0)).json.id
   await w.s.sql(
-    `INSERT INTO inapp_events (app_id, campanha_id, device_id, evento, ocorrencia_n, em, recebido_em)
+    `INSERT INTO inapp_events (app_id, campanha_id, device_id, evento, ocorrencia_n, em, received_at)
      VALUES ($1, $2, $3, 1, 1, now() - interval '8 days', now())`,
     [w.app.id, ask, dev],
   )

@@ -2,7 +2,7 @@
 // anything; concurrent runs apply each migration once (a polled lock per schema, released at the end of the run);
 // the index builds of 0009-0011 run CONCURRENTLY outside a transaction and leave valid indexes; `pombo serve` and
 // `pombo migrate` refuse a schema newer than they know, and serve one behind it when PM_MIGRATE_ON_START=0, with a
-// one-line reason.
+// one-line reason; 0019's column renames keep a database's rows, its check and its trigger.
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -25,6 +25,19 @@ async function sql<R extends pg.QueryResultRow>(text: string, params?: unknown[]
   await c.connect()
   try {
     return (await c.query<R>(text, params)).rows
+  } finally {
+    await c.end()
+  }
+}
+
+/** Runs `text` (one statement or several) with `schema` as the search path; the rows of the last statement. */
+async function inSchema(schema: string, text: string): Promise<pg.QueryResultRow[]> {
+  const c = new pg.Client({ connectionString: DATABASE_URL })
+  await c.connect()
+  try {
+    await c.query(`SET search_path TO ${schema}`)
+    const r = (await c.query(text)) as pg.QueryResult | pg.QueryResult[]
+    return (Array.isArray(r) ? r.at(-1)?.rows : r.rows) ?? []
   } finally {
     await c.end()
   }
@@ -159,5 +172,68 @@ t.test('serve refuses a schema newer than it knows, and one behind it without PM
     t,
     await pombo(as, ['serve', '--roles', 'api'], { ...env, PM_MIGRATE_ON_START: '0' }),
     /schema is behind this release \(1 pending: .*\): run `pombo migrate`/,
+  )
+})
+
+t.test('0019 on a database with rows: they read back under the English names', async (t) => {
+  const { schema } = freshSchema(t)
+  const before = mkdtempSync(join(tmpdir(), 'pombo-mig-'))
+  for (const x of migrations().filter((x) => x.version < '0019')) writeFileSync(join(before, x.version), x.sql)
+  await migrate(DATABASE_URL, schema, { dir: before })
+  const [org, app, dest, user, camp, d1, d2] = [1, 2, 3, 4, 5, 6, 7].map((i) => `00000000-0000-4000-8000-00000000000${i}`)
+  const def = { nome: 'Volta', alvo_tipo: 'todos', alvo: [], conteudo: { pt: { titulo: 'Oi' } } }
+  const recent = new Date(Date.now() - 3_600_000)
+  await inSchema(
+    schema,
+    `INSERT INTO orgs (id, plan, nome) VALUES ('${org}', 'pro', 'Org');
+     INSERT INTO apps (id, org_id, nome, rate_por_min, receipt_key_enc, criado_em, confirm_modo)
+       VALUES ('${app}', '${org}', 'App', 60000, '\\x00', now(), 'webhook');
+     INSERT INTO devices (app_id, id, identifier, device_type, sandbox, transporte, notif_permissoes, last_active, created_at, updated_at)
+       VALUES ('${app}', '${d1}', 'tok-1', 1, false, 'fcm', 0, now(), now(), now()),
+              ('${app}', '${d2}', 'tok-2', 1, false, 'fcm', 1, now(), now(), now());
+     INSERT INTO inapp_campaigns (app_id, id, estado, nome, alvo_tipo, definicao, prioridade, cap_total, usa_config_notif, criado_em, atualizado_em)
+       VALUES ('${app}', '${camp}', 'ativa', 'Volta', 'todos', '${JSON.stringify(def)}', 100, 1, true, now(), now());
+     INSERT INTO inapp_events (app_id, campanha_id, device_id, evento, ocorrencia_n, em, recebido_em)
+       VALUES ('${app}', '${camp}', '${d1}', 1, 1, '${recent.toISOString()}', '2026-01-02T03:04:05Z');
+     INSERT INTO inapp_served (app_id, campanha_id, device_id, em) VALUES ('${app}', '${camp}', '${d1}', '2026-01-02T03:00:00Z');
+     INSERT INTO inapp_reactivations (app_id, campanha_id, device_id, em) VALUES ('${app}', '${camp}', '${d2}', '2026-01-02T04:00:00Z');
+     INSERT INTO webhook_destinations (id, app_id, url, sealed_secret, last_seq, next_at, created_at)
+       VALUES ('${dest}', '${app}', 'https://example.com/h', '\\x00', 0, now(), now());
+     INSERT INTO webhook_attempts (destination_id, event_seq, n, entrega_id, result, at) VALUES ('${dest}', 1, 1, '${d2}', 'ok', now());
+     INSERT INTO dashboard_users (id, email, org_id, operador, senha_hash, created_at)
+       VALUES ('${user}', 'op@example.com', NULL, true, 'scrypt$x', now());`,
+  )
+
+  t.same((await migrate(DATABASE_URL, schema)).applied, ['0019_english_columns.sql'])
+  const one = (q: string) => inSchema(schema, q)
+  t.same(await one('SELECT confirm_mode FROM apps'), [{ confirm_mode: 'webhook' }])
+  t.same(await one('SELECT definition, uses_notification_settings FROM inapp_campaigns'), [
+    { definition: def, uses_notification_settings: true },
+  ])
+  t.same(await one('SELECT received_at FROM inapp_events'), [{ received_at: new Date('2026-01-02T03:04:05Z') }])
+  t.same(await one('SELECT served_at FROM inapp_served'), [{ served_at: new Date('2026-01-02T03:00:00Z') }])
+  t.same(await one('SELECT device_id, reactivated_at FROM inapp_reactivations'), [
+    { device_id: d2, reactivated_at: new Date('2026-01-02T04:00:00Z') },
+  ])
+  t.same(await one('SELECT attempt_id FROM webhook_attempts'), [{ attempt_id: d2 }])
+  t.same(await one('SELECT operator, password_hash FROM dashboard_users'), [{ operator: true, password_hash: 'scrypt$x' }])
+  t.same(
+    await sql(
+      `SELECT table_name, column_name FROM information_schema.columns
+        WHERE table_schema = $1 AND column_name IN ('confirm_modo', 'definicao', 'usa_config_notif', 'recebido_em', 'em', 'entrega_id', 'operador', 'senha_hash')
+        ORDER BY 1, 2`,
+      [schema],
+    ),
+    [{ table_name: 'inapp_events', column_name: 'em' }],
+    'no old name is left (inapp_events.em is the wire field `em`)',
+  )
+  await t.rejects(one(`UPDATE apps SET confirm_mode = 'bogus'`), /apps_confirm_mode_check/, 'the check follows, renamed')
+
+  // The reactivation trigger's function names two renamed columns: replaced in the same migration, it still stamps.
+  await one(`UPDATE devices SET notif_permissoes = 1, updated_at = now() WHERE id = '${d1}'`)
+  t.same(
+    (await one(`SELECT device_id FROM inapp_reactivations ORDER BY device_id`)).map((r) => r.device_id),
+    [d1, d2],
+    'a device allowing notifications again is stamped',
   )
 })

@@ -10,7 +10,7 @@ import { postgresBehindCut } from '../helpers/tcp-cut'
 t.test('1,000 copies of one receipt in parallel count once; one answer says counted', async (t) => {
   const w = await deliveredSend(t, { devices: 1, env: { PM_DEFAULT_PLAN: 'pro' } }) // delivery.received: pro plan
   const [a] = w.players as [string]
-  await w.s.sql("UPDATE apps SET confirm_modo = 'webhook' WHERE id = $1", [w.app.id])
+  await w.s.sql("UPDATE apps SET confirm_mode = 'webhook' WHERE id = $1", [w.app.id])
   const writer = w.s.svc.deps.receipts.writer
   const before = writer.stats.statements
   const answers = await Promise.all(Array.from({ length: 1000 }, () => w.post(w.body(a))))
@@ -35,7 +35,7 @@ t.test('1,000 copies of one receipt in parallel count once; one answer says coun
 
 t.test('a mixed parallel burst over many devices counts exactly', async (t) => {
   const w = await deliveredSend(t, { devices: 20, env: { PM_DEFAULT_PLAN: 'pro' } }) // delivery.received: pro plan
-  await w.s.sql("UPDATE apps SET confirm_modo = 'webhook' WHERE id = $1", [w.app.id])
+  await w.s.sql("UPDATE apps SET confirm_mode = 'webhook' WHERE id = $1", [w.app.id])
   const bodies: Array<Record<string, unknown>> = []
   w.players.forEach((p, i) => {
     // even devices: recebido (x5) and clique (x5); odd devices: clique only (x5).

@@ -154,7 +154,7 @@ t.test('webhook events: only in webhook mode, in the receipt transaction, with t
     w.s.sql("SELECT seq, app_id, evento, body, created_at FROM events WHERE evento LIKE 'delivery.%' ORDER BY seq")
   await w.post(w.body(a))
   t.same(await events(), [], 'consulta mode writes no event')
-  await w.s.sql("UPDATE apps SET confirm_modo = 'webhook' WHERE id = $1", [w.app.id])
+  await w.s.sql("UPDATE apps SET confirm_mode = 'webhook' WHERE id = $1", [w.app.id])
   t.same((await w.post(w.body(b))).json, { ok: true })
   t.same((await w.post(w.body(c, { evento: 'clique' }))).json, { ok: true })
   await w.post(w.body(b))

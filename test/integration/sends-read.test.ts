@@ -152,7 +152,7 @@ t.test('webhook mode: the two send-read routes answer 403, stats keep answering'
   const app = await s.createApp()
   const a = await device(s, app, 'tok-a')
   const id = (await send(s, app, { include_player_ids: [a] })).json.id
-  await s.sql("UPDATE apps SET confirm_modo = 'webhook'")
+  await s.sql("UPDATE apps SET confirm_mode = 'webhook'")
   await s.svc.deps.dir.invalidate(app.id)
   const one = await get(s, app, `/api/v1/notifications/${id}?app_id=${app.id}`)
   t.equal(one.status, 403)

@@ -171,7 +171,7 @@ t.test('redelivery follows the ladder (shortened); the attempts table drives it'
     'the success recorded',
     async () => (await s.sql("SELECT 1 FROM webhook_attempts WHERE result = 'ok'")).length === 1,
   )
-  const rows = await s.sql<{ n: number; result: string; entrega_id: string; at: Date; next_at: Date | null }>(
+  const rows = await s.sql<{ n: number; result: string; attempt_id: string; at: Date; next_at: Date | null }>(
     'SELECT * FROM webhook_attempts ORDER BY n',
   )
   t.same(
@@ -185,7 +185,7 @@ t.test('redelivery follows the ladder (shortened); the attempts table drives it'
     ],
   )
   t.same(
-    rows.map((r) => r.entrega_id),
+    rows.map((r) => r.attempt_id),
     got.map((r) => r.headers['x-pm-entrega-id']),
     'the ids the receiver saw',
   )
