@@ -2,15 +2,17 @@
 // anything; concurrent runs apply each migration once (a polled lock per schema, released at the end of the run);
 // the index builds of 0009-0011 run CONCURRENTLY outside a transaction and leave valid indexes; `pombo serve` and
 // `pombo migrate` refuse a schema newer than they know, and serve one behind it when PM_MIGRATE_ON_START=0, with a
-// one-line reason; 0019's column renames keep a database's rows, its check and its trigger.
+// one-line reason; 0019's column renames keep a database's rows, its check and its trigger; the columns a migrated
+// schema has are the ones test/unit/naming.test.ts reads from the migrations' text, and follow docs/naming.md.
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { migrate, migrations, NO_TRANSACTION, statements } from '../../src/db/migrate'
 import { pombo, type Run } from '../helpers/cli'
+import { columnBreaches, listedColumns, NAMING_DOC, schemaColumns, wireWords } from '../helpers/naming'
 import { DATABASE_URL, type TestService } from '../helpers/service'
 
 /** A fresh schema name (dropped at the end) and a stand-in service that only names it, for the CLI helper. */
@@ -236,4 +238,21 @@ t.test('0019 on a database with rows: they read back under the English names', a
     [d1, d2],
     'a device allowing notifications again is stamped',
   )
+})
+
+t.test("a migrated schema's columns are the ones the naming test reads from the migrations, and follow its rule", async (t) => {
+  const { schema } = freshSchema(t)
+  await migrate(DATABASE_URL, schema)
+  const live = new Map<string, string[]>()
+  const rows = await sql<{ table_name: string; column_name: string }>(
+    `SELECT table_name, column_name FROM information_schema.columns
+      WHERE table_schema = $1 AND table_name <> 'schema_migrations' ORDER BY 1, 2`,
+    [schema],
+  )
+  for (const r of rows) live.set(r.table_name, [...(live.get(r.table_name) ?? []), r.column_name])
+  const parsed = schemaColumns(migrations().map((m) => m.sql))
+  const sorted = (m: Map<string, string[]>) => Object.fromEntries([...m].map(([k, v]) => [k, [...v].sort()]).sort())
+  t.same(sorted(live), sorted(parsed))
+  const md = readFileSync(join(__dirname, '..', '..', NAMING_DOC), 'utf8')
+  t.same(columnBreaches(live, listedColumns(md), wireWords()), [])
 })
