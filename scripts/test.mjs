@@ -1,6 +1,7 @@
 // `npm test`: the two tiers, unit first, with coverage checked against its floor (scripts/coverage.mjs).
 //   unit         test/unit: no Postgres, no Redis, none started; a test that reaches for one stops with a message
-//                (scripts/no-services.mjs). `npm run test:unit`.
+//                (scripts/no-services.mjs). The whole tier runs in two processes (test/unit-tier/shard.ts); files
+//                named on the command line run one process each. `npm run test:unit`.
 //   integration  every other test file, against Postgres and Redis (see ensureTestServices) and a throw-away
 //                3-master Redis Cluster (scripts/redis-cluster.mjs), with DATABASE_URL, REDIS_URL and
 //                PM_TEST_REDIS_CLUSTER_NODES set; then the Redis-bound suites (CLUSTER_SUITES) a second time with
@@ -30,6 +31,8 @@ const CLUSTER_SUITES = [
   'test/integration/group-release.test.ts',
 ]
 const UNIT_DIR = 'test/unit'
+/** The whole unit tier runs as these processes, each importing its share of test/unit (test/unit-tier/shard.ts). */
+const UNIT_SHARDS = ['test/unit-tier/shard-1.ts', 'test/unit-tier/shard-2.ts']
 /** Environment a unit-tier process never sees: the services' addresses. */
 const SERVICE_ENV = ['DATABASE_URL', 'REDIS_URL', 'PM_DATABASE_DIRECT_URL', 'PM_TEST_REDIS_CLUSTER_NODES', 'REDIS_CLUSTER_NODES']
 
@@ -91,8 +94,8 @@ function unitTier(files, flags) {
   for (const k of SERVICE_ENV) delete env[k]
   const guard = `--import=${pathToFileURL(path.join(REPO_ROOT, 'scripts', 'no-services.mjs')).href}`
   env.NODE_OPTIONS = [env.NODE_OPTIONS, guard].filter(Boolean).join(' ')
-  log(`unit tier: ${files.length ? files.join(' ') : `${UNIT_DIR}/`} (no Postgres, no Redis)`)
-  return runTap([...flags, ...(files.length ? files : testFiles(UNIT_DIR))], env)
+  log(`unit tier: ${files.length ? files.join(' ') : `${UNIT_DIR}/ in ${UNIT_SHARDS.length} processes`} (no Postgres, no Redis)`)
+  return runTap([...flags, ...(files.length ? files : UNIT_SHARDS)], env)
 }
 
 /** The integration tier: `files` (default every test file outside test/unit, then CLUSTER_SUITES on the cluster). */
