@@ -52,15 +52,31 @@ async function main(): Promise<void> {
   try {
     const pool = new H2Pool({ ca, sessionsPerOrigin: 2 })
     const provider = new FcmProvider(sa, { baseUrl: url, pool })
-    const push = pushFor({ contents: { en: 'Hello', pt: 'Olá' }, headings: { en: 'Bench' }, data: { order: 42, tag: 'x' }, url: 'https://example.com/o/42' })
+    const push = pushFor({
+      contents: { en: 'Hello', pt: 'Olá' },
+      headings: { en: 'Bench' },
+      data: { order: 42, tag: 'x' },
+      url: 'https://example.com/o/42',
+    })
     const t = await provider.auth.token()
     if (!('token' in t)) throw new Error(`no access token: ${JSON.stringify(t.outcome)}`)
     const raw = http2.connect(url, { ca: [ca] })
     const path = `/v1/projects/${sa.project_id}/messages:send`
     const rawOne = (i: number) =>
       new Promise<boolean>((resolve) => {
-        const body = JSON.stringify({ message: { token: `raw-${i}`, data: { order: '42', tag: 'x', pm_msg_id: push.sendId, pm_rcpt: push.proof }, android: { priority: 'HIGH', ttl: '259200s', notification: { title: 'Bench', body: 'Hello' } } } })
-        const s = raw.request({ ':method': 'POST', ':path': path, authorization: `Bearer ${t.token}`, 'content-type': 'application/json' })
+        const body = JSON.stringify({
+          message: {
+            token: `raw-${i}`,
+            data: { order: '42', tag: 'x', pm_msg_id: push.sendId, pm_rcpt: push.proof },
+            android: { priority: 'HIGH', ttl: '259200s', notification: { title: 'Bench', body: 'Hello' } },
+          },
+        })
+        const s = raw.request({
+          ':method': 'POST',
+          ':path': path,
+          authorization: `Bearer ${t.token}`,
+          'content-type': 'application/json',
+        })
         let status = 0
         s.on('response', (h) => {
           status = Number(h[':status'])
@@ -72,8 +88,10 @@ async function main(): Promise<void> {
       })
     const each = process.env.BENCH_PROVIDER_SENDS === 'each'
     // A send of its own: a new id and a new message object (as each decoded send has), the same content.
-    const pushOf = (i: number) => (each ? { ...push, sendId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, message: { ...push.message } } : push)
-    const providerOne = async (i: number) => (await provider.send({ deviceId: `d${i}`, token: `prov-${i}`, deviceType: 1 }, pushOf(i))).kind === 'accepted'
+    const pushOf = (i: number) =>
+      each ? { ...push, sendId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, message: { ...push.message } } : push
+    const providerOne = async (i: number) =>
+      (await provider.send({ deviceId: `d${i}`, token: `prov-${i}`, deviceType: 1 }, pushOf(i))).kind === 'accepted'
     await forever(1, concurrency, rawOne) // warm-up
     await forever(1, concurrency, providerOne)
     const rows: string[] = []
@@ -90,7 +108,9 @@ async function main(): Promise<void> {
       `fake FCM in its own process; ${seconds} s per run; ${concurrency} in flight; ${each ? 'a send per request' : 'one send'}; client rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MB`,
     )
     for (const row of rows) console.log(row)
-    console.log(`median: raw ${medianOf(raws).toFixed(0)}/s  provider ${medianOf(provs).toFixed(0)}/s  ratio ${(medianOf(provs) / medianOf(raws)).toFixed(2)}`)
+    console.log(
+      `median: raw ${medianOf(raws).toFixed(0)}/s  provider ${medianOf(provs).toFixed(0)}/s  ratio ${(medianOf(provs) / medianOf(raws)).toFixed(2)}`,
+    )
     raw.close()
     await pool.close()
   } finally {

@@ -85,7 +85,11 @@ export async function receipts(): Promise<void> {
   ensureWrk()
   // The pro plan: a free-plan app's receipts write no delivery.received (src/apps/plan.ts), so BENCH_RECEIPTS_MODO
   // would measure no event.
-  const pombo = await startPombo(9400, { PM_DEFAULT_PLAN: 'pro', ...JSON.parse(process.env.BENCH_POMBO_ENV ?? '{}'), PM_LIMIT_IP_PER_MIN: '0' })
+  const pombo = await startPombo(9400, {
+    PM_DEFAULT_PLAN: 'pro',
+    ...JSON.parse(process.env.BENCH_POMBO_ENV ?? '{}'),
+    PM_LIMIT_IP_PER_MIN: '0',
+  })
   let bare: Awaited<ReturnType<typeof startBare>> | null = null
   try {
     const app = await pombo.createApp({ nome: 'receipts' })

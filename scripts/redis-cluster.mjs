@@ -38,7 +38,8 @@ async function choosePorts(count, base) {
   if (base) {
     for (let i = 0; i < count; i++) {
       const p = base + i
-      if (!(await portFree(p)) || !(await portFree(p + 10000))) throw new Error(`redis cluster: port ${p} or ${p + 10000} is taken`)
+      if (!(await portFree(p)) || !(await portFree(p + 10000)))
+        throw new Error(`redis cluster: port ${p} or ${p + 10000} is taken`)
       ports.push(p)
     }
     return ports
@@ -83,19 +84,32 @@ export async function startRedisCluster({ masters = 3, port, appendonly = false,
   process.once('exit', onExit)
 
   const args = (p) => [
-    '--port', String(p),
-    '--bind', '127.0.0.1',
-    '--dir', root,
-    '--cluster-enabled', 'yes',
-    '--cluster-config-file', `nodes-${p}.conf`,
-    '--cluster-node-timeout', String(nodeTimeoutMs),
-    '--save', '',
-    '--appendonly', appendonly ? 'yes' : 'no',
-    '--appendfilename', `appendonly-${p}.aof`,
-    '--appenddirname', `aof-${p}`,
-    '--appendfsync', 'always',
-    '--logfile', path.join(root, `redis-${p}.log`),
-    '--daemonize', 'no',
+    '--port',
+    String(p),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    root,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    `nodes-${p}.conf`,
+    '--cluster-node-timeout',
+    String(nodeTimeoutMs),
+    '--save',
+    '',
+    '--appendonly',
+    appendonly ? 'yes' : 'no',
+    '--appendfilename',
+    `appendonly-${p}.aof`,
+    '--appenddirname',
+    `aof-${p}`,
+    '--appendfsync',
+    'always',
+    '--logfile',
+    path.join(root, `redis-${p}.log`),
+    '--daemonize',
+    'no',
   ]
 
   const launch = (p) => {
@@ -107,7 +121,8 @@ export async function startRedisCluster({ masters = 3, port, appendonly = false,
     return child
   }
 
-  const client = (p) => new Redis({ port: p, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+  const client = (p) =>
+    new Redis({ port: p, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
   const ask = async (p, ...cmd) => {
     const c = client(p)
     c.on('error', () => {})
@@ -125,7 +140,11 @@ export async function startRedisCluster({ masters = 3, port, appendonly = false,
       async () => {
         for (const p of ports) {
           const info = String(await ask(p, 'CLUSTER', 'INFO'))
-          if (!/cluster_state:ok/.test(info) || !info.includes(`cluster_slots_ok:${SLOTS}`) || !info.includes(`cluster_known_nodes:${masters}`)) {
+          if (
+            !/cluster_state:ok/.test(info) ||
+            !info.includes(`cluster_slots_ok:${SLOTS}`) ||
+            !info.includes(`cluster_known_nodes:${masters}`)
+          ) {
             return false
           }
         }
@@ -139,7 +158,11 @@ export async function startRedisCluster({ masters = 3, port, appendonly = false,
     // Referenced again while they die: an unreferenced child's exit would not keep the process waiting for it.
     for (const child of children.values()) child.ref()
     for (const child of children.values()) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-    await Promise.all([...children.values()].map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)))
+    await Promise.all(
+      [...children.values()].map((c) =>
+        c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null,
+      ),
+    )
     children.clear()
     rmSync(root, { recursive: true, force: true })
     process.off('exit', onExit)

@@ -38,12 +38,20 @@ function ensureRoot() {
   if (spawnSync('sh', ['-c', 'command -v debootstrap'], { stdio: 'ignore' }).status !== 0) {
     log('installing debootstrap (Debian package)')
     sh('apt-get', ['update', '-qq'])
-    sh('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'debootstrap'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
+    sh('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'debootstrap'], {
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    })
   }
   log(`building a Debian 13 (trixie) root in ${ROOTFS} (once; several minutes)`)
   mkdirSync(CACHE, { recursive: true })
   // openssl: the provider simulators make their TLS certificate with it.
-  sh('debootstrap', ['--variant=minbase', '--include=openssl,ca-certificates', 'trixie', `${ROOTFS}.part`, 'http://deb.debian.org/debian'])
+  sh('debootstrap', [
+    '--variant=minbase',
+    '--include=openssl,ca-certificates',
+    'trixie',
+    `${ROOTFS}.part`,
+    'http://deb.debian.org/debian',
+  ])
   sh('mv', [`${ROOTFS}.part`, ROOTFS])
 }
 
@@ -82,8 +90,25 @@ async function main() {
       const r = spawnSync(
         'chroot',
         // chroot starts in /: the shell moves to the checkout's path, which the bind mount gives the same contents.
-        [ROOTFS, '/bin/sh', '-c', 'cd "$0" && exec /usr/local/bin/node node_modules/.bin/tap "$@"', REPO_ROOT, ...(files.length ? files : SUITES)],
-        { stdio: 'inherit', env: { PATH: '/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', PM_RUNTIMES_CACHE: '/opt/pombo-runtimes', DATABASE_URL, REDIS_URL, CI: process.env.CI ?? '' } },
+        [
+          ROOTFS,
+          '/bin/sh',
+          '-c',
+          'cd "$0" && exec /usr/local/bin/node node_modules/.bin/tap "$@"',
+          REPO_ROOT,
+          ...(files.length ? files : SUITES),
+        ],
+        {
+          stdio: 'inherit',
+          env: {
+            PATH: '/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin',
+            HOME: '/root',
+            PM_RUNTIMES_CACHE: '/opt/pombo-runtimes',
+            DATABASE_URL,
+            REDIS_URL,
+            CI: process.env.CI ?? '',
+          },
+        },
       )
       if (r.status !== 0) failed++
       log(`Node ${version}: ${r.status === 0 ? 'green' : `failed (${r.error?.message ?? `exit ${r.status}`})`}`)

@@ -23,13 +23,19 @@ export interface FakeFcmProcess {
 type Msg = { kind: 'ready'; url: string; sa: ServiceAccount } | { kind: 'stats'; id: number; stats: FcmStats }
 
 /** `delayMs`: every message is answered after this fixed delay (a provider's round trip), 0 at once. */
-export async function startFakeFcmProcess(o: { maxConcurrentStreams?: number; project?: string; delayMs?: number } = {}): Promise<FakeFcmProcess> {
+export async function startFakeFcmProcess(
+  o: { maxConcurrentStreams?: number; project?: string; delayMs?: number } = {},
+): Promise<FakeFcmProcess> {
   if (!process.env.PM_TEST_TLS_DIR) throw new Error('set PM_TEST_TLS_DIR first: the fake and its clients must share the CA')
   const entry = childEntry(__filename)
-  const proc: ChildProcess = fork(entry.file, ['--fake-fcm-child', String(o.maxConcurrentStreams ?? 1000), o.project ?? 'pombo-bench', String(o.delayMs ?? 0)], {
-    execArgv: entry.execArgv,
-    env: process.env,
-  })
+  const proc: ChildProcess = fork(
+    entry.file,
+    ['--fake-fcm-child', String(o.maxConcurrentStreams ?? 1000), o.project ?? 'pombo-bench', String(o.delayMs ?? 0)],
+    {
+      execArgv: entry.execArgv,
+      env: process.env,
+    },
+  )
   const waiting = new Map<number, (s: FcmStats) => void>()
   let seq = 0
   const ready = new Promise<{ url: string; sa: ServiceAccount }>((resolve, reject) => {
@@ -64,7 +70,11 @@ export async function startFakeFcmProcess(o: { maxConcurrentStreams?: number; pr
 }
 
 async function child(maxConcurrentStreams: number, project: string, delayMs: number): Promise<void> {
-  const fcm = await startFakeFcm({ record: false, maxConcurrentStreams, defaultBehaviour: delayMs > 0 ? `slow:${delayMs}` : 'ok' })
+  const fcm = await startFakeFcm({
+    record: false,
+    maxConcurrentStreams,
+    defaultBehaviour: delayMs > 0 ? `slow:${delayMs}` : 'ok',
+  })
   process.on('message', (m: { kind: string; id: number }) => {
     if (m.kind === 'stats') process.send?.({ kind: 'stats', id: m.id, stats: fcm.stats() })
   })

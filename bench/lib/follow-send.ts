@@ -57,7 +57,11 @@ export async function followSend(o: {
 }
 
 /** POSTs a send to the app's whole audience (`Subscribed Users`); answers its id. */
-export async function sendToEveryone(apiUrl: string, app: { id: string; api_key: string }, body: Record<string, unknown>): Promise<string> {
+export async function sendToEveryone(
+  apiUrl: string,
+  app: { id: string; api_key: string },
+  body: Record<string, unknown>,
+): Promise<string> {
   const r = await fetch(`${apiUrl}/api/v1/notifications`, {
     method: 'POST',
     headers: { authorization: `Bearer ${app.api_key}`, 'content-type': 'application/json' },

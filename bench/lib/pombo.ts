@@ -73,7 +73,8 @@ async function workerJoined(prefix: string, pid: number, child: ChildProcess, ti
     for (;;) {
       const ids = await redis.zrange(`${prefix}:workers`, '0', '-1')
       if (ids.some((w) => w.includes(`:${pid}:`))) return
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`worker ${pid} exited (${child.exitCode ?? child.signalCode})`)
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`worker ${pid} exited (${child.exitCode ?? child.signalCode})`)
       if (Date.now() > until) throw new Error(`worker ${pid} did not join ${prefix}:workers`)
       await new Promise((r) => setTimeout(r, 50))
     }

@@ -71,7 +71,8 @@ async function main() {
   pombo.inapp.onShow(drawCard)
 
   new BroadcastChannel('pombo-example').onmessage = ({ data }) => {
-    if (data.type === 'push') log(`push ${data.display.notificationId}: "${data.display.title ?? ''}" — recibo: ${data.display.receipt}`)
+    if (data.type === 'push')
+      log(`push ${data.display.notificationId}: "${data.display.title ?? ''}" — recibo: ${data.display.receipt}`)
     if (data.type === 'tap') log(`clique ${data.tap?.notificationId}: recibo ${data.tap?.receipt}`)
     if (data.type === 'log') log(data.text)
   }

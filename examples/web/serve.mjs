@@ -12,7 +12,12 @@ const here = fileURLToPath(new URL('.', import.meta.url))
 const sdkDist = join(here, '..', '..', 'packages', 'sdk', 'dist')
 const pombo = (process.env.POMBO_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '')
 const port = Number(process.env.PORT ?? 5173)
-const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8', '.json': 'application/json' }
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.json': 'application/json',
+}
 
 async function proxy(req, res) {
   const chunks = []
@@ -20,12 +25,18 @@ async function proxy(req, res) {
   const headers = {}
   for (const h of ['content-type', 'if-none-match', 'accept']) if (req.headers[h]) headers[h] = req.headers[h]
   try {
-    const r = await fetch(pombo + req.url, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined })
+    const r = await fetch(pombo + req.url, {
+      method: req.method,
+      headers,
+      body: chunks.length ? Buffer.concat(chunks) : undefined,
+    })
     const out = {}
     for (const h of ['content-type', 'etag', 'retry-after', 'x-pm-request-id']) if (r.headers.get(h)) out[h] = r.headers.get(h)
     res.writeHead(r.status, out).end(Buffer.from(await r.arrayBuffer()))
   } catch (err) {
-    res.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [`Pombo inacessível: ${err.message}`] }))
+    res
+      .writeHead(502, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ errors: [`Pombo inacessível: ${err.message}`] }))
   }
 }
 
@@ -37,7 +48,9 @@ async function file(req, res) {
   try {
     const body = await readFile(full)
     // Service-Worker-Allowed is not needed: sw.mjs is served from the root.
-    res.writeHead(200, { 'content-type': TYPES[extname(full)] ?? 'application/octet-stream', 'cache-control': 'no-store' }).end(body)
+    res
+      .writeHead(200, { 'content-type': TYPES[extname(full)] ?? 'application/octet-stream', 'cache-control': 'no-store' })
+      .end(body)
   } catch {
     res.writeHead(404).end()
   }

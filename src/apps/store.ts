@@ -4,7 +4,6 @@ import type { Plan } from '../orgs/store'
 
 export type { Plan }
 
-
 export interface AppRecord {
   id: string
   orgId: string
@@ -116,7 +115,12 @@ export async function insertApp(c: Tx, a: NewAppRow): Promise<void> {
   )
 }
 
-export async function insertKey(c: Tx, appId: string, k: { kid: string; hash: Buffer; sandbox: boolean }, at: Date): Promise<void> {
+export async function insertKey(
+  c: Tx,
+  appId: string,
+  k: { kid: string; hash: Buffer; sandbox: boolean },
+  at: Date,
+): Promise<void> {
   await query(c, 'INSERT INTO app_keys (kid, app_id, key_hash, sandbox, created_at) VALUES ($1, $2, $3, $4, $5)', [
     k.kid,
     appId,

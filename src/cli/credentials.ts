@@ -4,13 +4,7 @@ import { readFileSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import type { Config } from '../core/config'
 import { CredentialService } from '../credentials/service'
-import {
-  CredentialError,
-  parseApns,
-  parseApnsEnv,
-  parseFcmUpload,
-  parsePlatform,
-} from '../credentials/validate'
+import { CredentialError, parseApns, parseApnsEnv, parseFcmUpload, parsePlatform } from '../credentials/validate'
 import { isoWithOffset, systemClock } from '../core/time'
 import { withOperatorTools } from './operator'
 
@@ -63,7 +57,9 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
       }
       const { credential, meta, params } = parseFcmUpload(
         { text: readInput(positionals[1], 'SERVICE_ACCOUNT.json') },
-        values.config === undefined ? undefined : { text: readInput(values.config, '--config'), what: '--config', packageName: values.package },
+        values.config === undefined
+          ? undefined
+          : { text: readInput(values.config, '--config'), what: '--config', packageName: values.package },
       )
       const saved = await withService(cfg, (s) => s.save(id, 'fcm', credential, meta, params))
       print({

@@ -23,18 +23,33 @@ export async function partitionsCommand(cfg: Config, argv: string[]): Promise<vo
       const rows = await partitionStatus(t.redis, t.keys, n, Date.now())
       const head = `partitions: ${n} (${recorded === null ? 'not recorded yet: no process has started' : 'recorded'})`
       const table = rows.map((r) =>
-        [String(r.partition).padStart(9), (r.owner ?? '-').padEnd(40), String(r.length).padStart(8), String(r.pending).padStart(8), age(r.oldestPendingAgeMs).padStart(14)].join('  '),
+        [
+          String(r.partition).padStart(9),
+          (r.owner ?? '-').padEnd(40),
+          String(r.length).padStart(8),
+          String(r.pending).padStart(8),
+          age(r.oldestPendingAgeMs).padStart(14),
+        ].join('  '),
       )
-      return [head, `${'partition'.padStart(9)}  ${'owner'.padEnd(40)}  ${'length'.padStart(8)}  ${'pending'.padStart(8)}  ${'oldest pending'.padStart(14)}`, ...table]
+      return [
+        head,
+        `${'partition'.padStart(9)}  ${'owner'.padEnd(40)}  ${'length'.padStart(8)}  ${'pending'.padStart(8)}  ${'oldest pending'.padStart(14)}`,
+        ...table,
+      ]
     })
     console.log(lines.join('\n'))
     return
   }
   if (sub !== 'resize') throw new PartitionsCliError(`unknown partitions command "${sub}" (partitions, partitions resize N)`)
   const raw = rest[0]
-  if (!raw || !/^[1-9]\d{0,3}$/.test(raw) || rest.length > 1) throw new PartitionsCliError(`resize: expected N, an integer from 1 to 4096, got "${rest.join(' ')}"`)
+  if (!raw || !/^[1-9]\d{0,3}$/.test(raw) || rest.length > 1)
+    throw new PartitionsCliError(`resize: expected N, an integer from 1 to 4096, got "${rest.join(' ')}"`)
   const r = await withOperatorTools(cfg, (t) =>
-    resizePartitions(t.db, t.redis, t.keys, Number(raw), { leaseMs: cfg.delivery.leaseMs, streamMaxLen: cfg.jobs.streamMaxLen, nowMs: Date.now() }),
+    resizePartitions(t.db, t.redis, t.keys, Number(raw), {
+      leaseMs: cfg.delivery.leaseMs,
+      streamMaxLen: cfg.jobs.streamMaxLen,
+      nowMs: Date.now(),
+    }),
   )
   console.log(JSON.stringify({ de: r.from, para: r.to, reenfileirados: r.requeued }))
 }

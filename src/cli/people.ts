@@ -17,7 +17,11 @@ export function orgId(v: string | undefined, flag = '--org'): string {
 export async function orgCommand(cfg: Config, argv: string[]): Promise<void> {
   const [sub, ...rest] = argv
   if (sub !== 'create') throw new PeopleError(`unknown org command "${sub ?? ''}" (pombo help lists the commands)`)
-  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { nome: { type: 'string' }, plan: { type: 'string' } } })
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: { nome: { type: 'string' }, plan: { type: 'string' } },
+  })
   if (positionals.length > 0) throw new PeopleError(`unexpected argument "${positionals[0]}"`)
   const name = values.nome?.trim()
   if (!name) throw new PeopleError('--nome: required and non-empty')
@@ -39,7 +43,9 @@ async function readStdin(): Promise<string> {
     if (n > 64 * 1024) throw new PeopleError('--senha-stdin: standard input is larger than 64 KB')
     chunks.push(c as Buffer)
   }
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '')
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '')
 }
 
 export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
@@ -47,7 +53,12 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
-    options: { email: { type: 'string' }, org: { type: 'string' }, operador: { type: 'boolean' }, 'senha-stdin': { type: 'boolean' } },
+    options: {
+      email: { type: 'string' },
+      org: { type: 'string' },
+      operador: { type: 'boolean' },
+      'senha-stdin': { type: 'boolean' },
+    },
   })
   if (positionals.length > 0) throw new PeopleError(`unexpected argument "${positionals[0]}"`)
   if (!values.email) throw new PeopleError('--email: required')
@@ -69,7 +80,9 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
       if (values.operador || values['senha-stdin']) throw new PeopleError('invite takes --email and --org only')
       const org = orgId(values.org)
       const email = values.email
-      const inv = await withOperatorTools(cfg, (t) => new PeopleService(t.db, systemClock, cfg.dashboard.inviteTtlMs).invite(email, org))
+      const inv = await withOperatorTools(cfg, (t) =>
+        new PeopleService(t.db, systemClock, cfg.dashboard.inviteTtlMs).invite(email, org),
+      )
       console.log(`${cfg.dashboard.url}/convite/${inv.token}`)
       return
     }

@@ -40,7 +40,6 @@ export interface DispatcherDeps {
   poolMax?: number
 }
 
-
 interface DestinationRow {
   id: string
   app_id: string
@@ -92,7 +91,12 @@ export class WebhookDispatcher {
     // Its own pool: connections held by destinations at work never starve the API's queries.
     this.#db = createPool(d.cfg, poolMax)
     this.#secrets = new LRUCache({ max: d.cfg.limits.appCacheMax })
-    this.#sender = new WebhookSender({ timeoutMs: w.timeoutMs, allowPrivate: d.cfg.webhookAllowPrivate, ca: d.ca, maxSockets: this.#concurrency })
+    this.#sender = new WebhookSender({
+      timeoutMs: w.timeoutMs,
+      allowPrivate: d.cfg.webhookAllowPrivate,
+      ca: d.ca,
+      maxSockets: this.#concurrency,
+    })
   }
 
   start(): void {
@@ -195,7 +199,10 @@ export class WebhookDispatcher {
     try {
       await c.query('BEGIN')
       // Per app, not per destination: a URL change hands the queue over without a second sender beside the first.
-      const got = await c.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock($1, ${QUEUE_LOCK_KEY}) AS ok`, [QUEUE_LOCK_CLASS, appId])
+      const got = await c.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock($1, ${QUEUE_LOCK_KEY}) AS ok`, [
+        QUEUE_LOCK_CLASS,
+        appId,
+      ])
       if (!got.rows[0]?.ok) {
         await c.query('ROLLBACK') // another dispatcher has it
         return false
@@ -263,7 +270,16 @@ export class WebhookDispatcher {
       disable = decision.disable
       attempts.push({ seq: ev.seq, n, r, at, nextAt: decision.abandon ? null : nextAt })
       this.d.log.warn(
-        { evento: 'webhook_falhou', destino: dest.id, app_id: dest.app_id, seq: ev.seq, tentativa: n, resultado: r.result, status: r.status, motivo: r.reason },
+        {
+          evento: 'webhook_falhou',
+          destino: dest.id,
+          app_id: dest.app_id,
+          seq: ev.seq,
+          tentativa: n,
+          resultado: r.result,
+          status: r.status,
+          motivo: r.reason,
+        },
         'webhook attempt failed',
       )
       if (decision.abandon) {
@@ -300,7 +316,10 @@ export class WebhookDispatcher {
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
         [dest.id, a.ev.seq, a.ev.app_id, a.ev.evento, a.ev.body, a.attempts, a.reason, new Date(this.d.clock())],
       )
-      this.d.log.error({ evento: 'webhook_abandonado', destino: dest.id, app_id: dest.app_id, seq: a.ev.seq, tentativas: a.attempts }, 'webhook event abandoned')
+      this.d.log.error(
+        { evento: 'webhook_abandonado', destino: dest.id, app_id: dest.app_id, seq: a.ev.seq, tentativas: a.attempts },
+        'webhook event abandoned',
+      )
     }
     await c.query(
       `UPDATE webhook_destinations SET last_seq = $2, head_attempts = $3, consecutive_failures = $4, next_at = $5,
@@ -308,7 +327,11 @@ export class WebhookDispatcher {
         WHERE id = $1`,
       [dest.id, cursor, headAttempts, consecutive, nextAt, disable, new Date(this.d.clock())],
     )
-    if (disable) this.d.log.error({ evento: 'webhook_desativado', destino: dest.id, app_id: dest.app_id, falhas: consecutive }, 'webhook destination disabled')
+    if (disable)
+      this.d.log.error(
+        { evento: 'webhook_desativado', destino: dest.id, app_id: dest.app_id, falhas: consecutive },
+        'webhook destination disabled',
+      )
     return !failed && !this.#stop.signal.aborted
   }
 

@@ -56,7 +56,9 @@ export async function applyChange(
       // destination starts from the cursor that batch wrote, and never runs beside it.
       await locked(query(c, `SELECT pg_advisory_xact_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId]))
     }
-    const app = await locked(query<{ confirm_mode: ConfirmMode }>(c, 'SELECT confirm_mode FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]))
+    const app = await locked(
+      query<{ confirm_mode: ConfirmMode }>(c, 'SELECT confirm_mode FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]),
+    )
     let mode = app.rows[0]?.confirm_mode ?? 'consulta'
     let secret: string | null = null
     let destinationId: string | null = null
@@ -101,7 +103,8 @@ async function registerDestination(c: Tx, vault: Vault, appId: string, id: strin
   const p = prev.rows[0]
   const start = p
     ? p.last_seq
-    : ((await query<{ m: string }>(c, 'SELECT COALESCE(max(seq), 0) AS m FROM events WHERE app_id = $1', [appId])).rows[0]?.m ?? '0')
+    : ((await query<{ m: string }>(c, 'SELECT COALESCE(max(seq), 0) AS m FROM events WHERE app_id = $1', [appId])).rows[0]?.m ??
+      '0')
   await query(
     c,
     `INSERT INTO webhook_destinations (id, app_id, url, sealed_secret, last_seq, head_attempts, next_at, created_at)

@@ -133,7 +133,8 @@ export class ConfirmationStreamServer implements SessionHost {
       await this.#checkApp(appId)
       const set = this.#byApp.get(appId) ?? new Set<Session>()
       const max = this.d.cfg.stream.maxPerApp
-      if (set.size >= max) throw new Refusal(grpc.status.RESOURCE_EXHAUSTED, `Mais de ${max} streams abertos deste app nesta instância.`)
+      if (set.size >= max)
+        throw new Refusal(grpc.status.RESOURCE_EXHAUSTED, `Mais de ${max} streams abertos deste app nesta instância.`)
       if (this.#closing) throw new Refusal(grpc.status.UNAVAILABLE, 'Servidor encerrando.')
       session = new Session(appId, key, call, after.toString(), this)
       set.add(session)

@@ -19,7 +19,6 @@ export const STATEMENT_TIMEOUT_MS = 30_000
  */
 export const PG_CONN_LIFETIME_S = 600
 
-
 export interface Config {
   readonly port: number
   readonly dashboardPort: number
@@ -595,7 +594,10 @@ function hexKey(name: string, raw: string | undefined): Buffer | null {
 
 function trustProxy(raw: string | undefined): string[] {
   if (!raw) return []
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean)
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   for (const item of items) {
     const [addr, bits] = item.split('/')
     if (!addr || !isIP(addr) || (bits !== undefined && !/^\d+$/.test(bits))) {
@@ -620,7 +622,8 @@ function clusterNodes(raw: string | undefined): Config['redisClusterNodes'] {
 
 function accessLog(raw: string | undefined): Config['accessLog'] {
   if (raw === undefined || raw === '') return 'all'
-  if (raw !== 'all' && raw !== 'errors' && raw !== 'off') throw new ConfigError(`PM_ACCESS_LOG: expected all, errors or off, got "${raw}"`)
+  if (raw !== 'all' && raw !== 'errors' && raw !== 'off')
+    throw new ConfigError(`PM_ACCESS_LOG: expected all, errors or off, got "${raw}"`)
   return raw
 }
 
@@ -716,10 +719,14 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
   // The database keeps apps.inapp_cap_horas between 0 and 168 (migration 0001): a larger bound would let values past
   // validation that Postgres then refuses.
   if (limits.inappCapHoursMax > INAPP_CAP_HOURS_DB_MAX) {
-    throw new ConfigError(`PM_INAPP_CAP_HORAS_MAX: ${limits.inappCapHoursMax} is above ${INAPP_CAP_HOURS_DB_MAX}, the most the database stores`)
+    throw new ConfigError(
+      `PM_INAPP_CAP_HORAS_MAX: ${limits.inappCapHoursMax} is above ${INAPP_CAP_HOURS_DB_MAX}, the most the database stores`,
+    )
   }
   if (limits.inappCapHoursDefault > limits.inappCapHoursMax) {
-    throw new ConfigError(`PM_INAPP_CAP_HORAS_DEFAULT: ${limits.inappCapHoursDefault} is above PM_INAPP_CAP_HORAS_MAX (${limits.inappCapHoursMax})`)
+    throw new ConfigError(
+      `PM_INAPP_CAP_HORAS_DEFAULT: ${limits.inappCapHoursDefault} is above PM_INAPP_CAP_HORAS_MAX (${limits.inappCapHoursMax})`,
+    )
   }
   const plan = env.PM_DEFAULT_PLAN || 'free'
   if (plan !== 'free' && plan !== 'pro') throw new ConfigError(`PM_DEFAULT_PLAN: expected free or pro, got "${plan}"`)
@@ -839,10 +846,14 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     limits,
   }
   if (cfg.exports.claimStaleMs <= cfg.exports.claimEveryMs) {
-    throw new ConfigError(`PM_EXPORT_CLAIM_STALE_MS: ${cfg.exports.claimStaleMs} must exceed PM_EXPORT_CLAIM_EVERY_MS (${cfg.exports.claimEveryMs})`)
+    throw new ConfigError(
+      `PM_EXPORT_CLAIM_STALE_MS: ${cfg.exports.claimStaleMs} must exceed PM_EXPORT_CLAIM_EVERY_MS (${cfg.exports.claimEveryMs})`,
+    )
   }
   if (cfg.stream.ttlMs <= cfg.stream.heartbeatMs) {
-    throw new ConfigError(`PM_GRPC_STREAM_TTL_MS: ${cfg.stream.ttlMs} must exceed PM_GRPC_HEARTBEAT_MS (${cfg.stream.heartbeatMs})`)
+    throw new ConfigError(
+      `PM_GRPC_STREAM_TTL_MS: ${cfg.stream.ttlMs} must exceed PM_GRPC_HEARTBEAT_MS (${cfg.stream.heartbeatMs})`,
+    )
   }
   if (!/^[a-z_][a-z0-9_]*$/.test(cfg.dbSchema)) throw new ConfigError(`PM_DB_SCHEMA: "${cfg.dbSchema}" is not a plain identifier`)
   return Object.freeze(cfg)

@@ -78,5 +78,8 @@ export function clientKey(ip: string): string {
   if (g[0] === 0 && g[1] === 0 && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0xffff) {
     return v4Text(g[6] as number, g[7] as number)
   }
-  return `${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`
+  return `${g
+    .slice(0, 4)
+    .map((x) => x.toString(16))
+    .join(':')}::/64`
 }

@@ -28,7 +28,8 @@ export function findUnstorable(v: unknown, maxDepth: number, depth = 1): { path:
     const m = textProblem(v)
     return m ? { path: [], motivo: m } : null
   }
-  if (typeof v === 'number') return Number.isFinite(v) ? null : { path: [], motivo: 'é um número fora do intervalo representável' }
+  if (typeof v === 'number')
+    return Number.isFinite(v) ? null : { path: [], motivo: 'é um número fora do intervalo representável' }
   if (v === null || typeof v !== 'object') return null
   if (depth > maxDepth) return { path: [], motivo: `aninha mais de ${maxDepth} níveis de objetos ou listas` }
   if (Array.isArray(v)) {

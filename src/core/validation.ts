@@ -27,7 +27,6 @@ export function optInt(body: Body, name: string, min: number, max: number): numb
   return v
 }
 
-
 /**
  * A statistics window from the query (spec: `desde` and `ate`, both RFC 3339 with an offset, `ate` after `desde`,
  * half-open [desde, ate)); the texts are echoed as sent.

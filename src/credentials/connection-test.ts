@@ -31,7 +31,8 @@ const EXPLAIN: Record<string, string> = {
     'a chave não vale no ambiente escolhido (sandbox × production). Troque o Ambiente da credencial ou use uma chave do outro ambiente.',
   BadEnvironmentKeyInToken:
     'a chave não vale no ambiente escolhido (sandbox × production). Troque o Ambiente da credencial ou use uma chave do outro ambiente.',
-  InvalidProviderToken: 'a Apple recusou a assinatura. Confira o Key ID, o Team ID e se o arquivo .p8 é o dessa chave (ou se ela foi revogada).',
+  InvalidProviderToken:
+    'a Apple recusou a assinatura. Confira o Key ID, o Team ID e se o arquivo .p8 é o dessa chave (ou se ela foi revogada).',
   ExpiredProviderToken: 'a Apple considerou a assinatura vencida. Confira o relógio do servidor.',
   MissingProviderToken: 'a Apple não recebeu a assinatura da chave.',
   DeviceTokenNotForTopic: 'o Bundle ID não corresponde a esta chave ou time. Confira o Bundle ID.',
@@ -43,7 +44,8 @@ const EXPLAIN: Record<string, string> = {
   InternalServerError: 'erro interno da Apple. Tente de novo em alguns minutos.',
   ServiceUnavailable: 'serviço da Apple indisponível. Tente de novo em alguns minutos.',
   UNAUTHENTICATED: 'o Google recusou o token de acesso da conta de serviço.',
-  PERMISSION_DENIED: 'a conta de serviço não tem permissão para enviar pelo FCM neste projeto. Confira o projeto e o papel da conta.',
+  PERMISSION_DENIED:
+    'a conta de serviço não tem permissão para enviar pelo FCM neste projeto. Confira o projeto e o papel da conta.',
   SENDER_ID_MISMATCH: 'a conta de serviço é de outro projeto Firebase.',
   THIRD_PARTY_AUTH_ERROR: 'o FCM recusou a credencial APNs/web push configurada no projeto Firebase.',
   NOT_FOUND: 'o projeto Firebase não foi encontrado. Confira o project_id da conta de serviço.',

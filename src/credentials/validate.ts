@@ -215,10 +215,19 @@ export interface ApnsLabels {
   bundleId: string
   env: string
 }
-export const CLI_APNS_LABELS: ApnsLabels = { p8: '--p8', keyId: '--key-id', teamId: '--team-id', bundleId: '--bundle-id', env: '--env' }
+export const CLI_APNS_LABELS: ApnsLabels = {
+  p8: '--p8',
+  keyId: '--key-id',
+  teamId: '--team-id',
+  bundleId: '--bundle-id',
+  env: '--env',
+}
 
 /** The iOS rows of the spec table; the .p8 must also be a P-256 key, since APNs provider tokens are ES256. */
-export function parseApns(input: ApnsInput, labels: ApnsLabels = CLI_APNS_LABELS): { credential: ApnsCredential; meta: ApnsMeta } {
+export function parseApns(
+  input: ApnsInput,
+  labels: ApnsLabels = CLI_APNS_LABELS,
+): { credential: ApnsCredential; meta: ApnsMeta } {
   const what = labels.p8
   const p8 = input.p8.replace(/^\uFEFF/, '')
   if (!p8.includes(PEM_BEGIN) || !p8.includes(PEM_END)) {
@@ -233,7 +242,8 @@ export function parseApns(input: ApnsInput, labels: ApnsLabels = CLI_APNS_LABELS
   const teamId = input.teamId ?? ''
   if (!ALNUM10.test(teamId)) throw new CredentialError(`${labels.teamId}: expected exactly 10 letters or digits`)
   const bundleId = input.bundleId ?? ''
-  if (!REVERSE_DNS.test(bundleId)) throw new CredentialError(`${labels.bundleId}: expected reverse-DNS form, e.g. com.example.app`)
+  if (!REVERSE_DNS.test(bundleId))
+    throw new CredentialError(`${labels.bundleId}: expected reverse-DNS form, e.g. com.example.app`)
   const env = parseApnsEnv(input.env, labels.env)
   return { credential: { p8, keyId, teamId, bundleId, env }, meta: { key_id: keyId, team_id: teamId, bundle_id: bundleId, env } }
 }

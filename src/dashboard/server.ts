@@ -64,7 +64,15 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
 
   assetRoutes(r)
 
-  const sessions = new Sessions(d.db, d.redis, d.keys, cookieSecret(d.cfg), d.cfg.dashboard.sessionTtlMs, d.clock, d.cfg.dashboard.url)
+  const sessions = new Sessions(
+    d.db,
+    d.redis,
+    d.keys,
+    cookieSecret(d.cfg),
+    d.cfg.dashboard.sessionTtlMs,
+    d.clock,
+    d.cfg.dashboard.url,
+  )
   const web = { sessions, dashboardUrl: d.cfg.dashboard.url }
   const people = new PeopleService(d.db, d.clock, d.cfg.dashboard.inviteTtlMs)
   const limiter = new SigninLimiter(d.redis, d.keys, d.clock, {
@@ -78,7 +86,14 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
   // One session per provider host is plenty: tests are one request at a time, by hand.
   const pool = new H2Pool({ ca: d.providerCa, sessionsPerOrigin: 1, timeoutMs: 10_000 })
   const credentials = new CredentialService({ db: d.db, vault: d.vault, dir: d.dir, redis: d.redis, keys: d.keys, now: d.clock })
-  const tester = new ConnectionTester({ db: d.db, vault: d.vault, pool, fcmBaseUrl: d.cfg.fcmBaseUrl, apnsBaseUrl: d.cfg.apnsBaseUrl, clock: d.clock })
+  const tester = new ConnectionTester({
+    db: d.db,
+    vault: d.vault,
+    pool,
+    fcmBaseUrl: d.cfg.fcmBaseUrl,
+    apnsBaseUrl: d.cfg.apnsBaseUrl,
+    clock: d.clock,
+  })
   appPageRoutes(r, {
     ...web,
     cfg: d.cfg,

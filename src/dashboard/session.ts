@@ -44,7 +44,13 @@ export function cookieSecret(cfg: Pick<Config, 'dashboard' | 'vaultKey'>): Buffe
   return randomBytes(32)
 }
 
-export function cookieHeader(name: string, value: string, maxAgeS: number, secure: boolean, sameSite: 'Lax' | 'Strict' = 'Lax'): string {
+export function cookieHeader(
+  name: string,
+  value: string,
+  maxAgeS: number,
+  secure: boolean,
+  sameSite: 'Lax' | 'Strict' = 'Lax',
+): string {
   return `${name}=${value}; Path=/; HttpOnly; SameSite=${sameSite}; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`
 }
 
@@ -74,13 +80,11 @@ export class Sessions {
     const id = randomBytes(32).toString('base64url')
     const now = this.clock()
     await query(this.db, 'DELETE FROM dashboard_sessions WHERE expires_at < $1', [new Date(now)])
-    await query(this.db, 'INSERT INTO dashboard_sessions (id_hash, user_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
-      digest(id),
-      p.id,
-      randomBytes(32).toString('base64url'),
-      new Date(now),
-      new Date(now + this.ttlMs),
-    ])
+    await query(
+      this.db,
+      'INSERT INTO dashboard_sessions (id_hash, user_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+      [digest(id), p.id, randomBytes(32).toString('base64url'), new Date(now), new Date(now + this.ttlMs)],
+    )
     return cookieHeader(SESSION_COOKIE, `${id}.${this.#sign(id)}`, Math.floor(this.ttlMs / 1000), this.secure)
   }
 
@@ -94,7 +98,14 @@ export class Sessions {
     const want = Buffer.from(this.#sign(id))
     if (dot !== 43 || sig.length !== want.length || !timingSafeEqual(sig, want)) return null
     const hash = digest(id)
-    const r = await query<{ id: string; email: string; org_id: string | null; operator: boolean; csrf: string; expires_at: Date }>(
+    const r = await query<{
+      id: string
+      email: string
+      org_id: string | null
+      operator: boolean
+      csrf: string
+      expires_at: Date
+    }>(
       this.db,
       `SELECT u.id, u.email, u.org_id, u.operator, s.csrf, s.expires_at
          FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = $1`,
@@ -102,7 +113,14 @@ export class Sessions {
     )
     const row = r.rows[0]
     if (!row || row.expires_at.getTime() <= this.clock()) return null
-    return { userId: row.id, email: row.email, orgId: row.org_id, operator: row.operator, csrf: row.csrf, sid: hash.toString('hex') }
+    return {
+      userId: row.id,
+      email: row.email,
+      orgId: row.org_id,
+      operator: row.operator,
+      csrf: row.csrf,
+      sid: hash.toString('hex'),
+    }
   }
 
   /** Signs out: the session row goes; answers the Set-Cookie value that clears the cookie. */

@@ -54,13 +54,17 @@ export const FORM_LIMIT = 16 * 1024
 
 function errorPage(status: number, message: string, viewer: Viewer | null): Reply {
   const title = status === 404 ? 'Não encontrado' : status === 429 ? 'Muitas tentativas' : 'Não foi possível'
-  return htmlReply(status, page({ title, viewer }, html`<h1>${title}</h1><p role="alert">${message}</p><p><a href="/apps">Voltar aos apps</a></p>`))
+  return htmlReply(
+    status,
+    page({ title, viewer }, html`<h1>${title}</h1><p role="alert">${message}</p><p><a href="/apps">Voltar aos apps</a></p>`),
+  )
 }
 
 /** What a failure means for the person: validation messages as they are; anything else, a generic line. */
 function toPage(err: unknown, viewer: Viewer | null): Reply {
   if (err instanceof DashError) return errorPage(err.status, err.message, viewer)
-  if (err instanceof PeopleError || err instanceof CredentialError || err instanceof FormError) return errorPage(400, err.message, viewer)
+  if (err instanceof PeopleError || err instanceof CredentialError || err instanceof FormError)
+    return errorPage(400, err.message, viewer)
   if (err instanceof ApiError) {
     const t = err.texts()
     return errorPage(err.status === 404 ? 404 : err.status, `${t.erro} ${t.causa}`, viewer)
@@ -135,7 +139,8 @@ export function viewerAction(
       if (!sameOrigin(req, w.dashboardUrl)) throw new DashError(403, 'Requisição recusada: origem de outro site.')
       if (!v) return redirect('/entrar')
       const form = parseForm(req.header('content-type'), await req.body())
-      if (!tokensEqual(form.text('_csrf'), v.csrf)) throw new DashError(403, 'Requisição recusada: formulário expirado ou de outro site. Recarregue a página.')
+      if (!tokensEqual(form.text('_csrf'), v.csrf))
+        throw new DashError(403, 'Requisição recusada: formulário expirado ou de outro site. Recarregue a página.')
       return await h(req, v, form)
     } catch (err) {
       if (err instanceof ApiError && err.key === 'BODY_TOO_LARGE') return toPage(new DashError(413, 'Arquivo grande demais.'), v)

@@ -11,12 +11,14 @@ export interface PoolBudget {
   listener: number
 }
 
-
 /**
  * The dispatcher takes a quarter of the budget (at least 2: one destination at work and its look-up), never more
  * than its concurrency needs; the listener takes one; the main pool takes the rest.
  */
-export function splitBudget(total: number, o: { dispatcher: boolean; webhookConcurrency: number; listener: boolean }): PoolBudget {
+export function splitBudget(
+  total: number,
+  o: { dispatcher: boolean; webhookConcurrency: number; listener: boolean },
+): PoolBudget {
   const listener = o.listener ? 1 : 0
   const webhooks = o.dispatcher ? Math.min(o.webhookConcurrency + 1, Math.max(2, Math.floor(total / 4))) : 0
   return { main: Math.max(1, total - listener - webhooks), webhooks, listener }

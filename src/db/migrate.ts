@@ -79,7 +79,10 @@ async function session(url: string, schema: string): Promise<pg.Client> {
 
 async function lock(client: pg.Client, schema: string, signal?: AbortSignal): Promise<void> {
   for (;;) {
-    const r = await client.query<{ ok: boolean }>(`SELECT pg_try_advisory_lock(hashtextextended('pombo:migrate:' || $1, 0)) AS ok`, [schema])
+    const r = await client.query<{ ok: boolean }>(
+      `SELECT pg_try_advisory_lock(hashtextextended('pombo:migrate:' || $1, 0)) AS ok`,
+      [schema],
+    )
     if (r.rows[0]?.ok) return
     if (signal?.aborted) throw new Error('migration: gave up waiting for another run to finish')
     await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS))
@@ -95,7 +98,11 @@ async function appliedVersions(run: (text: string) => Promise<{ rows: unknown[] 
   return (await run('SELECT version, applied_at FROM schema_migrations ORDER BY version')).rows as Applied
 }
 
-export async function migrate(url: string, schema: string, o: { signal?: AbortSignal; dir?: string } = {}): Promise<MigrateResult> {
+export async function migrate(
+  url: string,
+  schema: string,
+  o: { signal?: AbortSignal; dir?: string } = {},
+): Promise<MigrateResult> {
   const client = await session(url, schema)
   try {
     await lock(client, schema, o.signal)

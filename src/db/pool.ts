@@ -47,14 +47,14 @@ export interface PgSettings {
 /** Marks pools (and their clients) whose statements must not be prepared by name (behind PgBouncer). */
 const UNNAMED = Symbol('pombo.unnamedStatements')
 
-
-
 export function createPool(cfg: PgSettings, max: number): Db {
   const pool = new pg.Pool({
     connectionString: cfg.databaseUrl,
     max,
     // Session settings go in the startup packet, so every pooled connection has them before its first query.
-    options: cfg.pgBouncer ? undefined : `-c search_path=${cfg.dbSchema} -c statement_timeout=${cfg.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS}`,
+    options: cfg.pgBouncer
+      ? undefined
+      : `-c search_path=${cfg.dbSchema} -c statement_timeout=${cfg.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS}`,
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
     // Closed when idle (or at its next release) after this long: see PG_CONN_LIFETIME_S.
@@ -153,7 +153,11 @@ export function isRetryable(err: unknown): boolean {
  * refused it for serialisation: it did nothing, and the other side has gone on. Every group-commit writer's batch goes
  * through it (a batch is one statement or one transaction, so it is whole or not at all).
  */
-export async function retryingConflicts<T>(f: () => Promise<T>, onRetry?: (err: unknown, attempt: number) => void, attempts = 5): Promise<T> {
+export async function retryingConflicts<T>(
+  f: () => Promise<T>,
+  onRetry?: (err: unknown, attempt: number) => void,
+  attempts = 5,
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await f()

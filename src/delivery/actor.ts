@@ -449,7 +449,11 @@ export class AppActor {
   addSlice(meta: SendMeta, lease: SliceLease): void {
     const key = sliceKey(meta.id, lease.slice)
     if (this.#sends.has(key)) return
-    const s = this.#begin(key, meta, (changed) => new PageCursor(meta, this.d.db, this.d.pageSize, this.#clock, changed, null, lease))
+    const s = this.#begin(
+      key,
+      meta,
+      (changed) => new PageCursor(meta, this.d.db, this.d.pageSize, this.#clock, changed, null, lease),
+    )
     s.slice = lease
   }
 
@@ -507,7 +511,13 @@ export class AppActor {
 
   async #run(): Promise<void> {
     const signal = this.#stop.signal
-    this.#pacer = new Pacer(await this.d.ratePerMin(this.appId), this.#clock, abortableSleep, this.d.pace?.(this.appId), this.d.onPaceWait)
+    this.#pacer = new Pacer(
+      await this.d.ratePerMin(this.appId),
+      this.#clock,
+      abortableSleep,
+      this.d.pace?.(this.appId),
+      this.d.onPaceWait,
+    )
     while (!signal.aborted) {
       if (this.#full() || !this.#anyReady()) {
         await this.#sleep()
@@ -560,9 +570,10 @@ export class AppActor {
     // The outcome queue drains without telling this actor: it looks again soon.
     let ms = this.d.recorder.saturated ? SATURATED_TICK_MS : IDLE_TICK_MS
     const now = this.#clock()
-    for (const lane of this.#lanes) lane.forEach((s) => {
-      ms = Math.min(ms, Math.max(1, s.retries.nextAt() - now))
-    })
+    for (const lane of this.#lanes)
+      lane.forEach((s) => {
+        ms = Math.min(ms, Math.max(1, s.retries.nextAt() - now))
+      })
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms)
       this.#wake = done
@@ -630,10 +641,19 @@ export class AppActor {
   async #deliver(s: Active, c: Candidate, attempts: number, answered: () => void): Promise<void> {
     let providerAnswered = false
     const record = (status: OutcomeRow['status'], tries: number, invalidate?: string) =>
-      this.d.recorder.record({ appId: this.appId, sendId: s.meta.id, deviceId: c.deviceId, deviceType: c.deviceType, status, attempts: tries, invalidate })
+      this.d.recorder.record({
+        appId: this.appId,
+        sendId: s.meta.id,
+        deviceId: c.deviceId,
+        deviceType: c.deviceType,
+        status,
+        attempts: tries,
+        invalidate,
+      })
     try {
       // spec: a delivery past its deadline is not attempted (ttl 0 means "now or never" and is left to the provider).
-      if (s.meta.ttlS > 0 && this.#clock() > s.meta.startMs + s.meta.ttlS * 1000) return void (await record(STATUS.errored, attempts))
+      if (s.meta.ttlS > 0 && this.#clock() > s.meta.startMs + s.meta.ttlS * 1000)
+        return void (await record(STATUS.errored, attempts))
       if (!c.token || !c.valid) return void (await record(STATUS.failed, attempts))
       const platform: Platform = c.transport === 'apns' ? 'apns' : 'fcm'
       if (s.broken.has(platform)) return void (await record(STATUS.errored, attempts))

@@ -99,12 +99,20 @@ export const LOAD_SENDS_SQL = `WITH x AS (
  * statement is prepared, and a generic plan built on a young table's statistics once chose to scan every open
  * send through sends_open_idx for each send of the batch (2.5 ms for 25 sends with 500 open).
  */
-export async function loadSends(db: Db, refs: readonly SendRef[], now: Date, freshMs = 0, pageSize = 0): Promise<Map<string, LoadedSend>> {
-  const r = await queryPrepared<MetaRow & { page: PageEntry[] | null }>(
-    db,
-    LOAD_SENDS_SQL,
-    [arrayLiteral(refs.map((x) => x.appId)), arrayLiteral(refs.map((x) => x.sendId)), now, new Date(now.getTime() - freshMs), pageSize],
-  )
+export async function loadSends(
+  db: Db,
+  refs: readonly SendRef[],
+  now: Date,
+  freshMs = 0,
+  pageSize = 0,
+): Promise<Map<string, LoadedSend>> {
+  const r = await queryPrepared<MetaRow & { page: PageEntry[] | null }>(db, LOAD_SENDS_SQL, [
+    arrayLiteral(refs.map((x) => x.appId)),
+    arrayLiteral(refs.map((x) => x.sendId)),
+    now,
+    new Date(now.getTime() - freshMs),
+    pageSize,
+  ])
   const out = new Map<string, LoadedSend>()
   for (const x of r.rows) {
     const meta = metaOf(x)
@@ -174,11 +182,14 @@ export function expandSql(segments: readonly string[], bounded = false): string 
  * and the send's recipients and remaining are set to what was expanded).
  */
 export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date): Promise<number> {
-  const r = await queryPrepared<{ n: number; last: string | null }>(
-    db,
-    expandSql(s.segments),
-    [s.appId, s.id, s.platformMask, s.expandedUntil ?? BEFORE_ANY_ID, now, size],
-  )
+  const r = await queryPrepared<{ n: number; last: string | null }>(db, expandSql(s.segments), [
+    s.appId,
+    s.id,
+    s.platformMask,
+    s.expandedUntil ?? BEFORE_ANY_ID,
+    now,
+    size,
+  ])
   const { n, last } = r.rows[0] ?? { n: 0, last: null }
   if (n > 0) {
     await queryPrepared(db, 'UPDATE sends SET expanded_until = $3 WHERE app_id = $1 AND id = $2', [s.appId, s.id, last])

@@ -107,7 +107,8 @@ export class OutcomeRecorder {
     // its already-delivered pushes again.
     const closed = await retryingConflicts(
       () => recordFinal(this.db, unique, now),
-      (err, attempt) => this.log.warn({ code: (err as { code?: string }).code, attempt, outcomes: unique.length }, 'outcome batch retried'),
+      (err, attempt) =>
+        this.log.warn({ code: (err as { code?: string }).code, attempt, outcomes: unique.length }, 'outcome batch retried'),
     )
     for (const c of closed) this.onClosed(c)
     this.onRecorded(unique)
@@ -202,7 +203,11 @@ async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Close
  * expansion just ended, a send with nothing left to attempt, or one the outcome batch closed already: then nothing
  * changes): completed_at, remaining 0, the event. One statement for a whole batch of sends; answers those it closed.
  */
-export async function closeIfDone(db: Db, sends: ReadonlyArray<{ appId: string; sendId: string }>, now: Date): Promise<Set<string>> {
+export async function closeIfDone(
+  db: Db,
+  sends: ReadonlyArray<{ appId: string; sendId: string }>,
+  now: Date,
+): Promise<Set<string>> {
   if (sends.length === 0) return new Set()
   const r = await queryPrepared<{ id: string }>(
     db,

@@ -6,7 +6,6 @@
 import { type Db, deleteInChunks, query } from '../db/pool'
 import { DAY_MS } from '../core/time'
 
-
 export interface PruneOptions {
   /** Sends looked at per pass. */
   sends: number
@@ -16,7 +15,12 @@ export interface PruneOptions {
 
 export const PRUNE_DEFAULTS: PruneOptions = { sends: 100, chunk: 10_000 }
 
-export async function pruneDeliveries(db: Db, days: number, nowMs: number, o: PruneOptions = PRUNE_DEFAULTS): Promise<{ sends: number; rows: number }> {
+export async function pruneDeliveries(
+  db: Db,
+  days: number,
+  nowMs: number,
+  o: PruneOptions = PRUNE_DEFAULTS,
+): Promise<{ sends: number; rows: number }> {
   const due = await query<{ app_id: string; id: string }>(
     db,
     `SELECT app_id, id FROM sends

@@ -13,7 +13,6 @@ import { loadSends, type SendRef } from './audience'
 import type { LoadedSend } from '../handoff/send'
 import { closeIfDone } from './outcomes'
 
-
 export class SendBatches {
   readonly #load: GroupCommit<SendRef, LoadedSend | null>
   readonly #close: GroupCommit<SendRef, boolean>

@@ -45,7 +45,13 @@ export interface SliceLease {
 /** The slices of the id space: slice i covers (bound i, bound i+1]; every v4 device id falls in exactly one. */
 export function sliceBounds(k: number): Array<{ lo: string; hi: string }> {
   const bound = (i: number) =>
-    i === 0 ? BEFORE_ANY_ID : i === k ? AFTER_ANY_ID : `${Math.floor((i * 0x1_0000_0000) / k).toString(16).padStart(8, '0')}-0000-0000-0000-000000000000`
+    i === 0
+      ? BEFORE_ANY_ID
+      : i === k
+        ? AFTER_ANY_ID
+        : `${Math.floor((i * 0x1_0000_0000) / k)
+            .toString(16)
+            .padStart(8, '0')}-0000-0000-0000-000000000000`
   return Array.from({ length: k }, (_, i) => ({ lo: bound(i), hi: bound(i + 1) }))
 }
 
@@ -136,14 +142,22 @@ export function sliceKey(sendId: string, slice: number): string {
  * over, and when it was the send's last slice to expand, the send's audience is fixed (endSliceExpansion).
  */
 export async function expandSlice(db: Db, meta: SendMeta, l: SliceLease, size: number, now: Date): Promise<number> {
-  const r = await queryPrepared<{ n: number; last: string | null }>(
-    db,
-    expandSql(meta.segments, true),
-    [meta.appId, meta.id, meta.platformMask, l.expandedUntil ?? l.lo, now, size, l.hi],
-  )
+  const r = await queryPrepared<{ n: number; last: string | null }>(db, expandSql(meta.segments, true), [
+    meta.appId,
+    meta.id,
+    meta.platformMask,
+    l.expandedUntil ?? l.lo,
+    now,
+    size,
+    l.hi,
+  ])
   const { n, last } = r.rows[0] ?? { n: 0, last: null }
   if (n > 0) {
-    await queryPrepared(db, 'UPDATE send_slices SET expanded_until = $3 WHERE send_id = $1 AND slice = $2', [meta.id, l.slice, last])
+    await queryPrepared(db, 'UPDATE send_slices SET expanded_until = $3 WHERE send_id = $1 AND slice = $2', [
+      meta.id,
+      l.slice,
+      last,
+    ])
     l.expandedUntil = last
   } else {
     await endSliceExpansion(db, meta, l.slice)

@@ -55,15 +55,23 @@ function workerIdPrefix(pid: number): string {
  * The next owner then takes them at its next look instead of after PM_LEASE_MS; its pending stream entries are
  * claimed by that owner as usual. Only the worker ids of `pid` on this host are touched. Answers the ids released.
  */
-export async function releaseDeadWorker(d: { redis: RedisClient; keys: Keys; db: Db; partitions: number }, pid: number): Promise<string[]> {
+export async function releaseDeadWorker(
+  d: { redis: RedisClient; keys: Keys; db: Db; partitions: number },
+  pid: number,
+): Promise<string[]> {
   const prefix = workerIdPrefix(pid)
   const ids = (await d.redis.zrange(d.keys.workers(), '0', '-1')).filter((id) => id.startsWith(prefix))
   if (ids.length === 0) return ids
   // Every partition's lease, owner-checked, in one pipeline per cluster slot.
   const leases = ids.flatMap((id) => Array.from({ length: d.partitions }, (_, p) => ({ key: d.keys.lease(p), id })))
-  const res = await pipelineBySlot(d.redis, leases, (l) => l.key, (pipe, l) => {
-    pipe.eval(RELEASE, 1, l.key, l.id)
-  })
+  const res = await pipelineBySlot(
+    d.redis,
+    leases,
+    (l) => l.key,
+    (pipe, l) => {
+      pipe.eval(RELEASE, 1, l.key, l.id)
+    },
+  )
   const failed = firstError(res)
   if (failed) throw failed
   await d.redis.zrem(d.keys.workers(), ...ids)
@@ -261,7 +269,8 @@ export class DeliveryWorker {
   }
 
   #partitionOfStream(stream: string): number {
-    if (this.#streamPartition.size === 0) for (let p = 0; p < this.s.partitions; p++) this.#streamPartition.set(this.keys.workStream(p), p)
+    if (this.#streamPartition.size === 0)
+      for (let p = 0; p < this.s.partitions; p++) this.#streamPartition.set(this.keys.workStream(p), p)
     return this.#streamPartition.get(stream) ?? -1
   }
 
@@ -342,9 +351,18 @@ export class DeliveryWorker {
           const count = await this.#room(this.#stop.signal)
           if (this.#stop.signal.aborted) break
           try {
-            const res = (await conn.xreadgroup('GROUP', GROUP, this.id, 'COUNT', count, 'BLOCK', 500, 'STREAMS', stream, '>')) as Array<
-              [string, Array<[string, string[]]>]
-            > | null
+            const res = (await conn.xreadgroup(
+              'GROUP',
+              GROUP,
+              this.id,
+              'COUNT',
+              count,
+              'BLOCK',
+              500,
+              'STREAMS',
+              stream,
+              '>',
+            )) as Array<[string, Array<[string, string[]]>]> | null
             this.#took(res)
           } catch (err) {
             // The node went away, the slot moved (MOVED) or Redis lost the group: a fresh connection to whoever
@@ -414,11 +432,17 @@ export class DeliveryWorker {
     this.#entries.set(sendId, list)
     let actor = this.#actors.get(appId)
     if (!actor) {
-      actor = new AppActor(appId, { ...this.actorDeps, finished: (a, s) => this.#finished(a, s), slicesPlanned: () => this.#slices.wake() })
+      actor = new AppActor(appId, {
+        ...this.actorDeps,
+        finished: (a, s) => this.#finished(a, s),
+        slicesPlanned: () => this.#slices.wake(),
+      })
       this.#actors.set(appId, actor)
     }
     const carried = fresh && f.c ? decodeCarried(appId, sendId, f.l === '1' ? 1 : 0, f.c, this.actorDeps.pageSize) : null
-    actor.add(sendId, carried).catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
+    actor
+      .add(sendId, carried)
+      .catch((err) => this.log.warn({ err: String(err), app: appId, send: sendId }, 'could not take a send'))
   }
 
   /** A slice was leased: its send's meta (batched with other loads), then an actor of its app walks it. */

@@ -54,7 +54,15 @@ export class DeviceService {
       devicesPerUser: l.devicesPerExternalUser,
     })
     this.quotas = new DeviceQuotas(d.redis, d.keys, d.clock, l.registrationsPerHour, l.exportsPerSec)
-    this.exporter = new Exporter(d.db, d.cfg.exportDir, d.cfg.publicBaseUrl, l.exportValidityH, d.clock, d.log.child({ mod: 'export' }), d.cfg.exports)
+    this.exporter = new Exporter(
+      d.db,
+      d.cfg.exportDir,
+      d.cfg.publicBaseUrl,
+      l.exportValidityH,
+      d.clock,
+      d.log.child({ mod: 'export' }),
+      d.cfg.exports,
+    )
     this.exporter.startSweeping()
   }
 

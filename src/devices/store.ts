@@ -69,7 +69,11 @@ export function rowKey(appId: string, identifier: string): string {
 export async function upsertBatch(c: Db | Tx, rows: readonly UpsertRow[], now: Date): Promise<Map<string, string>> {
   const keep: Record<string, 1> = {}
   for (const r of rows) if (r.transporte === null) keep[rowKey(r.app_id, r.identifier)] = 1
-  const res = await query<{ app_id: string; identifier: string; id: string }>(c, UPSERT, [now, JSON.stringify(rows), JSON.stringify(keep)])
+  const res = await query<{ app_id: string; identifier: string; id: string }>(c, UPSERT, [
+    now,
+    JSON.stringify(rows),
+    JSON.stringify(keep),
+  ])
   const ids = new Map<string, string>()
   for (const r of res.rows) ids.set(rowKey(r.app_id, r.identifier), r.id)
   return ids
@@ -107,7 +111,11 @@ export async function boundDevices(c: Tx, pairs: ReadonlyArray<[string, string]>
 }
 
 /** the spec, Device validity: a newer token of an install retires the install's other tokens. */
-export async function retireInstallTokens(c: Tx, keepers: ReadonlyArray<{ app_id: string; instalacao_id: string; identifier: string }>, now: Date): Promise<void> {
+export async function retireInstallTokens(
+  c: Tx,
+  keepers: ReadonlyArray<{ app_id: string; instalacao_id: string; identifier: string }>,
+  now: Date,
+): Promise<void> {
   if (keepers.length === 0) return
   await query(
     c,
@@ -177,6 +185,15 @@ export async function applyUpdate(c: Tx, appId: string, id: string, u: DeviceUpd
         transporte = coalesce($7, transporte),
         last_active = $8, updated_at = $8
       WHERE app_id = $1 AND id = $2`,
-    [appId, id, u.external_user_id !== undefined, u.external_user_id ?? null, u.tags === undefined ? null : JSON.stringify(u.tags), u.app_version ?? null, u.transporte ?? null, now],
+    [
+      appId,
+      id,
+      u.external_user_id !== undefined,
+      u.external_user_id ?? null,
+      u.tags === undefined ? null : JSON.stringify(u.tags),
+      u.app_version ?? null,
+      u.transporte ?? null,
+      now,
+    ],
   )
 }

@@ -84,7 +84,10 @@ function deviceType(body: Body): number {
   const v = body.device_type
   if (v === undefined || v === null) throw fieldError('device_type', 'é obrigatório')
   if (typeof v !== 'number' || !DEVICE_TYPES.has(v)) {
-    throw fieldError('device_type', `valor ${JSON.stringify(v)} não suportado (aceitos: 0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox)`)
+    throw fieldError(
+      'device_type',
+      `valor ${JSON.stringify(v)} não suportado (aceitos: 0 iOS, 1 Android, 5 Chrome/web, 7 Safari, 8 Firefox)`,
+    )
   }
   return v
 }
@@ -111,7 +114,8 @@ function appVersion(body: Body): string | null {
 function tags(body: Body, lim: DeviceLimits): Record<string, unknown> | null {
   const v = body.tags
   if (v === undefined || v === null) return null
-  if (typeof v !== 'object' || Array.isArray(v)) throw fieldError('tags', 'deve ser um objeto JSON (lista ou texto não são aceitos)')
+  if (typeof v !== 'object' || Array.isArray(v))
+    throw fieldError('tags', 'deve ser um objeto JSON (lista ou texto não são aceitos)')
   const json = JSON.stringify(v)
   if (byteLength(json) > lim.tagsMaxBytes) throw fieldError('tags', `excede ${lim.tagsMaxBytes} bytes serializado`)
   if (json.includes('\\u0000')) throw fieldError('tags', 'não pode conter o caractere U+0000')

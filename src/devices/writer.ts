@@ -31,7 +31,6 @@ interface Group {
 /** What each request of a batch gets: its player_id, or the error for it alone. */
 type Results = Array<string | Error>
 
-
 /**
  * Two registrations of one token in one batch become one row, as if applied in order: identity fields from the
  * later one (POST erases what it omits), profile fields and transporte from the later one unless it omitted them,
@@ -41,7 +40,8 @@ export function mergeRegistration(earlier: UpsertRow, later: RegistrationRow): U
   const m: UpsertRow = { ...later, id: earlier.id }
   m.transporte = later.transporte ?? earlier.transporte
   for (const k of PROFILE_KEYS) (m as unknown as Record<string, unknown>)[k] = later[k] ?? earlier[k]
-  m.sessoes = later.sessoes === null ? earlier.sessoes : earlier.sessoes === null ? later.sessoes : Math.max(later.sessoes, earlier.sessoes)
+  m.sessoes =
+    later.sessoes === null ? earlier.sessoes : earlier.sessoes === null ? later.sessoes : Math.max(later.sessoes, earlier.sessoes)
   return m
 }
 
@@ -114,7 +114,14 @@ export class RegistrationWriter {
     const slow = groups.some((g) => g.row.external_user_id !== null || g.row.instalacao_id !== null)
     if (!slow) {
       // The common case: one autocommitted statement.
-      this.#applyIds(groups, await upsertBatch(this.db, groups.map((g) => g.row), now))
+      this.#applyIds(
+        groups,
+        await upsertBatch(
+          this.db,
+          groups.map((g) => g.row),
+          now,
+        ),
+      )
       return refused
     }
     // Rows that bind a user or name an install need the per-user cap and the install retirement to hold across
@@ -130,12 +137,20 @@ export class RegistrationWriter {
       for (const g of await this.#overCap(c, groups)) refused.add(g)
       const accepted = groups.filter((g) => !refused.has(g))
       if (accepted.length === 0) return
-      this.#applyIds(accepted, await upsertBatch(c, accepted.map((g) => g.row), now))
+      this.#applyIds(
+        accepted,
+        await upsertBatch(
+          c,
+          accepted.map((g) => g.row),
+          now,
+        ),
+      )
       // The last registration of an install in this batch is its newest token; every other token of it retires.
       const keepers = new Map<string, { app_id: string; instalacao_id: string; identifier: string }>()
       for (const g of accepted) {
         const inst = g.row.instalacao_id
-        if (inst !== null) keepers.set(g.row.app_id + inst, { app_id: g.row.app_id, instalacao_id: inst, identifier: g.row.identifier })
+        if (inst !== null)
+          keepers.set(g.row.app_id + inst, { app_id: g.row.app_id, instalacao_id: inst, identifier: g.row.identifier })
       }
       await retireInstallTokens(c, [...keepers.values()], now)
     })
@@ -159,7 +174,8 @@ export class RegistrationWriter {
     const binding = groups.filter((g) => g.row.external_user_id !== null)
     if (binding.length === 0) return []
     const pairs = new Map<string, [string, string]>()
-    for (const g of binding) pairs.set(g.row.app_id + (g.row.external_user_id as string), [g.row.app_id, g.row.external_user_id as string])
+    for (const g of binding)
+      pairs.set(g.row.app_id + (g.row.external_user_id as string), [g.row.app_id, g.row.external_user_id as string])
     // user key → identifier → valid
     const users = new Map<string, Map<string, boolean>>()
     for (const d of await boundDevices(c, [...pairs.values()])) {

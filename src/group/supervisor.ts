@@ -156,7 +156,9 @@ export class WorkerGroup {
       for (const answer of [...m.asks.values()]) answer(null)
       if (this.#stopping) return
       if (child.pid !== undefined && this.o.release) {
-        this.o.release(child.pid).catch((err) => log.warn({ err, worker: m.slot }, 'could not give back what the worker held; its leases lapse instead'))
+        this.o
+          .release(child.pid)
+          .catch((err) => log.warn({ err, worker: m.slot }, 'could not give back what the worker held; its leases lapse instead'))
       }
       const ranMs = Date.now() - m.startedAt
       m.failures = ranMs >= HEALTHY_MS ? 1 : m.failures + 1

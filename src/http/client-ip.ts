@@ -30,7 +30,10 @@ export class ProxyTrust {
 
   clientIp(peer: string, forwardedFor: string | undefined): string {
     if (!forwardedFor || !this.trusts(peer)) return peer
-    const hops = forwardedFor.split(',').map((s) => s.trim()).filter(Boolean)
+    const hops = forwardedFor
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i] as string
       if (!this.trusts(hop)) return hop

@@ -107,12 +107,25 @@ export class Router {
 
   /** Everything no route matched: a 404 in the envelope. Call after every route is added. */
   fallback(): void {
-    const shape: RouteShape = { paramCount: 0, bodyLimit: null, headerNames: [], proxies: null, jsonMaxDepth: this.o.jsonMaxDepth }
+    const shape: RouteShape = {
+      paramCount: 0,
+      bodyLimit: null,
+      headerNames: [],
+      proxies: null,
+      jsonMaxDepth: this.o.jsonMaxDepth,
+    }
     // The method of an unmatched request is the client's to choose: the label is '*', never what it sent.
-    const info: RouteInfo = { path: '/*', meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null, hot: false, cors: false }
+    const info: RouteInfo = {
+      path: '/*',
+      meter: this.o.metrics?.route(this.o.server ?? '', '*', '/*') ?? null,
+      hot: false,
+      cors: false,
+    }
     this.app.any(
       '/*',
-      this.#callback(shape, info, (req) => errorReply(new ApiError('ROUTE_NOT_FOUND', { method: req.method, path: req.path }), req.id)),
+      this.#callback(shape, info, (req) =>
+        errorReply(new ApiError('ROUTE_NOT_FOUND', { method: req.method, path: req.path }), req.id),
+      ),
     )
   }
 
@@ -138,7 +151,12 @@ export class Router {
       jsonMaxDepth: this.o.jsonMaxDepth,
     }
     const cors = opts.cors === true
-    const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', METHOD_LABEL[method], path) ?? null, hot: opts.hot === true, cors }
+    const info: RouteInfo = {
+      path,
+      meter: this.o.metrics?.route(this.o.server ?? '', METHOD_LABEL[method], path) ?? null,
+      hot: opts.hot === true,
+      cors,
+    }
     this.app[method](
       path,
       this.#callback(shape, info, (req) => this.#precheck(req, opts) ?? handler(req)),
@@ -155,9 +173,17 @@ export class Router {
     }
     const methods = [method]
     this.#corsMethods.set(path, methods)
-    const info: RouteInfo = { path, meter: this.o.metrics?.route(this.o.server ?? '', 'OPTIONS', path) ?? null, hot: true, cors: true }
+    const info: RouteInfo = {
+      path,
+      meter: this.o.metrics?.route(this.o.server ?? '', 'OPTIONS', path) ?? null,
+      hot: true,
+      cors: true,
+    }
     const preflightShape: RouteShape = { ...shape, bodyLimit: null }
-    this.app.options(path, this.#callback(preflightShape, info, () => preflightReply(methods)))
+    this.app.options(
+      path,
+      this.#callback(preflightShape, info, () => preflightReply(methods)),
+    )
   }
 
   /** The uWS callback of a route: the request copied out, then `run` inside the error boundary. */
@@ -207,7 +233,8 @@ export class Router {
 
   #precheck(req: Request, opts: RouteOptions): Reply | null {
     // A disabled limiter (PM_LIMIT_IP_PER_MIN=0) needs no address: the peer is not even read.
-    if (opts.ipLimit && opts.ipLimit.limit > 0 && !opts.ipLimit.take(req.ip)) throw new ApiError('IP_RATE_LIMITED', { limite: opts.ipLimit.limit })
+    if (opts.ipLimit && opts.ipLimit.limit > 0 && !opts.ipLimit.take(req.ip))
+      throw new ApiError('IP_RATE_LIMITED', { limite: opts.ipLimit.limit })
     if (opts.uuidParams && !req.params.every(isUuid)) return malformedIdReply()
     return null
   }
@@ -259,7 +286,14 @@ export class Router {
       const level = status >= 500 ? 'warn' : info.hot && status < 400 ? 'debug' : 'info'
       if (!this.log.isLevelEnabled(level)) return
       this.log[level](
-        { ...ids(req), method: req.method, route: info.path, status, ms: Math.round(seconds * 1e4) / 10, aborted: req.aborted || undefined },
+        {
+          ...ids(req),
+          method: req.method,
+          route: info.path,
+          status,
+          ms: Math.round(seconds * 1e4) / 10,
+          aborted: req.aborted || undefined,
+        },
         'request',
       )
     } catch (err) {

@@ -98,8 +98,13 @@ export class EventWriter {
         em: new Date(j.atMs).toISOString(),
       }))
     const r = await retryingConflicts(
-      () => queryPrepared<{ k: string; key: string; cap_total: number | null }>(this.db, WRITE, [JSON.stringify(rows), new Date(this.clock())]),
-      (err, attempt) => this.log.warn({ code: (err as { code?: string }).code, attempt, events: rows.length }, 'in-app events batch retried'),
+      () =>
+        queryPrepared<{ k: string; key: string; cap_total: number | null }>(this.db, WRITE, [
+          JSON.stringify(rows),
+          new Date(this.clock()),
+        ]),
+      (err, attempt) =>
+        this.log.warn({ code: (err as { code?: string }).code, attempt, events: rows.length }, 'in-app events batch retried'),
     )
     const caps = new Map<string, number>()
     const fresh = new Set<string>()

@@ -38,7 +38,11 @@ export class ServedWriter {
     },
   ) {
     this.#seenMax = o.seenMax
-    this.#gc = new GroupCommit((jobs) => this.#write(jobs), { maxBatch: o.maxBatch, concurrency: o.concurrency, maxQueue: o.maxQueue })
+    this.#gc = new GroupCommit((jobs) => this.#write(jobs), {
+      maxBatch: o.maxBatch,
+      concurrency: o.concurrency,
+      maxQueue: o.maxQueue,
+    })
   }
 
   /** Records that the campaign entered the device's package; costs nothing when already recorded here. */
@@ -83,7 +87,7 @@ export class ServedWriter {
           JSON.stringify(rows.map((j) => ({ app_id: j.appId, campanha_id: j.campaignId, device_id: j.deviceId }))),
           new Date(this.clock()),
         ],
-      )
+      ),
     )
     this.stats.rows += Number(r.rows[0]?.n ?? 0)
     return jobs.map(() => true)

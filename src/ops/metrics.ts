@@ -11,8 +11,8 @@ import { succeedsWithin, within } from './within'
  *  in-app events a few hundred ms, a stalled dependency seconds. Finer between 5 and 100 ms, where those targets
  *  are read. */
 const HTTP_BUCKETS_S = [
-  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1,
-  2.5, 5, 10,
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.035, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5,
+  10,
 ]
 /** FCM/APNs answer in 20-300 ms from a data centre (the fakes in ~1 ms); the pool's timeout is 10 s. */
 const PROVIDER_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -175,7 +175,15 @@ export class Metrics {
   async render(timeoutMs = 2_000): Promise<string> {
     await this.#collect(timeoutMs)
     if (this.#peers.length === 0) return this.registry.metrics()
-    const theirs = await Promise.all(this.#peers.map((p) => within(p().catch(() => null), timeoutMs, null)))
+    const theirs = await Promise.all(
+      this.#peers.map((p) =>
+        within(
+          p().catch(() => null),
+          timeoutMs,
+          null,
+        ),
+      ),
+    )
     const all = [await this.registry.getMetricsAsJSON(), ...theirs.filter((x): x is MetricsJson => x !== null)]
     return AggregatorRegistry.aggregate(all as never).metrics()
   }

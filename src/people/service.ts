@@ -83,14 +83,22 @@ export class PeopleService {
       await verifyPassword(password, await decoyHash())
       return null
     }
-    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE email = $1', [email])
+    const r = await query<UserRow>(
+      this.db,
+      'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE email = $1',
+      [email],
+    )
     const row = r.rows[0]
     const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash()))
     return row && ok ? toPerson(row) : null
   }
 
   async find(id: string): Promise<Person | null> {
-    const r = await query<UserRow>(this.db, 'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE id = $1', [id])
+    const r = await query<UserRow>(
+      this.db,
+      'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE id = $1',
+      [id],
+    )
     return r.rows[0] ? toPerson(r.rows[0]) : null
   }
 
@@ -104,13 +112,11 @@ export class PeopleService {
       if (!(await findOrg(c, orgId))) throw new ApiError('ORG_NOT_FOUND')
       const taken = await query(c, 'SELECT 1 FROM dashboard_users WHERE email = $1', [email])
       if (taken.rows.length > 0) throw new ApiError('EMAIL_TAKEN')
-      await query(c, 'INSERT INTO dashboard_invites (token_hash, email, org_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)', [
-        digest(token),
-        email,
-        orgId,
-        at,
-        expiresAt,
-      ])
+      await query(
+        c,
+        'INSERT INTO dashboard_invites (token_hash, email, org_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+        [digest(token), email, orgId, at, expiresAt],
+      )
     })
     return { token, expiresAt }
   }

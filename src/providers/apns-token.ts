@@ -25,7 +25,10 @@ export class ApnsTokens {
     const c = this.#cache.get(key)
     if (c && nowMs - c.issuedMs < this.refreshMs && nowMs >= c.issuedMs) return { token: c.token }
     try {
-      const token = jwt.sign({ iss: cred.teamId, iat: Math.floor(nowMs / 1000) }, cred.p8, { algorithm: 'ES256', keyid: cred.keyId })
+      const token = jwt.sign({ iss: cred.teamId, iat: Math.floor(nowMs / 1000) }, cred.p8, {
+        algorithm: 'ES256',
+        keyid: cred.keyId,
+      })
       this.#cache.set(key, { token, issuedMs: nowMs })
       this.signed++
       return { token }

@@ -31,7 +31,8 @@ export interface FcmAuthOptions {
 }
 
 /** Google's token endpoints: oauth2.googleapis.com (today's service accounts), accounts.google.com (older ones). */
-export const googleTokenHost = (host: string): boolean => host === 'oauth2.googleapis.com' || host === 'accounts.google.com' || host === 'www.googleapis.com'
+export const googleTokenHost = (host: string): boolean =>
+  host === 'oauth2.googleapis.com' || host === 'accounts.google.com' || host === 'www.googleapis.com'
 
 export class FcmAuth {
   #cached: { token: string; expiresAtMs: number } | undefined
@@ -90,15 +91,21 @@ export class FcmAuth {
       return { outcome: { kind: 'credential', reason: `service account unusable: ${(err as Error).message}` } }
     }
     if (!this.#hostAllowed(url.hostname)) {
-      return { outcome: { kind: 'credential', reason: `service account token_uri is not a Google token endpoint: ${url.hostname}` } }
+      return {
+        outcome: { kind: 'credential', reason: `service account token_uri is not a Google token endpoint: ${url.hostname}` },
+      }
     }
     this.fetches++
     const form = new URLSearchParams({ grant_type: JWT_BEARER, assertion }).toString()
-    const r = await this.pool.request(url.origin, {
-      ':method': 'POST',
-      ':path': `${url.pathname}${url.search}`,
-      'content-type': 'application/x-www-form-urlencoded',
-    }, form)
+    const r = await this.pool.request(
+      url.origin,
+      {
+        ':method': 'POST',
+        ':path': `${url.pathname}${url.search}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      form,
+    )
     if ('failure' in r) return this.#stillValid(startedMs) ?? { outcome: failureOutcome(r) }
     let j: Record<string, unknown> = {}
     try {

@@ -90,7 +90,12 @@ export function displayBlock(m: Rendering, deviceType: number): Array<[string, s
  * Caller data + pm_url as text, then pm_msg_id and pm_rcpt, then `display` (what the SDK draws); the language maps
  * when everything fits `budget` bytes.
  */
-export function fcmData(m: Rendering, push: Push, budgetBytes: number, display: Array<[string, string]> = []): Record<string, string> {
+export function fcmData(
+  m: Rendering,
+  push: Push,
+  budgetBytes: number,
+  display: Array<[string, string]> = [],
+): Record<string, string> {
   const data: Record<string, string> = {}
   // UTF-16 lengths first: a text's UTF-8 bytes are at most 3 per UTF-16 unit, so a message whose lengths fit a
   // third of the budget fits it, and only a larger one is measured in bytes (Buffer.byteLength of every entry is a

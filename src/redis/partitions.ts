@@ -54,7 +54,12 @@ export interface PartitionStatus {
 }
 
 /** What `pombo partitions` prints: one pipeline for every partition. */
-export async function partitionStatus(redis: RedisClient, keys: Keys, partitions: number, nowMs: number): Promise<PartitionStatus[]> {
+export async function partitionStatus(
+  redis: RedisClient,
+  keys: Keys,
+  partitions: number,
+  nowMs: number,
+): Promise<PartitionStatus[]> {
   // A partition's lease and stream share its hash tag: one pipeline per partition slot, sent together.
   const all = Array.from({ length: partitions }, (_, p) => p)
   const res = await pipelineBySlot(
@@ -106,13 +111,18 @@ export async function resizePartitions(
   if (!Number.isInteger(to) || to < 1 || to > 4096) throw new ResizeRefused(`N: expected an integer from 1 to 4096, got "${to}"`)
   const from = await recordedPartitions(db)
   const live = await redis.zrangebyscore(keys.workers(), o.nowMs - o.leaseMs * 2, '+inf')
-  if (live.length > 0) throw new ResizeRefused(`${live.length} worker(s) still live (${live.join(', ')}): stop every process of the deployment first`)
+  if (live.length > 0)
+    throw new ResizeRefused(
+      `${live.length} worker(s) still live (${live.join(', ')}): stop every process of the deployment first`,
+    )
   const top = Math.max(from ?? to, to)
   const held: number[] = []
   for (let p = 0; p < top; p++) if (await redis.exists(keys.lease(p))) held.push(p)
-  if (held.length > 0) throw new ResizeRefused(`partitions ${held.join(', ')} are still leased: stop every process of the deployment first`)
+  if (held.length > 0)
+    throw new ResizeRefused(`partitions ${held.join(', ')} are still leased: stop every process of the deployment first`)
   const lock = keys.job('partitions-resize')
-  if ((await redis.set(lock, String(process.pid), 'PX', 120_000, 'NX')) !== 'OK') throw new ResizeRefused('another resize is under way')
+  if ((await redis.set(lock, String(process.pid), 'PX', 120_000, 'NX')) !== 'OK')
+    throw new ResizeRefused('another resize is under way')
   try {
     for (let p = 0; p < top; p++) await redis.del(keys.workStream(p))
     await query(
@@ -139,16 +149,28 @@ export async function resizePartitions(
         r.rows,
         (x) => keys.workStream(partitionOf(x.app_id, to)),
         (pipe, x) => {
-          pipe.xadd(keys.workStream(partitionOf(x.app_id, to)), 'MAXLEN', '~', o.streamMaxLen, '*', 'a', x.app_id, 's', x.id, 'l', String(x.lane))
+          pipe.xadd(
+            keys.workStream(partitionOf(x.app_id, to)),
+            'MAXLEN',
+            '~',
+            o.streamMaxLen,
+            '*',
+            'a',
+            x.app_id,
+            's',
+            x.id,
+            'l',
+            String(x.lane),
+          )
         },
       )
       const failed = firstError(res)
       if (failed) throw failed
-      await query(db, 'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i', [
-        now,
-        r.rows.map((x) => x.app_id),
-        r.rows.map((x) => x.id),
-      ])
+      await query(
+        db,
+        'UPDATE sends SET enqueued_at = $1 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, i) WHERE app_id = u.a AND id = u.i',
+        [now, r.rows.map((x) => x.app_id), r.rows.map((x) => x.id)],
+      )
       requeued += r.rows.length
       const last = r.rows[r.rows.length - 1] as { id: string; at: Date }
       after = { at: last.at, id: last.id }

@@ -19,12 +19,16 @@ export class SendsModule {
 
   constructor(private readonly d: SendsDeps) {
     const { cfg, db, redis, keys, clock, log } = d
-    this.writer = new SendWriter(db, {
-      maxBatch: cfg.limits.sendBatchMax,
-      concurrency: cfg.limits.sendWriters,
-      maxQueue: cfg.limits.sendQueueMax,
-      onSplit: (err, sends) => log.error({ err, sends }, 'send batch refused by Postgres; isolating the send'),
-    }, cfg.jobs.handoffCarryDevices)
+    this.writer = new SendWriter(
+      db,
+      {
+        maxBatch: cfg.limits.sendBatchMax,
+        concurrency: cfg.limits.sendWriters,
+        maxQueue: cfg.limits.sendQueueMax,
+        onSplit: (err, sends) => log.error({ err, sends }, 'send batch refused by Postgres; isolating the send'),
+      },
+      cfg.jobs.handoffCarryDevices,
+    )
     this.handoff = new Handoff(
       db,
       redis,

@@ -32,12 +32,18 @@ export interface SendRouteDeps {
  * is checked, used or not: at most `maxBytes` UTF-8 bytes, and the header in visible ASCII only (HTTP header bytes
  * beyond ASCII cannot be read back exactly, so two different keys could become one).
  */
-function idempotencyKeyOf(header: string | undefined, idempotencyKey: string | undefined, externalId: string | undefined, maxBytes: number) {
+function idempotencyKeyOf(
+  header: string | undefined,
+  idempotencyKey: string | undefined,
+  externalId: string | undefined,
+  maxBytes: number,
+) {
   if (header !== undefined && header !== '') {
     if (!/^[\x20-\x7e]+$/.test(header)) throw fieldError('Idempotency-Key', 'aceita apenas caracteres ASCII visíveis')
     if (header.length > maxBytes) throw fieldError('Idempotency-Key', `excede ${maxBytes} bytes`)
   }
-  if (idempotencyKey !== undefined && byteLength(idempotencyKey) > maxBytes) throw fieldError('idempotency_key', `excede ${maxBytes} bytes`)
+  if (idempotencyKey !== undefined && byteLength(idempotencyKey) > maxBytes)
+    throw fieldError('idempotency_key', `excede ${maxBytes} bytes`)
   if (externalId !== undefined && byteLength(externalId) > maxBytes) throw fieldError('external_id', `excede ${maxBytes} bytes`)
   return header || idempotencyKey || externalId || undefined
 }
@@ -55,7 +61,12 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
       const body = await req.json()
       const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
       const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock(), d.cfg.limits) // 400/422, size included
-      const idemKey = idempotencyKeyOf(req.header('idempotency-key'), input.idempotencyKey, input.externalId, d.cfg.limits.idempotencyKeyMaxBytes)
+      const idemKey = idempotencyKeyOf(
+        req.header('idempotency-key'),
+        input.idempotencyKey,
+        input.externalId,
+        d.cfg.limits.idempotencyKeyMaxBytes,
+      )
       const dryRun = (req.header('x-dry-run') ?? '').toLowerCase() === 'true'
       const answer = await d.sends.create({ app, input, bodyHash: idemKey ? bodyHash(await req.body()) : '', idemKey, dryRun })
       if (!answer.replay && !dryRun) accepted?.[answer.lane]?.inc()

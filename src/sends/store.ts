@@ -48,7 +48,12 @@ interface TargetRow {
   transporte: 'fcm' | 'apns' | null
 }
 
-const targetOf = (x: TargetRow): Target => ({ id: x.id, identifier: x.identifier, deviceType: x.device_type, transport: x.transporte })
+const targetOf = (x: TargetRow): Target => ({
+  id: x.id,
+  identifier: x.identifier,
+  deviceType: x.device_type,
+  transport: x.transporte,
+})
 
 export interface ListRequest {
   sendId: string
@@ -134,7 +139,6 @@ export async function countUsers(db: Db, appId: string, users: string[], mask: n
   )
   return new Map(r.rows.map((x) => [x.uid, x.n]))
 }
-
 
 export async function countSegment(db: Db, appId: string, names: readonly string[], mask: number, now: Date): Promise<number> {
   const r = await query<{ n: number }>(

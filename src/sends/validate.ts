@@ -14,7 +14,15 @@ import { isUuid } from '../http/router'
 import { type Body, byteLength, optBool } from '../core/validation'
 import { renderChecked } from '../message/payload'
 import { parseSendAfter } from './send-after'
-import { type Lane, type MessageFields, SEGMENTS, type Segment, type SendInput, type Target, type TextMap } from '../message/types'
+import {
+  type Lane,
+  type MessageFields,
+  SEGMENTS,
+  type Segment,
+  type SendInput,
+  type Target,
+  type TextMap,
+} from '../message/types'
 import { DAY_MS } from '../core/time'
 import { DEFAULT_LIMITS, type Limits } from '../core/config'
 
@@ -210,7 +218,12 @@ function mediaUrl(v: string | undefined, field: 'big_picture' | 'large_icon'): s
   return v
 }
 
-export function parseSend(body: Body, headers: SendHeaders = {}, nowMs: number = Date.now(), lim: SendLimits = DEFAULT_LIMITS): SendInput {
+export function parseSend(
+  body: Body,
+  headers: SendHeaders = {},
+  nowMs: number = Date.now(),
+  lim: SendLimits = DEFAULT_LIMITS,
+): SendInput {
   // ---- 1. shape: 400 ----
   refused(body)
   if (!isUuid(body.app_id)) throw new ApiError('APP_ID_REQUIRED', { where: 'corpo' })

@@ -100,7 +100,8 @@ export class SendWriter {
       const r = resolve(j, players.get(j.row.id), users.get(j.row.id))
       const answer = j.render(r)
       // Completed in place: spreading a 20-field row into a new object showed in the send path's profile.
-      if (r.recipients > 0) sends.push(Object.assign(j.row, { recipients: r.recipients, audience: r.audience, idemKey: j.idem?.key ?? null }))
+      if (r.recipients > 0)
+        sends.push(Object.assign(j.row, { recipients: r.recipients, audience: r.audience, idemKey: j.idem?.key ?? null }))
       if (j.idem) {
         idem.push({
           appId: j.row.appId,
@@ -127,7 +128,8 @@ export class SendWriter {
    *  send is loaded by its worker. */
   #carried(j: SendJob, r: Resolution): string | null {
     const t = r.targets
-    if (!t || t.length === 0 || t.length > this.carryDevices || j.row.sendAfter !== null || j.row.targetKind === 'segments') return null
+    if (!t || t.length === 0 || t.length > this.carryDevices || j.row.sendAfter !== null || j.row.targetKind === 'segments')
+      return null
     return encodeCarried({
       targetKind: j.row.targetKind,
       platformMask: j.mask,

@@ -65,7 +65,11 @@ export function paceObserver(m: Metrics): (cause: 'rate' | 'retry_after', ms: nu
 export function collectPools(m: Metrics, pools: () => Array<[string, Db]>): void {
   const total = m.gauge('pombo_pg_pool_connections', 'Postgres connections open in a pool of this process.', ['pool'])
   const idle = m.gauge('pombo_pg_pool_idle', 'Postgres connections open and idle.', ['pool'])
-  const inUse = m.gauge('pombo_pg_pool_in_use', 'Postgres connections checked out of a pool (running a query or a transaction).', ['pool'])
+  const inUse = m.gauge(
+    'pombo_pg_pool_in_use',
+    'Postgres connections checked out of a pool (running a query or a transaction).',
+    ['pool'],
+  )
   const max = m.gauge('pombo_pg_pool_max', "A pool's share of the process's connection budget (PM_PG_POOL).", ['pool'])
   const waiting = m.gauge('pombo_pg_pool_waiting', 'Queries waiting for a connection (the pool is exhausted).', ['pool'])
   m.onScrape('pg_pools', () => {
@@ -126,8 +130,16 @@ export function collectStreams(m: Metrics, redis: RedisClient, keys: Keys, parti
 export function collectDelivery(m: Metrics, delivery: () => DeliveryModule | null): void {
   const actors = m.gauge('pombo_actors_running', 'App actors alive in this worker.', [])
   const owned = m.gauge('pombo_partitions_owned', 'Work partitions whose lease this worker holds.', [])
-  const held = m.gauge('pombo_worker_sends_held', 'Sends a worker has read from its streams and not finished (at most PM_WORKER_MAX_SENDS).', [])
-  const heldMax = m.gauge('pombo_worker_sends_max', 'PM_WORKER_MAX_SENDS of each worker: held at it, the worker reads no more and a backlog waits in Redis.', [])
+  const held = m.gauge(
+    'pombo_worker_sends_held',
+    'Sends a worker has read from its streams and not finished (at most PM_WORKER_MAX_SENDS).',
+    [],
+  )
+  const heldMax = m.gauge(
+    'pombo_worker_sends_max',
+    'PM_WORKER_MAX_SENDS of each worker: held at it, the worker reads no more and a backlog waits in Redis.',
+    [],
+  )
   const sessions = m.gauge('pombo_h2_sessions', 'HTTP/2 sessions open per provider origin.', ['origin'])
   const streams = m.gauge('pombo_h2_streams_active', 'HTTP/2 streams in flight per provider origin.', ['origin'])
   const waiting = m.gauge('pombo_h2_requests_waiting', 'Provider requests waiting for a stream per provider origin.', ['origin'])

@@ -60,7 +60,8 @@ function rate(name: string, v: string | undefined, dflt: number): number {
 
 function int(name: string, v: string | undefined, dflt: number, min: number, max: number): number {
   if (v === undefined) return dflt
-  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max) fail(`--${name}: expected an integer from ${min} to ${max}, got "${v}"`)
+  if (!/^\d+$/.test(v) || Number(v) < min || Number(v) > max)
+    fail(`--${name}: expected an integer from ${min} to ${max}, got "${v}"`)
   return Number(v)
 }
 
@@ -116,9 +117,10 @@ export function parseSimulateArgs(cfg: Config, argv: string[]): SimulateArgs {
   if (s('devices') === undefined) fail('--devices: required (how many simulated devices)')
   const devices = int('devices', s('devices'), 0, 1, MAX_DEVICES)
   const key = s('key') ?? null
-  if (key !== null && !/^pm_(live|test)_[A-Za-z0-9_-]+$/.test(key)) fail('--key: expected the app\'s API key (pm_live_… or pm_test_…)')
+  if (key !== null && !/^pm_(live|test)_[A-Za-z0-9_-]+$/.test(key))
+    fail("--key: expected the app's API key (pm_live_… or pm_test_…)")
   const sends = int('sends', s('sends'), key ? 1 : 0, 0, 10_000)
-  if (sends > 0 && !key) fail('--sends: needs --key (the app\'s API key) to send')
+  if (sends > 0 && !key) fail("--sends: needs --key (the app's API key) to send")
   let report: SimulateArgs['report'] = null
   const file = s('report')
   if (file !== undefined) {
@@ -127,7 +129,8 @@ export function parseSimulateArgs(cfg: Config, argv: string[]): SimulateArgs {
     report = { file, format: (m as RegExpExecArray)[1]?.toLowerCase() === 'svg' ? 'svg' : 'html' }
   }
   const platforms = (s('platforms') ?? 'android').split(',').map((p) => p.trim())
-  for (const p of platforms) if (!PLATFORMS.includes(p as Platform)) fail(`--platforms: unknown platform "${p}" (android, ios, web)`)
+  for (const p of platforms)
+    if (!PLATFORMS.includes(p as Platform)) fail(`--platforms: unknown platform "${p}" (android, ios, web)`)
   let baseUrl = s('base-url') ?? cfg.publicBaseUrl
   try {
     const u = new URL(baseUrl)

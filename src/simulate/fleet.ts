@@ -168,7 +168,17 @@ export class Fleet {
 
   async #registerOne(i: number): Promise<void> {
     const platform = this.#o.platforms[i % this.#o.platforms.length] as Platform
-    const d: Device = { token: tokenFor(platform, this.#o.runId, i), platform, pombo: null, offline: false, backAt: 0, held: null, busy: 0, owes: false, dropped: null }
+    const d: Device = {
+      token: tokenFor(platform, this.#o.runId, i),
+      platform,
+      pombo: null,
+      offline: false,
+      backAt: 0,
+      held: null,
+      busy: 0,
+      owes: false,
+      dropped: null,
+    }
     let lastError: PomboError | null = null
     const gate = this.#gate
     const fetchFn = (url: string, init: RequestInit): Promise<Response> =>
@@ -205,7 +215,8 @@ export class Fleet {
     d.pombo?.close()
     this.stats.registerFailed++
     const reason = (lastError as PomboError | null)?.message ?? 'no player id'
-    if (this.registerErrors.has(reason) || this.registerErrors.size < 20) this.registerErrors.set(reason, (this.registerErrors.get(reason) ?? 0) + 1)
+    if (this.registerErrors.has(reason) || this.registerErrors.size < 20)
+      this.registerErrors.set(reason, (this.registerErrors.get(reason) ?? 0) + 1)
   }
 
   /** A POST of a send is about to go out: pushes of unknown sends are kept to be timed until it answers. */

@@ -129,7 +129,9 @@ export async function pointAppAtSimulators(cfg: Config, appId: string, p: Provid
       }
       const oldApns = await credentialMeta(t.db, appId, 'apns')
       if (oldApns && oldApns.team_id !== SIM_TEAM) {
-        throw new SimulateError(`app ${appId} has real APNs credentials (team ${oldApns.team_id}); use an app made for the test, or --replace-credentials`)
+        throw new SimulateError(
+          `app ${appId} has real APNs credentials (team ${oldApns.team_id}); use an app made for the test, or --replace-credentials`,
+        )
       }
     }
     const s = new CredentialService({ db: t.db, vault: t.vault, dir: t.dir, redis: t.redis, keys: t.keys, now: systemClock })

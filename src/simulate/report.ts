@@ -21,12 +21,15 @@ const CHART_H = 260
 const COLORS = { receipt: '#2f6fdf', provider: '#e07b24', pushes: '#9aa5b1' }
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
-const fmtMs = (ms: number) => (ms >= 10_000 ? `${(ms / 1000).toFixed(0)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`)
+const fmtMs = (ms: number) =>
+  ms >= 10_000 ? `${(ms / 1000).toFixed(0)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`
 
 export function renderSvg(d: ReportData): string {
   const h = PAD.t + CHART_H + PAD.b + 40 + CHART_H + PAD.b
   const parts: string[] = []
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${h}" viewBox="0 0 ${W} ${h}" font-family="system-ui, sans-serif" font-size="12">`)
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${h}" viewBox="0 0 ${W} ${h}" font-family="system-ui, sans-serif" font-size="12">`,
+  )
   parts.push(`<title>${esc(d.title)}</title>`)
   parts.push(`<rect width="${W}" height="${h}" fill="#fff"/>`)
   parts.push(latencyChart(d, PAD.t))
@@ -40,14 +43,18 @@ function latencyChart(d: ReportData, top: number): string {
   const x0 = PAD.l
   const x1 = W - PAD.r
   const y1 = top + CHART_H
-  out.push(`<text x="${x0}" y="${top - 14}" font-size="15" font-weight="600">End-to-end latency (send accepted → receipt counted)</text>`)
+  out.push(
+    `<text x="${x0}" y="${top - 14}" font-size="15" font-weight="600">End-to-end latency (send accepted → receipt counted)</text>`,
+  )
   const series = [
     { h: d.sendToReceipt, color: COLORS.receipt, label: 'send accepted → receipt counted' },
     { h: d.sendToProvider, color: COLORS.provider, label: 'send accepted → provider accepted' },
   ]
   const all = series.flatMap((s) => coarse(s.h))
   if (all.length === 0) {
-    out.push(`<text x="${(x0 + x1) / 2}" y="${top + CHART_H / 2}" text-anchor="middle" fill="#666">no latency recorded (no receipts for this run's sends)</text>`)
+    out.push(
+      `<text x="${(x0 + x1) / 2}" y="${top + CHART_H / 2}" text-anchor="middle" fill="#666">no latency recorded (no receipts for this run's sends)</text>`,
+    )
     return out.join('\n')
   }
   const lo = Math.max(1, Math.min(...all.map((b) => b[0] || 1)))
@@ -56,7 +63,10 @@ function latencyChart(d: ReportData, top: number): string {
   const lx1 = Math.log10(hi)
   const x = (ms: number) => x0 + ((Math.log10(Math.max(ms, lo)) - lx0) / (lx1 - lx0)) * (x1 - x0)
   // Density per unit of log-time, so wide and narrow bins compare fairly
-  const dens = (h: Histogram) => coarse(h).map(([a, b, c]) => [a, b, c / h.count / Math.max(1e-9, Math.log10(Math.max(b, lo)) - Math.log10(Math.max(a, lo)))] as const)
+  const dens = (h: Histogram) =>
+    coarse(h).map(
+      ([a, b, c]) => [a, b, c / h.count / Math.max(1e-9, Math.log10(Math.max(b, lo)) - Math.log10(Math.max(a, lo)))] as const,
+    )
   const peak = Math.max(...series.flatMap((s) => dens(s.h).map((b) => b[2])), 1e-9)
   const y = (v: number) => y1 - (v / peak) * (CHART_H - 10)
   out.push(axes(x0, x1, top, y1))
@@ -70,7 +80,9 @@ function latencyChart(d: ReportData, top: number): string {
     }
   }
   out.push(`<text x="${x1}" y="${y1 + 36}" text-anchor="end" fill="#444">latency (log scale); dashed: p50, dotted: p99</text>`)
-  out.push(`<text x="${x0 - 50}" y="${top + CHART_H / 2}" transform="rotate(-90 ${x0 - 50} ${top + CHART_H / 2})" text-anchor="middle" fill="#444">share of pushes</text>`)
+  out.push(
+    `<text x="${x0 - 50}" y="${top + CHART_H / 2}" transform="rotate(-90 ${x0 - 50} ${top + CHART_H / 2})" text-anchor="middle" fill="#444">share of pushes</text>`,
+  )
   series.forEach((s, i) => {
     if (s.h.count === 0) return
     const pts: string[] = []
@@ -87,11 +99,16 @@ function latencyChart(d: ReportData, top: number): string {
       const poly = `${x(first[0] || lo).toFixed(1)},${y1} ${pts.join(' ')} ${x(last[1]).toFixed(1)},${y1}`
       out.push(`<polygon points="${poly}" fill="${s.color}" fill-opacity="0.18" stroke="${s.color}" stroke-width="1.5"/>`)
     }
-    for (const [q, dash] of [[0.5, '4 3'], [0.99, '1 3']] as const) {
+    for (const [q, dash] of [
+      [0.5, '4 3'],
+      [0.99, '1 3'],
+    ] as const) {
       const v = s.h.quantile(q)
       const xx = x(v)
       const right = xx > x1 - 90 // near the right edge the label goes on the line's left
-      out.push(`<line x1="${xx.toFixed(1)}" y1="${top}" x2="${xx.toFixed(1)}" y2="${y1}" stroke="${s.color}" stroke-dasharray="${dash}"/>`)
+      out.push(
+        `<line x1="${xx.toFixed(1)}" y1="${top}" x2="${xx.toFixed(1)}" y2="${y1}" stroke="${s.color}" stroke-dasharray="${dash}"/>`,
+      )
       out.push(
         `<text x="${(right ? xx - 3 : xx + 3).toFixed(1)}" y="${top + 12 + (i + (q === 0.99 ? 2 : 0)) * 14}" text-anchor="${right ? 'end' : 'start'}" fill="${s.color}">p${q * 100} ${fmtMs(v)}</text>`,
       )
@@ -108,7 +125,9 @@ function timelineChart(d: ReportData, top: number): string {
   const x1 = W - PAD.r
   const y1 = top + CHART_H
   const slotS = d.receipts.slotMs / 1000
-  out.push(`<text x="${x0}" y="${top - 14}" font-size="15" font-weight="600">Pushes received and receipts counted per ${slotS === 1 ? 'second' : `${slotS} s`}</text>`)
+  out.push(
+    `<text x="${x0}" y="${top - 14}" font-size="15" font-weight="600">Pushes received and receipts counted per ${slotS === 1 ? 'second' : `${slotS} s`}</text>`,
+  )
   const slotMs = Math.max(d.receipts.slotMs, d.pushes.slotMs)
   const regroup = (t: Timeline) => {
     const f = slotMs / t.slotMs
@@ -129,8 +148,14 @@ function timelineChart(d: ReportData, top: number): string {
   for (let i = 0; i < n; i++) {
     const p = pushes[i] ?? 0
     const r = receipts[i] ?? 0
-    if (p > 0) out.push(`<rect x="${(x0 + i * bw).toFixed(1)}" y="${y(p).toFixed(1)}" width="${Math.max(0.5, bw * 0.9).toFixed(1)}" height="${(y1 - y(p)).toFixed(1)}" fill="${COLORS.pushes}"/>`)
-    if (r > 0) out.push(`<rect x="${(x0 + i * bw + bw * 0.2).toFixed(1)}" y="${y(r).toFixed(1)}" width="${Math.max(0.5, bw * 0.5).toFixed(1)}" height="${(y1 - y(r)).toFixed(1)}" fill="${COLORS.receipt}"/>`)
+    if (p > 0)
+      out.push(
+        `<rect x="${(x0 + i * bw).toFixed(1)}" y="${y(p).toFixed(1)}" width="${Math.max(0.5, bw * 0.9).toFixed(1)}" height="${(y1 - y(p)).toFixed(1)}" fill="${COLORS.pushes}"/>`,
+      )
+    if (r > 0)
+      out.push(
+        `<rect x="${(x0 + i * bw + bw * 0.2).toFixed(1)}" y="${y(r).toFixed(1)}" width="${Math.max(0.5, bw * 0.5).toFixed(1)}" height="${(y1 - y(r)).toFixed(1)}" fill="${COLORS.receipt}"/>`,
+      )
   }
   for (let k = 0; k <= 4; k++) {
     const v = (peak * k) / 4
@@ -139,11 +164,17 @@ function timelineChart(d: ReportData, top: number): string {
   const ticks = Math.min(n, 8)
   for (let k = 0; k <= ticks; k++) {
     const i = Math.round((n * k) / ticks)
-    out.push(`<text x="${(x0 + i * bw).toFixed(1)}" y="${y1 + 16}" text-anchor="middle" fill="#444">${((i * slotMs) / 1000).toFixed(0)} s</text>`)
+    out.push(
+      `<text x="${(x0 + i * bw).toFixed(1)}" y="${y1 + 16}" text-anchor="middle" fill="#444">${((i * slotMs) / 1000).toFixed(0)} s</text>`,
+    )
   }
   out.push(`<text x="${x1}" y="${y1 + 36}" text-anchor="end" fill="#444">time since the start of the run</text>`)
-  out.push(`<rect x="${x0}" y="${y1 + 44}" width="12" height="12" fill="${COLORS.pushes}"/><text x="${x0 + 18}" y="${y1 + 54}">pushes received by the devices</text>`)
-  out.push(`<rect x="${x0 + 320}" y="${y1 + 44}" width="12" height="12" fill="${COLORS.receipt}"/><text x="${x0 + 338}" y="${y1 + 54}">receipts counted</text>`)
+  out.push(
+    `<rect x="${x0}" y="${y1 + 44}" width="12" height="12" fill="${COLORS.pushes}"/><text x="${x0 + 18}" y="${y1 + 54}">pushes received by the devices</text>`,
+  )
+  out.push(
+    `<rect x="${x0 + 320}" y="${y1 + 44}" width="12" height="12" fill="${COLORS.receipt}"/><text x="${x0 + 338}" y="${y1 + 54}">receipts counted</text>`,
+  )
   return out.join('\n')
 }
 

@@ -170,19 +170,25 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     progress.start()
 
     phase = 'registering'
-    await fleet.register((s) => {
-      if (signal?.aborted) return 'interrupted'
-      if (s.registered > 0 || s.registerFailed < Math.min(20, a.devices)) return null
-      const [reason] = [...fleet.registerErrors.entries()].sort((x, y) => y[1] - x[1])[0] ?? ['unknown']
-      const hint = /^429/.test(reason) ? ' (the service limits requests per source IP: run it with PM_LIMIT_IP_PER_MIN=0 for a load test)' : ''
-      return `every registration failed: ${reason}${hint}`
-    }).catch((err: Error) => {
-      if (err.message === 'interrupted') return
-      throw new SimulateError(err.message)
-    })
+    await fleet
+      .register((s) => {
+        if (signal?.aborted) return 'interrupted'
+        if (s.registered > 0 || s.registerFailed < Math.min(20, a.devices)) return null
+        const [reason] = [...fleet.registerErrors.entries()].sort((x, y) => y[1] - x[1])[0] ?? ['unknown']
+        const hint = /^429/.test(reason)
+          ? ' (the service limits requests per source IP: run it with PM_LIMIT_IP_PER_MIN=0 for a load test)'
+          : ''
+        return `every registration failed: ${reason}${hint}`
+      })
+      .catch((err: Error) => {
+        if (err.message === 'interrupted') return
+        throw new SimulateError(err.message)
+      })
     if (fleet.stats.registerFailed > 0) {
       const reasons = [...fleet.registerErrors.keys()]
-      const hint = reasons.some((r) => /^429/.test(r)) ? ' (429: run the service with PM_LIMIT_IP_PER_MIN=0, and PM_LIMIT_REGISTRATIONS_PER_HOUR above N)' : ''
+      const hint = reasons.some((r) => /^429/.test(r))
+        ? ' (429: run the service with PM_LIMIT_IP_PER_MIN=0, and PM_LIMIT_REGISTRATIONS_PER_HOUR above N)'
+        : ''
       warnings.push(`${fleet.stats.registerFailed} registrations failed: ${reasons.join('; ')}${hint}`)
     }
     fleet.startChurn()
@@ -216,7 +222,8 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
         for (const s of open) Object.assign(s, await api.counts(s.id))
         if (sends.every((s) => s.remaining === 0)) break
       }
-      if (sends.some((s) => s.remaining !== 0)) warnings.push('some sends had not finished delivering when the run stopped waiting (--duration-s)')
+      if (sends.some((s) => s.remaining !== 0))
+        warnings.push('some sends had not finished delivering when the run stopped waiting (--duration-s)')
     } else if (!signal?.aborted) {
       phase = 'listening'
       await sleep(a.durationS * 1000, signal)
@@ -249,7 +256,8 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     forSends += v.receipts
     clicksForSends += v.clicks
   }
-  if (counted.receipts === null && sends.length > 0) warnings.push('recebidos is not shown for this app (free plan?): pombo app plan APP_ID pro')
+  if (counted.receipts === null && sends.length > 0)
+    warnings.push('recebidos is not shown for this app (free plan?): pombo app plan APP_ID pro')
   if (counted.receipts !== null && counted.receipts !== forSends) {
     warnings.push(`the service counted ${counted.receipts} receipts for this run's sends; the devices sent ${forSends}`)
   }
@@ -318,7 +326,9 @@ async function preflight(baseUrl: string): Promise<void> {
     const j = (await r.json().catch(() => null)) as { servico?: unknown } | null
     if (j?.servico !== 'pombo') throw new Error(`${r.status}, not Pombo's API`)
   } catch (err) {
-    throw new SimulateError(`cannot reach the service's API at ${baseUrl} (${(err as Error).message}); give its address with --base-url`)
+    throw new SimulateError(
+      `cannot reach the service's API at ${baseUrl} (${(err as Error).message}); give its address with --base-url`,
+    )
   }
 }
 
@@ -342,7 +352,8 @@ async function readCounts(
     const nullPlan = sends.some((s) => s.recebidos === null)
     const receipts = nullPlan ? null : sends.reduce((n, s) => n + (s.recebidos ?? 0), 0)
     const clicks = sends.reduce((n, s) => n + (s.converted ?? 0), 0)
-    if (nullPlan || ((receipts ?? 0) >= want && clicks >= wantClicks) || Date.now() > deadline || signal?.aborted) return { receipts, clicks }
+    if (nullPlan || ((receipts ?? 0) >= want && clicks >= wantClicks) || Date.now() > deadline || signal?.aborted)
+      return { receipts, clicks }
     await sleep(1_100)
   }
 }
@@ -352,16 +363,33 @@ function progressLine(s: FleetStats, n: number, h: Histogram, phase: string): st
   return `[${phase}] registered ${s.registered}/${n} · pushes ${s.pushesReceived} · receipts ${s.receiptsSent + s.receiptsLate} · clicks ${s.clicksSent + s.clicksLate} · offline ${s.offlineNow}${lat}`
 }
 
-const fmtP = (p: Percentiles) => (p.count ? `p50 ${p.p50} ms · p90 ${p.p90} ms · p99 ${p.p99} ms · max ${p.max} ms (${p.count})` : 'none recorded')
+const fmtP = (p: Percentiles) =>
+  p.count ? `p50 ${p.p50} ms · p90 ${p.p90} ms · p99 ${p.p99} ms · max ${p.max} ms (${p.count})` : 'none recorded'
 
 function summaryRows(s: SimulateSummary): Array<[string, string]> {
   const rows: Array<[string, string]> = [
     ['run', `${s.run} (${s.duration_s} s${s.interrupted ? ', interrupted' : ''}; peak memory ${s.peak_rss_mb} MB)`],
     ['devices registered', `${s.registered} of ${s.devices}${s.register_failed ? ` (${s.register_failed} failed)` : ''}`],
-    ['sends', s.sends.length ? `${s.sends.length} (${s.sends.reduce((n, x) => n + x.recipients, 0)} recipients)` : 'none (pushes sent by others were answered)'],
-    ['pushes received', `${s.pushes_received}${s.pushes_held_offline ? ` (${s.pushes_held_offline} held while the device was offline)` : ''}`],
-    ['receipts sent', `${s.receipts_sent}${s.receipts_skipped ? ` (${s.receipts_skipped} pushes left unanswered by the receipt rate)` : ''}`],
-    ['receipts counted by the service', s.receipts_counted === null ? 'not read (needs --key; pro plan)' : `${s.receipts_counted} of ${s.receipts_sent_for_sends} sent for this run's sends`],
+    [
+      'sends',
+      s.sends.length
+        ? `${s.sends.length} (${s.sends.reduce((n, x) => n + x.recipients, 0)} recipients)`
+        : 'none (pushes sent by others were answered)',
+    ],
+    [
+      'pushes received',
+      `${s.pushes_received}${s.pushes_held_offline ? ` (${s.pushes_held_offline} held while the device was offline)` : ''}`,
+    ],
+    [
+      'receipts sent',
+      `${s.receipts_sent}${s.receipts_skipped ? ` (${s.receipts_skipped} pushes left unanswered by the receipt rate)` : ''}`,
+    ],
+    [
+      'receipts counted by the service',
+      s.receipts_counted === null
+        ? 'not read (needs --key; pro plan)'
+        : `${s.receipts_counted} of ${s.receipts_sent_for_sends} sent for this run's sends`,
+    ],
     ['clicks sent / counted', `${s.clicks_sent} / ${s.clicks_counted ?? 'not read'}`],
     ['send accepted → provider accepted', fmtP(s.latency_ms.send_to_provider)],
     ['provider accepted → receipt counted', fmtP(s.latency_ms.provider_to_receipt)],

@@ -12,8 +12,17 @@ import { H2Simulator, readBody, Recorder, type Req, type Res, send } from './h2-
 import { type SimulatorTls, simulatorTls } from './tls'
 
 export type ApnsEnvironment = 'sandbox' | 'production'
-export const APNS_STEPS = [...COMMON_STEPS, 'bad-device-token', 'device-token-not-for-topic', 'unregistered', 'expired-token',
-  'too-many', 'internal', 'unavailable', 'shutdown'] as const
+export const APNS_STEPS = [
+  ...COMMON_STEPS,
+  'bad-device-token',
+  'device-token-not-for-topic',
+  'unregistered',
+  'expired-token',
+  'too-many',
+  'internal',
+  'unavailable',
+  'shutdown',
+] as const
 
 export interface ApnsOptions extends ConditionOptions {
   /** Certificate to serve (default: a fresh one for this process, see tls.ts). */
@@ -88,7 +97,19 @@ interface Key {
   environment: ApnsEnvironment | 'both'
 }
 
-const PUSH_TYPES = new Set(['alert', 'background', 'location', 'voip', 'complication', 'fileprovider', 'mdm', 'liveactivity', 'pushtotalk', 'widgets', 'controls'])
+const PUSH_TYPES = new Set([
+  'alert',
+  'background',
+  'location',
+  'voip',
+  'complication',
+  'fileprovider',
+  'mdm',
+  'liveactivity',
+  'pushtotalk',
+  'widgets',
+  'controls',
+])
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 const MAX_PAYLOAD_BYTES = 4096 // Apple: 4 KB for regular remote notifications (5 KB for VoIP)
 const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'
@@ -126,7 +147,18 @@ export async function startApnsSimulator(opts: ApnsOptions = {}) {
   async function onRequest(req: Req, res: Res): Promise<void> {
     const raw = await readBody(req, 64 * 1024)
     const apnsId = typeof req.headers['apns-id'] === 'string' ? req.headers['apns-id'] : randomUUID()
-    const rec: ApnsRequest = { at: now(), token: '', headers: { ...req.headers }, body: null, status: null, reason: null, step: 'refused', keyId: null, teamId: null, apnsId }
+    const rec: ApnsRequest = {
+      at: now(),
+      token: '',
+      headers: { ...req.headers },
+      body: null,
+      status: null,
+      reason: null,
+      step: 'refused',
+      keyId: null,
+      teamId: null,
+      apnsId,
+    }
     const fail = (status: number, reason: string, extra: Record<string, unknown> = {}) => {
       rec.status = status
       rec.reason = reason
@@ -148,12 +180,15 @@ export async function startApnsSimulator(opts: ApnsOptions = {}) {
     const h = req.headers
     const topic = typeof h['apns-topic'] === 'string' ? h['apns-topic'] : ''
     if (!topic) return fail(400, 'MissingTopic')
-    if (opts.bundleId && topic !== opts.bundleId && !topic.startsWith(`${opts.bundleId}.`)) return fail(400, 'DeviceTokenNotForTopic')
+    if (opts.bundleId && topic !== opts.bundleId && !topic.startsWith(`${opts.bundleId}.`))
+      return fail(400, 'DeviceTokenNotForTopic')
     if (h['apns-push-type'] !== undefined && !PUSH_TYPES.has(String(h['apns-push-type']))) return fail(400, 'InvalidPushType')
-    if (h['apns-priority'] !== undefined && !['10', '5', '1'].includes(String(h['apns-priority']))) return fail(400, 'BadPriority')
+    if (h['apns-priority'] !== undefined && !['10', '5', '1'].includes(String(h['apns-priority'])))
+      return fail(400, 'BadPriority')
     if (h['apns-expiration'] !== undefined && !/^\d+$/.test(String(h['apns-expiration']))) return fail(400, 'BadExpirationDate')
     if (h['apns-id'] !== undefined && !UUID.test(String(h['apns-id']))) return fail(400, 'BadMessageId')
-    if (h['apns-collapse-id'] !== undefined && Buffer.byteLength(String(h['apns-collapse-id'])) > 64) return fail(400, 'BadCollapseId')
+    if (h['apns-collapse-id'] !== undefined && Buffer.byteLength(String(h['apns-collapse-id'])) > 64)
+      return fail(400, 'BadCollapseId')
     if (raw === null || raw.length > MAX_PAYLOAD_BYTES) return fail(413, 'PayloadTooLarge')
     if (raw.length === 0) return fail(400, 'PayloadEmpty')
     try {
@@ -173,22 +208,35 @@ export async function startApnsSimulator(opts: ApnsOptions = {}) {
     rec.status = step.name === 'drop' || step.name === 'drop-session' || step.name === 'hang' ? null : a.status
     rec.reason = a.reason
     requests.push(rec)
-    h2.perform(step, req, res, () => {
-      if (a.status === 200) {
-        delivered.push(rec)
-        // The device's delivery must not break the provider's answer (a device's fault is not Apple's)
-        if (opts.onDeliver) {
-          try {
-            opts.onDeliver({ token: rec.token, topic, pushType: h['apns-push-type'] as string | undefined, payload: rec.body ?? null, apnsId, at: now() })
-          } catch {}
+    h2.perform(
+      step,
+      req,
+      res,
+      () => {
+        if (a.status === 200) {
+          delivered.push(rec)
+          // The device's delivery must not break the provider's answer (a device's fault is not Apple's)
+          if (opts.onDeliver) {
+            try {
+              opts.onDeliver({
+                token: rec.token,
+                topic,
+                pushType: h['apns-push-type'] as string | undefined,
+                payload: rec.body ?? null,
+                apnsId,
+                at: now(),
+              })
+            } catch {}
+          }
+          send(res, 200, { 'apns-id': apnsId, ...(environment === 'sandbox' ? { 'apns-unique-id': randomUUID() } : {}) })
+          return
         }
-        send(res, 200, { 'apns-id': apnsId, ...(environment === 'sandbox' ? { 'apns-unique-id': randomUUID() } : {}) })
-        return
-      }
-      byReason[a.reason as string] = (byReason[a.reason as string] ?? 0) + 1
-      const body = a.status === 410 ? { reason: a.reason, timestamp: now() } : { reason: a.reason }
-      send(res, a.status, { 'apns-id': apnsId }, body)
-    }, conditions.delay())
+        byReason[a.reason as string] = (byReason[a.reason as string] ?? 0) + 1
+        const body = a.status === 410 ? { reason: a.reason, timestamp: now() } : { reason: a.reason }
+        send(res, a.status, { 'apns-id': apnsId }, body)
+      },
+      conditions.delay(),
+    )
   }
 
   /** A scripted success may still meet the network's conditions: a dead token, a drawn transient failure. */
@@ -208,8 +256,10 @@ export async function startApnsSimulator(opts: ApnsOptions = {}) {
       const d = jwt.decode(token, { complete: true })
       const kid = d?.header.kid
       const key = kid ? keys.get(kid) : undefined
-      if (!d || typeof d.payload === 'string' || d.header.alg !== 'ES256' || !kid || !key) return { status: 403, reason: 'InvalidProviderToken' }
-      if (d.payload.iss !== key.teamId || typeof d.payload.iat !== 'number') return { status: 403, reason: 'InvalidProviderToken' }
+      if (!d || typeof d.payload === 'string' || d.header.alg !== 'ES256' || !kid || !key)
+        return { status: 403, reason: 'InvalidProviderToken' }
+      if (d.payload.iss !== key.teamId || typeof d.payload.iat !== 'number')
+        return { status: 403, reason: 'InvalidProviderToken' }
       try {
         jwt.verify(token, key.publicKey, { algorithms: ['ES256'], ignoreExpiration: true, ignoreNotBefore: true })
       } catch {
@@ -275,7 +325,13 @@ export async function startApnsSimulator(opts: ApnsOptions = {}) {
     setDefaultBehaviour: (b: Behaviour) => script.setDefault(b),
     waitForRequests: (n: number, timeoutMs = 5_000) => requests.waitFor(n, timeoutMs, 'APNs requests'),
     waitForDelivered: (n: number, timeoutMs = 5_000) => delivered.waitFor(n, timeoutMs, 'accepted notifications'),
-    stats: () => ({ requests: requests.count, delivered: delivered.count, byReason: { ...byReason }, providerTokensSeen: providerTokens.size, sessionsOpened: h2.sessionsOpened }),
+    stats: () => ({
+      requests: requests.count,
+      delivered: delivered.count,
+      byReason: { ...byReason },
+      providerTokensSeen: providerTokens.size,
+      sessionsOpened: h2.sessionsOpened,
+    }),
     reset(): void {
       requests.clear()
       delivered.clear()

@@ -33,7 +33,11 @@ export function parseBehaviour(b: Behaviour, known: ReadonlySet<string>): Step[]
     if (!m) throw new Error(`unreadable behaviour step '${part.trim()}' (form: name[:n][~delayMs][*count])`)
     const [, name, arg, delay, count] = m as unknown as [string, string, string?, string?, string?]
     if (!known.has(name)) throw new Error(`unknown behaviour step '${name}' (known: ${[...known].join(', ')})`)
-    const step = normalise({ name, arg: arg === undefined ? undefined : Number(arg), delayMs: delay === undefined ? undefined : Number(delay) })
+    const step = normalise({
+      name,
+      arg: arg === undefined ? undefined : Number(arg),
+      delayMs: delay === undefined ? undefined : Number(delay),
+    })
     const n = count === undefined ? 1 : Number(count)
     if (n < 1 || n > MAX_REPEAT) throw new Error(`repeat count ${n} out of range 1..${MAX_REPEAT}`)
     for (let i = 0; i < n; i++) steps.push(step)

@@ -20,7 +20,9 @@ export function tokenError(error: string, description: string) {
   return { error, error_description: description }
 }
 
-const invalid = (message: string, field: string) => ({ error: fcmError(400, 'INVALID_ARGUMENT', message, 'INVALID_ARGUMENT', field) })
+const invalid = (message: string, field: string) => ({
+  error: fcmError(400, 'INVALID_ARGUMENT', message, 'INVALID_ARGUMENT', field),
+})
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 const DURATION = /^\d+(\.\d{1,9})?s$/
 const ANDROID_PRIORITY = new Set(['NORMAL', 'HIGH'])
@@ -35,17 +37,28 @@ export function checkMessage(body: unknown): Checked {
   const targets = (['token', 'topic', 'condition'] as const).filter((k) => m[k] !== undefined)
   if (targets.length === 0) return invalid('Recipient of the message is not set.', 'message')
   if (targets.length > 1) {
-    return invalid(`Invalid value at 'message' (oneof), oneof field 'target' is already set. Cannot set '${targets[1]}'`, 'message')
+    return invalid(
+      `Invalid value at 'message' (oneof), oneof field 'target' is already set. Cannot set '${targets[1]}'`,
+      'message',
+    )
   }
   const kind = targets[0] as 'token' | 'topic' | 'condition'
-  if (typeof m[kind] !== 'string' || m[kind] === '') return invalid(`Invalid value at 'message.${kind}' (TYPE_STRING)`, `message.${kind}`)
+  if (typeof m[kind] !== 'string' || m[kind] === '')
+    return invalid(`Invalid value at 'message.${kind}' (TYPE_STRING)`, `message.${kind}`)
   let dataBytes = 0
-  for (const [path, map] of [['message.data', m.data], ['message.android.data', isObject(m.android) ? m.android.data : undefined], ['message.webpush.data', isObject(m.webpush) ? m.webpush.data : undefined], ['message.webpush.headers', isObject(m.webpush) ? m.webpush.headers : undefined]] as const) {
+  for (const [path, map] of [
+    ['message.data', m.data],
+    ['message.android.data', isObject(m.android) ? m.android.data : undefined],
+    ['message.webpush.data', isObject(m.webpush) ? m.webpush.data : undefined],
+    ['message.webpush.headers', isObject(m.webpush) ? m.webpush.headers : undefined],
+  ] as const) {
     if (map === undefined) continue
-    if (!isObject(map)) return invalid(`Invalid value at '${path}' (type.googleapis.com/google.protobuf.Map), ${JSON.stringify(map)}`, path)
+    if (!isObject(map))
+      return invalid(`Invalid value at '${path}' (type.googleapis.com/google.protobuf.Map), ${JSON.stringify(map)}`, path)
     let i = 0
     for (const [k, v] of Object.entries(map)) {
-      if (typeof v !== 'string') return invalid(`Invalid value at '${path}[${i}].value' (TYPE_STRING), ${JSON.stringify(v)}`, `${path}[${i}].value`)
+      if (typeof v !== 'string')
+        return invalid(`Invalid value at '${path}[${i}].value' (TYPE_STRING), ${JSON.stringify(v)}`, `${path}[${i}].value`)
       if (path === 'message.data') dataBytes += Buffer.byteLength(k) + Buffer.byteLength(v)
       i++
     }
@@ -54,19 +67,32 @@ export function checkMessage(body: unknown): Checked {
   if (isObject(m.android)) {
     const a = m.android
     if (a.ttl !== undefined && (typeof a.ttl !== 'string' || !DURATION.test(a.ttl))) {
-      return invalid(`Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), ${JSON.stringify(a.ttl)}`, 'message.android.ttl')
+      return invalid(
+        `Invalid value at 'message.android.ttl' (type.googleapis.com/google.protobuf.Duration), ${JSON.stringify(a.ttl)}`,
+        'message.android.ttl',
+      )
     }
     if (a.priority !== undefined && !ANDROID_PRIORITY.has(a.priority as string)) {
-      return invalid(`Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), ${JSON.stringify(a.priority)}`, 'message.android.priority')
+      return invalid(
+        `Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), ${JSON.stringify(a.priority)}`,
+        'message.android.priority',
+      )
     }
     const color = isObject(a.notification) ? a.notification.color : undefined
     if (color !== undefined && (typeof color !== 'string' || !COLOR.test(color))) {
-      return invalid(`Invalid value at 'message.android.notification.color', expected #rrggbb: ${JSON.stringify(color)}`, 'message.android.notification.color')
+      return invalid(
+        `Invalid value at 'message.android.notification.color', expected #rrggbb: ${JSON.stringify(color)}`,
+        'message.android.notification.color',
+      )
     }
   }
   for (const k of ['title', 'body', 'image'] as const) {
     const v = isObject(m.notification) ? m.notification[k] : undefined
-    if (v !== undefined && typeof v !== 'string') return invalid(`Invalid value at 'message.notification.${k}' (TYPE_STRING), ${JSON.stringify(v)}`, `message.notification.${k}`)
+    if (v !== undefined && typeof v !== 'string')
+      return invalid(
+        `Invalid value at 'message.notification.${k}' (TYPE_STRING), ${JSON.stringify(v)}`,
+        `message.notification.${k}`,
+      )
   }
   const target = kind === 'token' ? (m.token as string) : `${kind}:${m[kind] as string}`
   return { target, validateOnly: body.validate_only === true }

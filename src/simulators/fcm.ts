@@ -15,8 +15,16 @@ import { type SimulatorTls, simulatorTls } from './tls'
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 export const FCM_SCOPE = 'https://www.googleapis.com/auth/firebase.messaging'
 const CLOUD_SCOPE = 'https://www.googleapis.com/auth/cloud-platform'
-export const FCM_STEPS = [...COMMON_STEPS, 'unregistered', 'invalid-argument', 'sender-id-mismatch', 'quota', 'unavailable',
-  'internal', 'third-party-auth-error'] as const
+export const FCM_STEPS = [
+  ...COMMON_STEPS,
+  'unregistered',
+  'invalid-argument',
+  'sender-id-mismatch',
+  'quota',
+  'unavailable',
+  'internal',
+  'third-party-auth-error',
+] as const
 
 export interface FcmOptions extends ConditionOptions {
   /** Certificate to serve (default: a fresh one for this process, see tls.ts). */
@@ -148,7 +156,8 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
       rec.error = error
       send(res, 400, {}, tokenError(error, description))
     }
-    if (form.get('grant_type') !== JWT_BEARER) return refuse('unsupported_grant_type', `Invalid grant_type: ${form.get('grant_type') ?? ''}`)
+    if (form.get('grant_type') !== JWT_BEARER)
+      return refuse('unsupported_grant_type', `Invalid grant_type: ${form.get('grant_type') ?? ''}`)
     const assertion = form.get('assertion')
     if (!assertion) return refuse('invalid_request', 'Missing required parameter: assertion')
     const decoded = jwt.decode(assertion, { complete: true })
@@ -159,22 +168,32 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
     const acct = rec.clientEmail ? accounts.get(rec.clientEmail) : undefined
     if (!acct) return refuse('invalid_grant', 'Invalid grant: account not found')
     if (decoded.header.alg !== 'RS256') return refuse('invalid_grant', 'Invalid JWT Signature.')
-    if (decoded.header.kid !== undefined && decoded.header.kid !== acct.keyId) return refuse('invalid_grant', 'Invalid JWT Signature.')
+    if (decoded.header.kid !== undefined && decoded.header.kid !== acct.keyId)
+      return refuse('invalid_grant', 'Invalid JWT Signature.')
     try {
       jwt.verify(assertion, acct.publicKey, { algorithms: ['RS256'], ignoreExpiration: true, ignoreNotBefore: true })
     } catch {
       return refuse('invalid_grant', 'Invalid JWT Signature.')
     }
-    if (claims.aud !== tokenUri) return refuse('invalid_grant', `Invalid JWT: Failed audience check. The right audience is ${tokenUri}`)
+    if (claims.aud !== tokenUri)
+      return refuse('invalid_grant', `Invalid JWT: Failed audience check. The right audience is ${tokenUri}`)
     const nowS = Math.floor(now() / 1000)
     const { iat, exp } = claims
     if (typeof iat !== 'number' || typeof exp !== 'number' || exp - iat > 3600 || exp <= nowS || iat > nowS + 300) {
-      return refuse('invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.')
+      return refuse(
+        'invalid_grant',
+        'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.',
+      )
     }
     const scopes = new Set(typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [])
     if (scopes.size === 0) return refuse('invalid_scope', 'Invalid OAuth scope or ID token audience provided.')
     const accessToken = `ya29.c.fake-${randomBytes(24).toString('base64url')}`
-    issued.set(accessToken, { clientEmail: rec.clientEmail as string, projectId: acct.projectId, scopes, expiresAtMs: now() + ttlS * 1000 })
+    issued.set(accessToken, {
+      clientEmail: rec.clientEmail as string,
+      projectId: acct.projectId,
+      scopes,
+      expiresAtMs: now() + ttlS * 1000,
+    })
     tokensIssued++
     rec.status = 200
     send(res, 200, {}, { access_token: accessToken, expires_in: ttlS, token_type: 'Bearer' })
@@ -203,15 +222,29 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
     const bearer = /^Bearer (.+)$/i.exec(String(req.headers.authorization ?? ''))?.[1]
     const grant = bearer ? issued.get(bearer) : undefined
     if (!grant || grant.expiresAtMs <= now()) {
-      return refuse(401, fcmError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.'),
-        { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' })
+      return refuse(
+        401,
+        fcmError(
+          401,
+          'UNAUTHENTICATED',
+          'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
+        ),
+        { 'www-authenticate': 'Bearer realm="https://accounts.google.com/", error="invalid_token"' },
+      )
     }
     rec.clientEmail = grant.clientEmail
     if (!grant.scopes.has(FCM_SCOPE) && !grant.scopes.has(CLOUD_SCOPE)) {
       return refuse(403, fcmError(403, 'PERMISSION_DENIED', 'Request had insufficient authentication scopes.'))
     }
     if (grant.projectId !== project) {
-      return refuse(403, fcmError(403, 'PERMISSION_DENIED', `Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/${project}' (or it may not exist).`))
+      return refuse(
+        403,
+        fcmError(
+          403,
+          'PERMISSION_DENIED',
+          `Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/${project}' (or it may not exist).`,
+        ),
+      )
     }
     let body: unknown
     try {
@@ -224,7 +257,9 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
     if ('error' in checked) return refuse(400, checked.error)
     rec.target = checked.target
     rec.validateOnly = checked.validateOnly
-    const name = checked.validateOnly ? `projects/${project}/messages/fake_message_id` : `projects/${project}/messages/0:${Date.now()}${String(++seq).padStart(6, '0')}%${ids.next()}`
+    const name = checked.validateOnly
+      ? `projects/${project}/messages/fake_message_id`
+      : `projects/${project}/messages/0:${Date.now()}${String(++seq).padStart(6, '0')}%${ids.next()}`
     if (checked.validateOnly) {
       rec.step = 'validate-only'
       return refuse(200, { name })
@@ -234,19 +269,25 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
     rec.status = statusOf(step.name)
     requests.push(rec)
     const message = (body as { message: unknown }).message
-    h2.perform(step, req, res, () => {
-      const a = stepAnswer(step.name, step.arg, name)
-      if (a.status === 200) {
-        delivered.push(rec)
-        // The device's delivery must not break the provider's answer (a device's fault is not FCM's)
-        if (opts.onDeliver) {
-          try {
-            opts.onDeliver({ project, target: checked.target, message, name, at: now() })
-          } catch {}
+    h2.perform(
+      step,
+      req,
+      res,
+      () => {
+        const a = stepAnswer(step.name, step.arg, name)
+        if (a.status === 200) {
+          delivered.push(rec)
+          // The device's delivery must not break the provider's answer (a device's fault is not FCM's)
+          if (opts.onDeliver) {
+            try {
+              opts.onDeliver({ project, target: checked.target, message, name, at: now() })
+            } catch {}
+          }
         }
-      }
-      answer(res, a.status, a.headers, a.body)
-    }, conditions.delay())
+        answer(res, a.status, a.headers, a.body)
+      },
+      conditions.delay(),
+    )
   }
 
   /** A scripted success may still meet the network's conditions: a dead token, a drawn transient failure. */
@@ -309,7 +350,13 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
     setDefaultBehaviour: (b: Behaviour) => script.setDefault(b),
     waitForRequests: (n: number, timeoutMs = 5_000) => requests.waitFor(n, timeoutMs, 'messages:send requests'),
     waitForDelivered: (n: number, timeoutMs = 5_000) => delivered.waitFor(n, timeoutMs, 'accepted messages'),
-    stats: () => ({ requests: requests.count, delivered: delivered.count, byStatus: { ...byStatus }, tokensIssued, sessionsOpened: h2.sessionsOpened }),
+    stats: () => ({
+      requests: requests.count,
+      delivered: delivered.count,
+      byStatus: { ...byStatus },
+      tokensIssued,
+      sessionsOpened: h2.sessionsOpened,
+    }),
     /** Forgets recorded requests and scripts (accounts and tokens stay). */
     reset(): void {
       requests.clear()
@@ -333,21 +380,46 @@ function statusOf(step: string): number | null {
 }
 
 /** The real answers (ErrorCode reference; bodies as FCM renders them). */
-function stepAnswer(step: string, arg: number | undefined, name: string): { status: number; headers: Record<string, string>; body: unknown } {
+function stepAnswer(
+  step: string,
+  arg: number | undefined,
+  name: string,
+): { status: number; headers: Record<string, string>; body: unknown } {
   const retry: Record<string, string> = arg === undefined ? {} : { 'retry-after': String(arg) }
   switch (step) {
     case 'unregistered':
       return { status: 404, headers: {}, body: fcmError(404, 'NOT_FOUND', 'Requested entity was not found.', 'UNREGISTERED') }
     case 'invalid-argument':
-      return { status: 400, headers: {}, body: fcmError(400, 'INVALID_ARGUMENT', 'The registration token is not a valid FCM registration token', 'INVALID_ARGUMENT') }
+      return {
+        status: 400,
+        headers: {},
+        body: fcmError(
+          400,
+          'INVALID_ARGUMENT',
+          'The registration token is not a valid FCM registration token',
+          'INVALID_ARGUMENT',
+        ),
+      }
     case 'sender-id-mismatch':
       return { status: 403, headers: {}, body: fcmError(403, 'PERMISSION_DENIED', 'SenderId mismatch', 'SENDER_ID_MISMATCH') }
     case 'third-party-auth-error':
-      return { status: 401, headers: {}, body: fcmError(401, 'UNAUTHENTICATED', 'Auth error from APNS or Web Push Service', 'THIRD_PARTY_AUTH_ERROR') }
+      return {
+        status: 401,
+        headers: {},
+        body: fcmError(401, 'UNAUTHENTICATED', 'Auth error from APNS or Web Push Service', 'THIRD_PARTY_AUTH_ERROR'),
+      }
     case 'quota':
-      return { status: 429, headers: { 'retry-after': String(arg ?? 1) }, body: fcmError(429, 'RESOURCE_EXHAUSTED', 'Quota exceeded for sending messages.', 'QUOTA_EXCEEDED') }
+      return {
+        status: 429,
+        headers: { 'retry-after': String(arg ?? 1) },
+        body: fcmError(429, 'RESOURCE_EXHAUSTED', 'Quota exceeded for sending messages.', 'QUOTA_EXCEEDED'),
+      }
     case 'unavailable':
-      return { status: 503, headers: retry, body: fcmError(503, 'UNAVAILABLE', 'The service is currently unavailable.', 'UNAVAILABLE') }
+      return {
+        status: 503,
+        headers: retry,
+        body: fcmError(503, 'UNAVAILABLE', 'The service is currently unavailable.', 'UNAVAILABLE'),
+      }
     case 'internal':
       return { status: 500, headers: {}, body: fcmError(500, 'INTERNAL', 'Internal error encountered.', 'INTERNAL') }
     default:

@@ -73,13 +73,21 @@ export class H2Simulator {
   #closed?: Promise<void>
   url = ''
 
-  private constructor(readonly server: http2.Http2SecureServer, maxConcurrentStreams: number) {
+  private constructor(
+    readonly server: http2.Http2SecureServer,
+    maxConcurrentStreams: number,
+  ) {
     this.#settings = { maxConcurrentStreams }
   }
 
   static async start(o: H2Options): Promise<H2Simulator> {
     const { key, cert } = o.tls
-    const opts: SecureServerOptions = { key, cert, allowHTTP1: o.allowHTTP1, settings: { maxConcurrentStreams: o.maxConcurrentStreams } }
+    const opts: SecureServerOptions = {
+      key,
+      cert,
+      allowHTTP1: o.allowHTTP1,
+      settings: { maxConcurrentStreams: o.maxConcurrentStreams },
+    }
     const server = http2.createSecureServer(opts, o.onRequest)
     const fake = new H2Simulator(server, o.maxConcurrentStreams)
     server.on('session', (s: Http2Session) => {

@@ -92,16 +92,49 @@ function generate(dir: string): void {
     }
   }
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes']
-  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '30', '-subj', '/CN=Pombo simulator CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign')
+  ssl(
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=Pombo simulator CA',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
+  )
   ssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost')
-  writeFileSync(join(dir, 'ext.cnf'), [
-    'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1',
-    'basicConstraints=critical,CA:FALSE',
-    'keyUsage=critical,digitalSignature',
-    'extendedKeyUsage=serverAuth',
-  ].join('\n'))
-  ssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '30',
-    '-extfile', 'ext.cnf', '-out', 'server.pem')
+  writeFileSync(
+    join(dir, 'ext.cnf'),
+    [
+      'subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1',
+      'basicConstraints=critical,CA:FALSE',
+      'keyUsage=critical,digitalSignature',
+      'extendedKeyUsage=serverAuth',
+    ].join('\n'),
+  )
+  ssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-days',
+    '30',
+    '-extfile',
+    'ext.cnf',
+    '-out',
+    'server.pem',
+  )
   for (const f of ['ca.key', 'ca.srl', 'server.csr', 'ext.cnf']) rmSync(join(dir, f), { force: true })
 }

@@ -69,11 +69,15 @@ t.test('the dashboard in Chromium', async (t) => {
   // Credentials against the fakes: FCM passes its test; an APNs key of the sandbox against production APNs fails
   // with Apple's reason.
   const account = w.fcm.serviceAccount('loja-azul')
-  await page.getByLabel('Conta de serviço (JSON)').setInputFiles({ name: 'conta.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(account)) })
+  await page
+    .getByLabel('Conta de serviço (JSON)')
+    .setInputFiles({ name: 'conta.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(account)) })
   await page.getByRole('button', { name: 'Salvar credencial FCM' }).click()
   await page.getByText('Credencial FCM salva').waitFor()
   const key = w.apns.key({ environment: 'sandbox' })
-  await page.getByLabel('Chave .p8').setInputFiles({ name: 'AuthKey.p8', mimeType: 'application/octet-stream', buffer: Buffer.from(key.p8) })
+  await page
+    .getByLabel('Chave .p8')
+    .setInputFiles({ name: 'AuthKey.p8', mimeType: 'application/octet-stream', buffer: Buffer.from(key.p8) })
   await page.getByRole('textbox', { name: 'Key ID' }).fill(key.keyId)
   await page.getByRole('textbox', { name: 'Team ID' }).fill(key.teamId)
   await page.getByRole('textbox', { name: 'Bundle ID' }).fill(BUNDLE_ID)
@@ -92,7 +96,9 @@ t.test('the dashboard in Chromium', async (t) => {
   // Devices registered and a send through the public API; the page's counters move as deliveries land.
   const players: string[] = []
   for (let i = 0; i < 3; i++) {
-    const r = await w.s.call('POST', '/api/v1/players', { body: { app_id: appId, device_type: 1, identifier: `br-${i}-${'x'.repeat(30)}`, external_user_id: `cliente-${i}` } })
+    const r = await w.s.call('POST', '/api/v1/players', {
+      body: { app_id: appId, device_type: 1, identifier: `br-${i}-${'x'.repeat(30)}`, external_user_id: `cliente-${i}` },
+    })
     t.equal(r.status, 200, r.text)
     players.push(r.json.id)
   }
@@ -107,18 +113,38 @@ t.test('the dashboard in Chromium', async (t) => {
   const cell = (f: string) => row.locator(`td[data-campo="${f}"]`)
   t.equal(await cell('recipients').textContent(), '3')
   const before = await cell('successful').textContent()
-  await page.waitForFunction((id) => (globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }).document.querySelector(`tr[data-envio="${id}"] td[data-campo="successful"]`)?.textContent === '3', sendId, { timeout: 30_000 })
+  await page.waitForFunction(
+    (id) =>
+      (
+        globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }
+      ).document.querySelector(`tr[data-envio="${id}"] td[data-campo="successful"]`)?.textContent === '3',
+    sendId,
+    { timeout: 30_000 },
+  )
   t.not(before, '3', `successful moved from ${before} to 3 on the open page`)
   t.equal(await cell('remaining').textContent(), '0')
   // Two devices prove arrival: recebidos moves too, without reloading.
   for (const p of players.slice(0, 2)) {
     const token = `br-${players.indexOf(p)}-${'x'.repeat(30)}`
     const m = w.fcm.delivered.find((x) => x.target === token && x.body.message.data.pm_msg_id === sendId)
-    const r = await w.s.call('POST', '/api/v1/receipts', { body: { app_id: appId, notification_id: sendId, player_id: p, rcpt: m?.body.message.data.pm_rcpt } })
+    const r = await w.s.call('POST', '/api/v1/receipts', {
+      body: { app_id: appId, notification_id: sendId, player_id: p, rcpt: m?.body.message.data.pm_rcpt },
+    })
     t.equal(r.status, 200, r.text)
   }
-  await page.waitForFunction((id) => (globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }).document.querySelector(`tr[data-envio="${id}"] td[data-campo="recebidos"]`)?.textContent === '2', sendId, { timeout: 30_000 })
-  t.equal(await page.locator(`tr[data-envio="${sendId}"] td[data-campo="recebidos"]`).textContent(), '2', 'recebidos moved to 2 on the open page')
+  await page.waitForFunction(
+    (id) =>
+      (
+        globalThis as unknown as { document: { querySelector(s: string): { textContent: string | null } | null } }
+      ).document.querySelector(`tr[data-envio="${id}"] td[data-campo="recebidos"]`)?.textContent === '2',
+    sendId,
+    { timeout: 30_000 },
+  )
+  t.equal(
+    await page.locator(`tr[data-envio="${sendId}"] td[data-campo="recebidos"]`).textContent(),
+    '2',
+    'recebidos moved to 2 on the open page',
+  )
   await shot(page, '04-app')
 
   // Delete a device found by its external user id: the browser asks to confirm first.
@@ -130,7 +156,11 @@ t.test('the dashboard in Chromium', async (t) => {
   await page.locator('#dispositivos').getByRole('button', { name: 'Excluir' }).click()
   await page.getByText(/excluído com o histórico/).waitFor()
   t.equal((await w.s.sql('SELECT count(*)::int AS n FROM devices WHERE id = $1', [victim])).at(0)?.n, 0, 'device gone')
-  t.equal((await w.s.sql('SELECT count(*)::int AS n FROM deliveries WHERE device_id = $1', [victim])).at(0)?.n, 0, 'its deliveries gone')
+  t.equal(
+    (await w.s.sql('SELECT count(*)::int AS n FROM deliveries WHERE device_id = $1', [victim])).at(0)?.n,
+    0,
+    'its deliveries gone',
+  )
   await shot(page, '05-dispositivo-excluido')
   await page.goto(`${base}/apps`)
   await shot(page, '06-apps')

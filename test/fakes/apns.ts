@@ -2,7 +2,14 @@
 import { type ApnsOptions, type ApnsSimulator, startApnsSimulator } from '../../src/simulators/apns'
 import { testTls } from './tls'
 
-export { APNS_STEPS, type ApnsDelivery, type ApnsEnvironment, type ApnsKey, type ApnsOptions, type ApnsRequest } from '../../src/simulators/apns'
+export {
+  APNS_STEPS,
+  type ApnsDelivery,
+  type ApnsEnvironment,
+  type ApnsKey,
+  type ApnsOptions,
+  type ApnsRequest,
+} from '../../src/simulators/apns'
 export type FakeApns = ApnsSimulator
 
 export function startFakeApns(opts: ApnsOptions = {}): Promise<FakeApns> {

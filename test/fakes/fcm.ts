@@ -2,7 +2,16 @@
 import { type FcmOptions, type FcmSimulator, startFcmSimulator } from '../../src/simulators/fcm'
 import { testTls } from './tls'
 
-export { FCM_SCOPE, FCM_STEPS, type FcmDelivery, type FcmOptions, type FcmRequest, JWT_BEARER, type ServiceAccount, type TokenRequest } from '../../src/simulators/fcm'
+export {
+  FCM_SCOPE,
+  FCM_STEPS,
+  type FcmDelivery,
+  type FcmOptions,
+  type FcmRequest,
+  JWT_BEARER,
+  type ServiceAccount,
+  type TokenRequest,
+} from '../../src/simulators/fcm'
 export type FakeFcm = FcmSimulator
 
 export function startFakeFcm(opts: FcmOptions = {}): Promise<FakeFcm> {

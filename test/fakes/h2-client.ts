@@ -50,7 +50,12 @@ export class RawH2Client {
   }
 
   post(path: string, headers: OutgoingHttpHeaders, body: unknown): Promise<Answer> {
-    return this.request('POST', path, { 'content-type': 'application/json', ...headers }, typeof body === 'string' ? body : JSON.stringify(body))
+    return this.request(
+      'POST',
+      path,
+      { 'content-type': 'application/json', ...headers },
+      typeof body === 'string' ? body : JSON.stringify(body),
+    )
   }
 
   close(): Promise<void> {

@@ -52,7 +52,9 @@ export class WebhookReceiver {
     const server = createServer({ key: tls.key, cert: tls.cert, keepAlive: true }, (req, res) => {
       const chunks: Buffer[] = []
       req.on('data', (c: Buffer) => chunks.push(c))
-      req.on('end', () => (self as WebhookReceiver).#handle(req.url ?? '/', req.headers as Record<string, string>, Buffer.concat(chunks), res))
+      req.on('end', () =>
+        (self as WebhookReceiver).#handle(req.url ?? '/', req.headers as Record<string, string>, Buffer.concat(chunks), res),
+      )
     })
     await new Promise<void>((resolve) => server.listen(0, host, resolve))
     self = new WebhookReceiver(server, (server.address() as AddressInfo).port)
@@ -104,7 +106,8 @@ export class WebhookReceiver {
     for (;;) {
       const got = path ? this.on(path) : this.requests
       if (got.length >= n) return got
-      if (Date.now() > until) throw new Error(`receiver: ${got.length} of ${n} requests on ${path ?? 'any path'} after ${timeoutMs} ms`)
+      if (Date.now() > until)
+        throw new Error(`receiver: ${got.length} of ${n} requests on ${path ?? 'any path'} after ${timeoutMs} ms`)
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 50)
         this.#waiters.push(() => {

@@ -9,7 +9,8 @@ import { type BrowserContext, chromium } from 'playwright-core'
 export function chromiumPath(): string {
   const candidates = [process.env.PM_CHROMIUM, '/usr/lib/chromium/chromium', '/usr/bin/chromium'].filter(Boolean) as string[]
   const found = candidates.find((p) => existsSync(p))
-  if (!found) throw new Error(`Chromium not found (${candidates.join(', ')}): install Debian's chromium package (apt-get install chromium)`)
+  if (!found)
+    throw new Error(`Chromium not found (${candidates.join(', ')}): install Debian's chromium package (apt-get install chromium)`)
   return found
 }
 
@@ -28,7 +29,11 @@ export const CHROMIUM_FLAGS = [
 /** A fresh profile in a temporary folder; close() also removes the folder. */
 export async function launchChromium(): Promise<{ ctx: BrowserContext; close: () => Promise<void> }> {
   const userData = mkdtempSync(join(tmpdir(), 'pombo-chromium-'))
-  const ctx = await chromium.launchPersistentContext(userData, { executablePath: chromiumPath(), headless: true, args: CHROMIUM_FLAGS })
+  const ctx = await chromium.launchPersistentContext(userData, {
+    executablePath: chromiumPath(),
+    headless: true,
+    args: CHROMIUM_FLAGS,
+  })
   return {
     ctx,
     close: async () => {

@@ -39,7 +39,11 @@ export class DashClient {
     return { status: res.status, headers: res.headers, text: await res.text() }
   }
 
-  async post(path: string, fields: Record<string, string>, o: { origin?: string | null; multipart?: FormData } = {}): Promise<Page> {
+  async post(
+    path: string,
+    fields: Record<string, string>,
+    o: { origin?: string | null; multipart?: FormData } = {},
+  ): Promise<Page> {
     const headers: Record<string, string> = { cookie: this.#cookieHeader() }
     const origin = o.origin === undefined ? this.origin : o.origin
     if (origin !== null) headers.origin = origin
@@ -70,7 +74,12 @@ export class DashClient {
   }
 
   /** Posts a form found on `page` at `path`, with the page's token. */
-  async submit(pagePath: string, action: string, fields: Record<string, string> = {}, o: { multipart?: FormData } = {}): Promise<Page> {
+  async submit(
+    pagePath: string,
+    action: string,
+    fields: Record<string, string> = {},
+    o: { multipart?: FormData } = {},
+  ): Promise<Page> {
     const p = await this.get(pagePath)
     return this.post(action, { _csrf: DashClient.token(p), ...fields }, o)
   }
@@ -86,6 +95,10 @@ export async function makePerson(s: TestService, email: string, password: string
 }
 
 /** An app of an organisation, through the real service; answers its id and API key. */
-export async function makeApp(s: TestService, name: string, orgId: string): Promise<{ id: string; api_key: string; receipt_key: string }> {
+export async function makeApp(
+  s: TestService,
+  name: string,
+  orgId: string,
+): Promise<{ id: string; api_key: string; receipt_key: string }> {
   return s.svc.deps.apps.create({ name, orgId })
 }

@@ -81,8 +81,10 @@ export class OpenApiChecker {
       const value = a.headers.get(name)
       if (header.required && value === null) out.push(`${op.key} ${code}: header ${name} missing`)
       const schema = (header.schema ?? {}) as Obj
-      if (value !== null && schema.const !== undefined && value !== schema.const) out.push(`${op.key} ${code}: header ${name} is "${value}", documented ${String(schema.const)}`)
-      if (value !== null && Array.isArray(schema.enum) && !schema.enum.includes(value)) out.push(`${op.key} ${code}: header ${name} is "${value}", documented one of ${schema.enum.join(', ')}`)
+      if (value !== null && schema.const !== undefined && value !== schema.const)
+        out.push(`${op.key} ${code}: header ${name} is "${value}", documented ${String(schema.const)}`)
+      if (value !== null && Array.isArray(schema.enum) && !schema.enum.includes(value))
+        out.push(`${op.key} ${code}: header ${name} is "${value}", documented one of ${schema.enum.join(', ')}`)
     }
     const content = response.content as Obj | undefined
     if (content?.['application/json']) {
@@ -91,7 +93,8 @@ export class OpenApiChecker {
       const validate = this.#validator(`${pointer}/content/application~1json/schema`)
       if (a.json === undefined) out.push(`${op.key} ${code}: body is not JSON: ${a.text.slice(0, 200)}`)
       else if (!validate(a.json)) {
-        for (const e of validate.errors ?? []) out.push(`${op.key} ${code}: body${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`)
+        for (const e of validate.errors ?? [])
+          out.push(`${op.key} ${code}: body${e.instancePath} ${e.message} ${JSON.stringify(e.params)}`)
       }
     } else if (content) {
       const type = Object.keys(content)[0] as string

@@ -78,7 +78,10 @@ export async function sdkWorld(t: Tap, o: { env?: Record<string, string> } = {})
       throw new Error(`no delivery of ${sendId} to ${token}`)
     },
     async counters(sendId: string): Promise<{ recebidos: number; converted: number }> {
-      const [r] = await d.s.sql<{ recebidos: number; converted: number }>('SELECT recebidos, converted FROM sends WHERE id = $1', [sendId])
+      const [r] = await d.s.sql<{ recebidos: number; converted: number }>(
+        'SELECT recebidos, converted FROM sends WHERE id = $1',
+        [sendId],
+      )
       if (!r) throw new Error('no send')
       return r
     },

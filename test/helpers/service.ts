@@ -4,7 +4,14 @@ import { randomBytes } from 'node:crypto'
 import { Writable } from 'node:stream'
 import Redis from 'ioredis'
 import pg from 'pg'
-import { type Config, DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, type Limits, loadConfig, type Webhook } from '../../src/core/config'
+import {
+  type Config,
+  DEFAULT_DATABASE_URL,
+  DEFAULT_REDIS_URL,
+  type Limits,
+  loadConfig,
+  type Webhook,
+} from '../../src/core/config'
 import { createLogger } from '../../src/core/log'
 import { type Role, Service } from '../../src/service/service'
 import { CLUSTER_BY_DEFAULT, sharedClusterNodes } from './redis-cluster'

@@ -32,9 +32,11 @@ export class Cut {
   }
 }
 
-
 /** A Postgres URL that reaches the test database through a proxy the test can cut (closed with the test). */
-export async function postgresBehindCut(t: { teardown(fn: () => unknown): void }, databaseUrl: string): Promise<{ proxy: Cut; url: string }> {
+export async function postgresBehindCut(
+  t: { teardown(fn: () => unknown): void },
+  databaseUrl: string,
+): Promise<{ proxy: Cut; url: string }> {
   const pg = new URL(databaseUrl)
   const proxy = new Cut(pg.hostname, Number(pg.port || 5432))
   await proxy.open()

@@ -26,7 +26,12 @@ export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
   const fakes = await startFakeProviders(t)
   const s = await startService(t, {
     roles: ['api'],
-    env: { PM_PARTITIONS: String(o.partitions), PM_DEFAULT_PLAN: 'pro', PM_FCM_BASE_URL: fakes.fcm.url, PM_APNS_BASE_URL: fakes.apns.url },
+    env: {
+      PM_PARTITIONS: String(o.partitions),
+      PM_DEFAULT_PLAN: 'pro',
+      PM_FCM_BASE_URL: fakes.fcm.url,
+      PM_APNS_BASE_URL: fakes.apns.url,
+    },
   })
   const app = await s.createApp({ rate_por_min: o.rate ?? 10_000_000 })
   const { credential, meta } = parseServiceAccount(JSON.stringify(fakes.fcm.serviceAccount(`pombo-${o.label}`)))
@@ -65,7 +70,10 @@ export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
       logs.push(log)
       const fd = openSync(log, 'w')
       try {
-        const w = await startPombo(0, env, 'worker', [], { shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix }, stdout: fd })
+        const w = await startPombo(0, env, 'worker', [], {
+          shared: { schema: s.cfg.dbSchema, prefix: s.cfg.redisPrefix },
+          stdout: fd,
+        })
         workers.push(w)
         return w
       } finally {

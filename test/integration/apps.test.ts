@@ -21,7 +21,10 @@ t.test('POST /api/v1/apps creates an app: 201 with exactly the spec fields', asy
   t.match(r.json.criado_em, ISO_OFFSET)
   t.ok(r.headers.get('x-pm-request-id'))
 
-  const sb = await s.call('POST', '/api/v1/apps', { body: { nome: 'Teste', sandbox: true, rate_por_min: 600 }, headers: platform })
+  const sb = await s.call('POST', '/api/v1/apps', {
+    body: { nome: 'Teste', sandbox: true, rate_por_min: 600 },
+    headers: platform,
+  })
   t.equal(sb.status, 201)
   t.match(sb.json.api_key, /^pm_test_/)
   t.equal(sb.json.rate_por_min, 600)
@@ -44,7 +47,11 @@ t.test('only the sha256 of the key is stored; the receipt key is sealed with the
 
 t.test('the platform credential is checked before the body', async (t) => {
   const s = await startService(t)
-  const attempts: Array<Record<string, string>> = [{}, { authorization: 'Bearer wrong' }, { authorization: `Basic ${PLATFORM_KEY}` }]
+  const attempts: Array<Record<string, string>> = [
+    {},
+    { authorization: 'Bearer wrong' },
+    { authorization: `Basic ${PLATFORM_KEY}` },
+  ]
   for (const headers of attempts) {
     const r = await s.call('POST', '/api/v1/apps', { raw: '{broken', headers })
     t.equal(r.status, 401, JSON.stringify(headers))

@@ -17,7 +17,11 @@ const read = (s: TestService, path: string, authorization?: string) =>
 t.test('the three Authorization forms are accepted', async (t) => {
   const s = await startService(t)
   const { app, path } = await setup(s)
-  for (const h of [`Basic ${app.api_key}`, `Bearer ${app.api_key}`, `Basic ${Buffer.from(`qualquer:${app.api_key}`).toString('base64')}`]) {
+  for (const h of [
+    `Basic ${app.api_key}`,
+    `Bearer ${app.api_key}`,
+    `Basic ${Buffer.from(`qualquer:${app.api_key}`).toString('base64')}`,
+  ]) {
     t.equal((await read(s, path, h)).status, 200, h.slice(0, 12))
   }
 })
@@ -44,7 +48,10 @@ t.test('every failure is 401 in the envelope, and the attempted key is never log
     t.equal(r.json.explain.request_id, r.headers.get('x-pm-request-id'))
   }
   t.notOk(JSON.stringify(s.logs).includes(forged.slice(17)), 'no secret in any log line')
-  t.ok(s.logs.some((l) => l.evento === 'auth_rejeitada' && l.kid === app.kid), 'the kid is audited')
+  t.ok(
+    s.logs.some((l) => l.evento === 'auth_rejeitada' && l.kid === app.kid),
+    'the kid is audited',
+  )
 })
 
 t.test('a foreign app_id is 401 (never 404); a paused app is 403', async (t) => {

@@ -65,7 +65,9 @@ t.test('npm run build: the compiled service migrates and serves', async (t) => {
   }
   const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version
   t.match(body, { servico: 'pombo', versao: version }, `GET / from the compiled service (stderr: ${stderr})`)
-  const migrations = await db.query(`SELECT count(*)::int AS n FROM ${schema}.schema_migrations`).catch((e) => ({ rows: [{ n: String(e) }] }))
+  const migrations = await db
+    .query(`SELECT count(*)::int AS n FROM ${schema}.schema_migrations`)
+    .catch((e) => ({ rows: [{ n: String(e) }] }))
   const files = readdirSync(join(ROOT, 'src', 'db', 'migrations')).filter((f) => f.endsWith('.sql'))
   t.equal(migrations.rows[0]?.n, files.length, 'every migration applied from dist/')
   child.kill('SIGTERM')

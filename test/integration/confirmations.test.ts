@@ -37,7 +37,11 @@ t.test('GET: consulta by default, nothing pending, no streams; 200 means the key
   t.same(r.json, { modo: 'consulta', fila_pendente: 0, streams_ativos: 0 })
   t.equal((await s.call('GET', `/api/v1/confirmacoes?app_id=${app.id}`)).status, 401, 'no key')
   const other = await s.createApp()
-  t.equal((await s.call('GET', `/api/v1/confirmacoes?app_id=${other.id}`, { headers: basic(app.api_key) })).status, 401, 'foreign app')
+  t.equal(
+    (await s.call('GET', `/api/v1/confirmacoes?app_id=${other.id}`, { headers: basic(app.api_key) })).status,
+    401,
+    'foreign app',
+  )
   t.equal((await s.call('GET', '/api/v1/confirmacoes', { headers: basic(app.api_key) })).status, 400, 'app_id missing')
   await s.sql('UPDATE apps SET paused = true WHERE id = $1', [app.id])
   await s.svc.deps.dir.invalidate(app.id)
@@ -48,7 +52,15 @@ t.test('GET: consulta by default, nothing pending, no streams; 200 means the key
 t.test('PUT url: https only; a new secret shown once and kept sealed; the mode is unchanged', async (t) => {
   const s = await startService(t)
   const app = await s.createApp()
-  for (const url of ['http://example.com/hook', 'ftp://example.com', 'example.com/hook', '', 42, `https://example.com/${'a'.repeat(2100)}`, 'https://user:pw@example.com/']) {
+  for (const url of [
+    'http://example.com/hook',
+    'ftp://example.com',
+    'example.com/hook',
+    '',
+    42,
+    `https://example.com/${'a'.repeat(2100)}`,
+    'https://user:pw@example.com/',
+  ]) {
     const r = await put(s, app, { url })
     t.equal(r.status, 400, `refused: ${String(url).slice(0, 40)}`)
     t.equal(r.json.explain.campo, 'url')
@@ -122,7 +134,14 @@ t.test('transitions: consulta → webhook → consulta → webhook (no new secre
   t.match(changed.json.segredo, SECRET)
   t.not(changed.json.segredo, first.json.segredo, 'a new secret')
   const after = await destinations(s)
-  t.same(after.map((d) => [d.url, d.active]), [['https://example.com/one', false], ['https://example.com/two', true]], 'previous deactivated')
+  t.same(
+    after.map((d) => [d.url, d.active]),
+    [
+      ['https://example.com/one', false],
+      ['https://example.com/two', true],
+    ],
+    'previous deactivated',
+  )
 
   const grpc = await put(s, app, { modo: 'grpc' })
   t.same(grpc.json, { ok: true, modo: 'grpc', segredo: null })

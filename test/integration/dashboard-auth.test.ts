@@ -51,7 +51,10 @@ t.test('an https dashboard address makes the cookie Secure', async (t) => {
   const c = new DashClient(s.dashboardUrl)
   const ok = await c.signIn('op@example.com', SENHA)
   t.equal(ok.status, 303)
-  t.match(ok.headers.getSetCookie().find((x) => x.startsWith('pm_sessao=')), /; Secure/)
+  t.match(
+    ok.headers.getSetCookie().find((x) => x.startsWith('pm_sessao=')),
+    /; Secure/,
+  )
 })
 
 t.test('cross-site requests are refused: missing token, wrong token, foreign Origin', async (t) => {
@@ -79,12 +82,24 @@ t.test('cross-site requests are refused: missing token, wrong token, foreign Ori
   t.equal((await d.post('/entrar', { _csrf: 'y'.repeat(43), email: 'ana@example.com', senha: SENHA })).status, 403)
   const e = new DashClient(s.dashboardUrl)
   const p = await e.get('/entrar')
-  t.equal((await e.post('/entrar', { _csrf: DashClient.token(p), email: 'ana@example.com', senha: SENHA }, { origin: 'https://evil.example' })).status, 403)
+  t.equal(
+    (
+      await e.post(
+        '/entrar',
+        { _csrf: DashClient.token(p), email: 'ana@example.com', senha: SENHA },
+        { origin: 'https://evil.example' },
+      )
+    ).status,
+    403,
+  )
   t.notOk(e.jar.has('pm_sessao'))
 })
 
 t.test('sign-in is rate-limited per account and per IP', async (t) => {
-  const s = await startService(t, { roles: ['api', 'dashboard'], env: { PM_DASHBOARD_SIGNIN_PER_ACCOUNT: '3', PM_DASHBOARD_SIGNIN_PER_IP: '6' } })
+  const s = await startService(t, {
+    roles: ['api', 'dashboard'],
+    env: { PM_DASHBOARD_SIGNIN_PER_ACCOUNT: '3', PM_DASHBOARD_SIGNIN_PER_IP: '6' },
+  })
   const org = await makeOrg(s, 'Org')
   await makePerson(s, 'ana@example.com', SENHA, org)
   await makePerson(s, 'bia@example.com', SENHA, org)
@@ -119,7 +134,11 @@ t.test('a session ends at its expiry, and at sign-out', async (t) => {
   const apps = await c.get('/apps')
   const out = await c.post('/sair', { _csrf: DashClient.token(apps) })
   t.equal(out.status, 303)
-  t.match(out.headers.getSetCookie().find((x) => x.startsWith('pm_sessao=')), /Max-Age=0/, 'cookie cleared')
+  t.match(
+    out.headers.getSetCookie().find((x) => x.startsWith('pm_sessao=')),
+    /Max-Age=0/,
+    'cookie cleared',
+  )
   const thief = new DashClient(s.dashboardUrl)
   thief.jar.set('pm_sessao', copy)
   t.equal((await thief.get('/apps')).status, 303, 'a copied cookie is worthless after sign-out')

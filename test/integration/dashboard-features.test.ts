@@ -32,7 +32,8 @@ const file = (text: string, name: string) => new File([text], name)
 t.test('credentials: uploaded with the validators, shown only by their public part, tested for real, deleted', async (t) => {
   const w = await world(t)
   const page = await w.c.get(w.appPath)
-  for (const h of ['Chaves', 'Credenciais', 'Dispositivos', 'Envios', 'Webhook', 'In-app']) t.match(page.text, new RegExp(`<h2 id="[^"]+">${h}</h2>`), h)
+  for (const h of ['Chaves', 'Credenciais', 'Dispositivos', 'Envios', 'Webhook', 'In-app'])
+    t.match(page.text, new RegExp(`<h2 id="[^"]+">${h}</h2>`), h)
 
   // A bad file: the validator's reason, nothing stored.
   const bad = new FormData()
@@ -68,20 +69,32 @@ t.test('credentials: uploaded with the validators, shown only by their public pa
   const key = w.apns.key({ environment: 'production' })
   const up = new FormData()
   up.set('p8', file(key.p8, 'AuthKey.p8'))
-  const savedApns = await w.act('credenciais/apns', { key_id: key.keyId, team_id: key.teamId, bundle_id: BUNDLE_ID, ambiente: 'production' }, up)
+  const savedApns = await w.act(
+    'credenciais/apns',
+    { key_id: key.keyId, team_id: key.teamId, bundle_id: BUNDLE_ID, ambiente: 'production' },
+    up,
+  )
   t.match(savedApns.text, /Credencial APNs salva/)
   t.match((await w.act('credenciais/apns/testar')).text, /APNs: Conexão OK/)
   const sandboxKey = w.apns.key({ environment: 'sandbox' })
   const up2 = new FormData()
   up2.set('p8', file(sandboxKey.p8, 'AuthKey.p8'))
-  await w.act('credenciais/apns', { key_id: sandboxKey.keyId, team_id: sandboxKey.teamId, bundle_id: BUNDLE_ID, ambiente: 'production' }, up2)
+  await w.act(
+    'credenciais/apns',
+    { key_id: sandboxKey.keyId, team_id: sandboxKey.teamId, bundle_id: BUNDLE_ID, ambiente: 'production' },
+    up2,
+  )
   const envFail = await w.act('credenciais/apns/testar')
   t.match(envFail.text, /Falhou: BadEnvironmentKeyIdInToken/)
   t.match(envFail.text, /ambiente/)
   // The labels of the dashboard in the validators' refusals.
   const up3 = new FormData()
   up3.set('p8', file(key.p8, 'AuthKey.p8'))
-  const badKey = await w.act('credenciais/apns', { key_id: 'curto', team_id: key.teamId, bundle_id: BUNDLE_ID, ambiente: 'production' }, up3)
+  const badKey = await w.act(
+    'credenciais/apns',
+    { key_id: 'curto', team_id: key.teamId, bundle_id: BUNDLE_ID, ambiente: 'production' },
+    up3,
+  )
   t.equal(badKey.status, 400)
   t.match(badKey.text, /Key ID: expected exactly 10/)
 
@@ -123,7 +136,11 @@ t.test('devices: search, details, delete with the delivery history; sends: live 
   const del = await w.act(`dispositivos/${a}/excluir`, { confirmar: '1' })
   t.match(del.text, /excluído com o histórico/)
   t.equal((await w.s.sql('SELECT count(*)::int AS n FROM devices WHERE id = $1', [a])).at(0)?.n, 0)
-  t.equal((await w.s.sql('SELECT count(*)::int AS n FROM deliveries WHERE device_id = $1', [a])).at(0)?.n, 0, 'its deliveries too')
+  t.equal(
+    (await w.s.sql('SELECT count(*)::int AS n FROM deliveries WHERE device_id = $1', [a])).at(0)?.n,
+    0,
+    'its deliveries too',
+  )
   t.equal((await w.s.sql('SELECT count(*)::int AS n FROM deliveries WHERE device_id = $1', [b])).at(0)?.n, 1, 'not the others')
 
   // A send without a credential for its platform: pm_problema shown prominently.
@@ -154,9 +171,17 @@ t.test('keys: rotate shows the new key once and the previous expiry; revoke, pau
   t.match(rot.text, /A chave anterior vale até/)
   const probe = await w.s.call('GET', `/api/v1/confirmacoes?app_id=${w.app.id}`, { headers: basic(key) })
   t.equal(probe.status, 200, 'the new key works')
-  t.equal((await w.s.call('GET', `/api/v1/confirmacoes?app_id=${w.app.id}`, { headers: basic(w.app.api_key) })).status, 200, 'the old one still does')
+  t.equal(
+    (await w.s.call('GET', `/api/v1/confirmacoes?app_id=${w.app.id}`, { headers: basic(w.app.api_key) })).status,
+    200,
+    'the old one still does',
+  )
   await w.act('revogar', { kid: w.app.kid })
-  t.equal((await w.s.call('GET', `/api/v1/confirmacoes?app_id=${w.app.id}`, { headers: basic(w.app.api_key) })).status, 401, 'revoked at once')
+  t.equal(
+    (await w.s.call('GET', `/api/v1/confirmacoes?app_id=${w.app.id}`, { headers: basic(w.app.api_key) })).status,
+    401,
+    'revoked at once',
+  )
   const rate = await w.act('rate', { rate_por_min: '1200' })
   t.match(rate.text, /rate_por_min agora é 1200/)
   t.equal((await w.act('rate', { rate_por_min: '0' })).status, 400)
@@ -168,7 +193,10 @@ t.test('keys: rotate shows the new key once and the previous expiry; revoke, pau
 
 t.test('webhook: re-enable, and replay of an abandoned event; in-app: switch, publish, pause, end', async (t) => {
   const w = await world(t)
-  const put = await w.s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: w.app.id, url: 'https://hooks.example.com/pombo', modo: 'webhook' }, headers: basic(w.app.api_key) })
+  const put = await w.s.call('PUT', '/api/v1/confirmacoes', {
+    body: { app_id: w.app.id, url: 'https://hooks.example.com/pombo', modo: 'webhook' },
+    headers: basic(w.app.api_key),
+  })
   t.equal(put.status, 200, put.text)
   const [dest] = await w.s.sql('SELECT id FROM webhook_destinations WHERE app_id = $1 AND active', [w.app.id])
   await w.s.sql('UPDATE webhook_destinations SET disabled_at = now(), consecutive_failures = 20 WHERE id = $1', [dest?.id])
@@ -184,7 +212,10 @@ t.test('webhook: re-enable, and replay of an abandoned event; in-app: switch, pu
   t.match(page.text, /fila_pendente/)
   const on = await w.act('webhook/reativar')
   t.match(on.text, /Webhook reativado/)
-  t.same((await w.s.sql('SELECT disabled_at, consecutive_failures FROM webhook_destinations WHERE id = $1', [dest?.id]))[0], { disabled_at: null, consecutive_failures: 0 })
+  t.same((await w.s.sql('SELECT disabled_at, consecutive_failures FROM webhook_destinations WHERE id = $1', [dest?.id]))[0], {
+    disabled_at: null,
+    consecutive_failures: 0,
+  })
   const replay = await w.act('webhook/reenviar', { seq: '41' })
   t.match(replay.text, /Evento 41 de volta à fila/)
   t.equal((await w.s.sql('SELECT count(*)::int AS n FROM webhook_abandoned')).at(0)?.n, 0)
@@ -195,7 +226,10 @@ t.test('webhook: re-enable, and replay of an abandoned event; in-app: switch, pu
   const cfg = await w.act('inapp/config', { ativo: '1', cap_horas: '12' })
   t.match(cfg.text, /In-app ativo, inapp_cap_horas 12/)
   t.equal((await w.act('inapp/config', { cap_horas: '200' })).status, 422)
-  const created = await w.s.call('POST', '/api/v1/in_app_messages', { body: { app_id: w.app.id, nome: 'Boas-vindas', conteudo: CARD }, headers: basic(w.app.api_key) })
+  const created = await w.s.call('POST', '/api/v1/in_app_messages', {
+    body: { app_id: w.app.id, nome: 'Boas-vindas', conteudo: CARD },
+    headers: basic(w.app.api_key),
+  })
   t.equal(created.status, 201, created.text)
   const cid = created.json.id
   t.match((await w.act(`inapp/${cid}/publicar`)).text, /Boas-vindas: ativa/)

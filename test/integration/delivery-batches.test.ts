@@ -60,36 +60,39 @@ async function batchedSends(t: Test, carry: string): Promise<void> {
   }
 }
 
-t.test('a worker holds at most PM_WORKER_MAX_SENDS sends: a backlog waits in its stream, and all of it is delivered once', async (t) => {
-  const d = await startDelivery(t, { service: { roles: ['api'] } })
-  const app = await d.s.createApp()
-  await d.fcmFor(app)
-  d.fcm.script(/^backlog-/, 'slow:30') // each answer takes a while, so the backlog lasts
-  const targets = Array.from({ length: 60 }, (_, i) => `backlog-${i}`)
-  const ids = await Promise.all(targets.map((x) => d.device(app, x)))
-  const made = await Promise.all(ids.map((id) => d.send(app, { include_player_ids: [id] })))
-  const w = await startService(t, {
-    roles: ['worker'],
-    shareWith: d.s,
-    providerCa: d.ca,
-    env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, PM_PARTITIONS: '4', PM_WORKER_MAX_SENDS: '5' },
-  })
-  const worker = w.svc.delivery?.worker
-  t.ok(worker, 'the process runs a worker')
-  if (!worker) return
-  let most = 0
-  const watch = setInterval(() => {
-    most = Math.max(most, worker.heldSends)
-  }, 2)
-  try {
-    for (const id of made) t.equal((await d.closed(id, 30_000)).successful, 1, `send ${id}: successful 1`)
-  } finally {
-    clearInterval(watch)
-  }
-  t.ok(most >= 1 && most <= 5, `the worker never held more than 5 sends at once (at most ${most})`)
-  const got = d.fcm.delivered.map((r) => r.target)
-  t.ok(
-    targets.every((x) => got.filter((y) => y === x).length === 1),
-    'each device got its message once',
-  )
-})
+t.test(
+  'a worker holds at most PM_WORKER_MAX_SENDS sends: a backlog waits in its stream, and all of it is delivered once',
+  async (t) => {
+    const d = await startDelivery(t, { service: { roles: ['api'] } })
+    const app = await d.s.createApp()
+    await d.fcmFor(app)
+    d.fcm.script(/^backlog-/, 'slow:30') // each answer takes a while, so the backlog lasts
+    const targets = Array.from({ length: 60 }, (_, i) => `backlog-${i}`)
+    const ids = await Promise.all(targets.map((x) => d.device(app, x)))
+    const made = await Promise.all(ids.map((id) => d.send(app, { include_player_ids: [id] })))
+    const w = await startService(t, {
+      roles: ['worker'],
+      shareWith: d.s,
+      providerCa: d.ca,
+      env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, PM_PARTITIONS: '4', PM_WORKER_MAX_SENDS: '5' },
+    })
+    const worker = w.svc.delivery?.worker
+    t.ok(worker, 'the process runs a worker')
+    if (!worker) return
+    let most = 0
+    const watch = setInterval(() => {
+      most = Math.max(most, worker.heldSends)
+    }, 2)
+    try {
+      for (const id of made) t.equal((await d.closed(id, 30_000)).successful, 1, `send ${id}: successful 1`)
+    } finally {
+      clearInterval(watch)
+    }
+    t.ok(most >= 1 && most <= 5, `the worker never held more than 5 sends at once (at most ${most})`)
+    const got = d.fcm.delivered.map((r) => r.target)
+    t.ok(
+      targets.every((x) => got.filter((y) => y === x).length === 1),
+      'each device got its message once',
+    )
+  },
+)

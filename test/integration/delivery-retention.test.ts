@@ -18,10 +18,15 @@ t.test('rows of sends completed before the horizon go; open and recent sends kee
   await d.closed(recent)
   const later = await d.send(app, { include_player_ids: ids, send_after: new Date(Date.now() + 86_400_000).toISOString() })
   await d.s.sql(`UPDATE sends SET completed_at = now() - interval '8 days' WHERE id = $1`, [old])
-  await d.s.sql(`INSERT INTO deliveries (send_id, device_id, app_id, device_type) SELECT $1, unnest($2::uuid[]), $3, 1`, [later, ids, app.id])
+  await d.s.sql(`INSERT INTO deliveries (send_id, device_id, app_id, device_type) SELECT $1, unnest($2::uuid[]), $3, 1`, [
+    later,
+    ids,
+    app.id,
+  ])
   const readBefore = await d.s.call('GET', `/api/v1/notifications/${old}?app_id=${app.id}`, { headers: basic(app.api_key) })
 
-  const count = async (send: string) => Number((await d.s.sql('SELECT count(*)::int AS n FROM deliveries WHERE send_id = $1', [send]))[0]?.n)
+  const count = async (send: string) =>
+    Number((await d.s.sql('SELECT count(*)::int AS n FROM deliveries WHERE send_id = $1', [send]))[0]?.n)
   t.equal(await count(old), 5)
   const r = await d.s.svc.delivery?.pruneNow(7)
   t.strictSame(r, { sends: 1, rows: 5 }, 'one send past 7 days')

@@ -47,8 +47,13 @@ async function deployment(t: Tap, o: { devices: number; sliceDevices: number; ra
         const [row] = await s.sql('SELECT * FROM sends WHERE id = $1', [sendId])
         if (row && row.remaining === 0 && row.completed_at) return row
         if (Date.now() > until) {
-          const slices = await s.sql('SELECT slice, owner, leases, expansion_done, done_at FROM send_slices WHERE send_id = $1 ORDER BY slice', [sendId])
-          throw new Error(`send did not close: ${JSON.stringify(row)}\nslices: ${JSON.stringify(slices)}\n${troubles().slice(-30).join('\n')}`)
+          const slices = await s.sql(
+            'SELECT slice, owner, leases, expansion_done, done_at FROM send_slices WHERE send_id = $1 ORDER BY slice',
+            [sendId],
+          )
+          throw new Error(
+            `send did not close: ${JSON.stringify(row)}\nslices: ${JSON.stringify(slices)}\n${troubles().slice(-30).join('\n')}`,
+          )
         }
         await new Promise((r) => setTimeout(r, 100))
       }
@@ -69,7 +74,11 @@ const pidOf = (owner: string | null) => Number(owner?.split(':').at(-2))
 /** Every device got the message at least once; each counted once; the send is closed; every slice done. */
 async function exact(t: Tap, d: Deployment, sendId: string, row: Record<string, unknown>): Promise<void> {
   const tokens = new Set(d.fcm.delivered.map((r) => r.target))
-  t.equal(tokens.size, d.ids.length, `every device received the message (${d.fcm.delivered.length} accepted, ${d.fcm.delivered.length - tokens.size} duplicates)`)
+  t.equal(
+    tokens.size,
+    d.ids.length,
+    `every device received the message (${d.fcm.delivered.length} accepted, ${d.fcm.delivered.length - tokens.size} duplicates)`,
+  )
   t.equal(row.recipients, d.ids.length, 'recipients: the whole segment, once')
   t.equal(row.successful, d.ids.length, 'every device counted successful, once')
   t.equal(row.failed, 0)
@@ -121,9 +130,17 @@ t.test('a slice with a pending device left in its range is not marked done: it i
   if (!meta) throw new Error('no send')
   await planSlices(db, meta, 1)
   const leased: SliceLease[] = []
-  const runner = new SliceRunner(db, 'owner-a', { sliceDevices: 1, perWorker: 1, leaseMs: 60_000, pollMs: 1_000, idlePollMs: 1_000 }, Date.now, log, async (l) => {
-    leased.push(l)
-  }, () => {})
+  const runner = new SliceRunner(
+    db,
+    'owner-a',
+    { sliceDevices: 1, perWorker: 1, leaseMs: 60_000, pollMs: 1_000, idlePollMs: 1_000 },
+    Date.now,
+    log,
+    async (l) => {
+      leased.push(l)
+    },
+    () => {},
+  )
   await runner.poll()
   const first = leased[0] as SliceLease
   t.equal(first.slice, 0, 'slice 0 leased')
@@ -154,39 +171,45 @@ t.test('two worker processes deliver one send together: both lease slices; count
   t.same([...owners].sort(), [a.pid, b.pid].sort(), 'slices were delivered by both processes')
 })
 
-t.test('a worker SIGKILLed mid-slice: its slice is taken over; every device delivered at least once; counters exact', async (t) => {
-  const d = await deployment(t, { devices: 8_000, sliceDevices: 1_000 })
-  d.fcm.setDefaultBehaviour('slow:20')
-  await d.worker()
-  await d.worker()
-  const { id } = await d.send()
-  await d.delivered(d.ids.length * 0.25, 60_000)
-  // A worker that holds an open slice right now.
-  const open = (await d.slices(id)).filter((x) => !x.done_at && x.owner)
-  const victim = d.workers.find((w) => w.pid === pidOf(open[0]?.owner ?? null))
-  t.ok(victim, 'a worker holds an open slice')
-  const before = d.fcm.stats().delivered
-  const gone = new Promise<void>((resolve) => {
-    if (!victim || victim.child.exitCode !== null || victim.child.signalCode !== null) resolve()
-    else victim.child.once('exit', () => resolve())
-  })
-  victim?.child.kill('SIGKILL')
-  await gone
-  t.ok(before < d.ids.length, `killed mid-way (${before} of ${d.ids.length} accepted)`)
-  // What the victim held when it died: a slice it finished between the look above and the kill is done, not taken
-  // over. A statement it had already sent may still commit after its exit: a moment for that, well inside the
-  // 2 s lease, before anyone could take a slice over.
-  await new Promise((r) => setTimeout(r, 200))
-  const held = (await d.slices(id)).filter((x) => !x.done_at && pidOf(x.owner) === victim?.pid).map((x) => x.slice)
-  t.ok(held.length > 0, `the victim died holding open slices (${held.join(', ')})`)
-  const row = await d.closed(id, 90_000)
-  await exact(t, d, id, row)
-  const after = await d.slices(id)
-  for (const k of held) {
-    const x = after.find((y) => y.slice === k)
-    t.ok(x && x.leases >= 2 && pidOf(x.owner) !== victim?.pid, `slice ${k} taken over by the survivor (leased ${x?.leases} times)`)
-  }
-})
+t.test(
+  'a worker SIGKILLed mid-slice: its slice is taken over; every device delivered at least once; counters exact',
+  async (t) => {
+    const d = await deployment(t, { devices: 8_000, sliceDevices: 1_000 })
+    d.fcm.setDefaultBehaviour('slow:20')
+    await d.worker()
+    await d.worker()
+    const { id } = await d.send()
+    await d.delivered(d.ids.length * 0.25, 60_000)
+    // A worker that holds an open slice right now.
+    const open = (await d.slices(id)).filter((x) => !x.done_at && x.owner)
+    const victim = d.workers.find((w) => w.pid === pidOf(open[0]?.owner ?? null))
+    t.ok(victim, 'a worker holds an open slice')
+    const before = d.fcm.stats().delivered
+    const gone = new Promise<void>((resolve) => {
+      if (!victim || victim.child.exitCode !== null || victim.child.signalCode !== null) resolve()
+      else victim.child.once('exit', () => resolve())
+    })
+    victim?.child.kill('SIGKILL')
+    await gone
+    t.ok(before < d.ids.length, `killed mid-way (${before} of ${d.ids.length} accepted)`)
+    // What the victim held when it died: a slice it finished between the look above and the kill is done, not taken
+    // over. A statement it had already sent may still commit after its exit: a moment for that, well inside the
+    // 2 s lease, before anyone could take a slice over.
+    await new Promise((r) => setTimeout(r, 200))
+    const held = (await d.slices(id)).filter((x) => !x.done_at && pidOf(x.owner) === victim?.pid).map((x) => x.slice)
+    t.ok(held.length > 0, `the victim died holding open slices (${held.join(', ')})`)
+    const row = await d.closed(id, 90_000)
+    await exact(t, d, id, row)
+    const after = await d.slices(id)
+    for (const k of held) {
+      const x = after.find((y) => y.slice === k)
+      t.ok(
+        x && x.leases >= 2 && pidOf(x.owner) !== victim?.pid,
+        `slice ${k} taken over by the survivor (leased ${x?.leases} times)`,
+      )
+    }
+  },
+)
 
 t.test('rate_por_min holds across two processes delivering one send', async (t) => {
   // 1,200 a minute: 20 a second, one second's burst. 240 devices in 4 slices take at least (240 - 20) / 20 = 11 s

@@ -33,7 +33,10 @@ t.test("the third failed attempt's outcome is awaited: if it cannot be written, 
   const sendId = await d.send(app, { include_player_ids: [broken] })
   await recordFailed(d, sendId, 20_000)
   t.equal(d.fcm.requests.filter((r) => r.target === 'broken').length, 3, 'three attempts were made')
-  t.ok(d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId), 'the failed record is logged')
+  t.ok(
+    d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId),
+    'the failed record is logged',
+  )
   await new Promise((r) => setTimeout(r, 500)) // time for an (unwanted) acknowledgement to land
   const { redis, keys } = d.s.svc.deps
   let pending = 0
@@ -55,9 +58,16 @@ t.test('a push the provider accepted is never sent again because its outcome cou
   await refuseOutcome(d, STATUS.successful, dev)
   const sendId = await d.send(app, { include_player_ids: [dev] })
   await recordFailed(d, sendId, 10_000)
-  t.ok(d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId), 'the failed record is logged')
+  t.ok(
+    d.s.logs.some((l) => l.msg === 'recording an outcome failed' && l.send === sendId),
+    'the failed record is logged',
+  )
   await new Promise((r) => setTimeout(r, 1_500)) // longer than the first retry's backoff: an unwanted resend would land
-  t.equal(d.fcm.requests.filter((r) => r.target === 'accepted-unwritable').length, 1, 'one request: the accepted push is not sent again')
+  t.equal(
+    d.fcm.requests.filter((r) => r.target === 'accepted-unwritable').length,
+    1,
+    'one request: the accepted push is not sent again',
+  )
   const [row] = await d.s.sql('SELECT remaining, completed_at FROM sends WHERE id = $1', [sendId])
   t.equal(row?.remaining, 1, 'the send stays open: it will be handed out again')
 })
@@ -78,7 +88,13 @@ t.test("an outcome batch chosen as a deadlock's victim is written again, and the
   const sendId = await d.send(app, { include_player_ids: [dev] })
   const row = await d.closed(sendId)
   t.equal(row.successful, 1, 'the outcome was written on the second try')
-  t.ok(d.s.logs.some((l) => l.msg === 'outcome batch retried' && l.code === '40P01'), 'the retry is logged with its code')
+  t.ok(
+    d.s.logs.some((l) => l.msg === 'outcome batch retried' && l.code === '40P01'),
+    'the retry is logged with its code',
+  )
   t.equal(d.fcm.requests.filter((r) => r.target === 'deadlocked-once').length, 1, 'one request')
-  t.notOk(d.s.logs.some((l) => l.msg === 'delivery attempt failed locally'), 'no delivery was retried')
+  t.notOk(
+    d.s.logs.some((l) => l.msg === 'delivery attempt failed locally'),
+    'no delivery was retried',
+  )
 })

@@ -28,7 +28,10 @@ t.test('Android, web and iOS devices each get the message through their provider
   t.equal(a.data.pm_msg_id, sendId)
   t.equal(a.data.pm_rcpt, proof(key, sendId, android), 'a proof that verifies with the app receipt key')
   t.equal(a.data.pm_rcpt.length, 32)
-  t.ok(Object.values(a.data).every((v) => typeof v === 'string'), 'data values travel as strings')
+  t.ok(
+    Object.values(a.data).every((v) => typeof v === 'string'),
+    'data values travel as strings',
+  )
   t.equal(a.data.n, '1')
   t.equal(a.data.pm_url, 'https://exemplo.com/p')
   t.equal(a.data.pmx_body, 'Hello', 'en wins')
@@ -38,7 +41,10 @@ t.test('Android, web and iOS devices each get the message through their provider
   const a2 = d.fcm.delivered.find((r) => r.target === 'fcm-android-"2"')?.body.message
   t.equal(a2?.token, 'fcm-android-"2"')
   t.equal(a2?.data.pm_rcpt, proof(key, sendId, android2))
-  t.same({ ...a2, token: undefined, data: { ...a2?.data, pm_rcpt: undefined } }, { ...a, token: undefined, data: { ...a.data, pm_rcpt: undefined } })
+  t.same(
+    { ...a2, token: undefined, data: { ...a2?.data, pm_rcpt: undefined } },
+    { ...a, token: undefined, data: { ...a.data, pm_rcpt: undefined } },
+  )
 
   const w = d.fcm.delivered.find((r) => r.target === 'fcm-web-1')?.body.message
   t.ok(w?.webpush, 'web push goes in the webpush block')
@@ -57,7 +63,9 @@ t.test('Android, web and iOS devices each get the message through their provider
   t.equal(row.errored, 0)
   t.equal(row.android_successful, 3)
   t.equal(row.ios_successful, 1)
-  const read = await d.s.call('GET', `/api/v1/notifications/${sendId}?app_id=${app.id}`, { headers: { authorization: `Basic ${app.api_key}` } })
+  const read = await d.s.call('GET', `/api/v1/notifications/${sendId}?app_id=${app.id}`, {
+    headers: { authorization: `Basic ${app.api_key}` },
+  })
   t.equal(read.json.remaining, 0)
   t.ok(read.json.completed_at)
   t.ok(read.json.pm_metricas.duracao_ms >= 0)
@@ -136,7 +144,17 @@ t.test('notification.completed is written with the closing, when the app reads b
   t.equal(events.length, 1)
   t.same(
     { ...events[0]?.body, quando: undefined },
-    { evento: 'notification.completed', app_id: app.id, notification_id: sendId, successful: 1, failed: 0, errored: 0, recipients: 1, quando: undefined, canal: 'webhook' },
+    {
+      evento: 'notification.completed',
+      app_id: app.id,
+      notification_id: sendId,
+      successful: 1,
+      failed: 0,
+      errored: 0,
+      recipients: 1,
+      quando: undefined,
+      canal: 'webhook',
+    },
   )
 })
 
@@ -169,7 +187,11 @@ t.test('every device carries its own proof, computed ahead in batches across pag
   const attempts = d.fcm.requests.filter((r) => r.body?.message?.data?.pm_msg_id === sendId)
   t.equal(attempts.length, 152, 'one attempt a device, two for the flaky one')
   const wrong = attempts.filter((r) => r.body.message.data.pm_rcpt !== proof(key, sendId, ids.get(r.target as string) as string))
-  t.same(wrong.map((r) => r.target), [], 'each attempt carries the proof of its own device, the retry included')
+  t.same(
+    wrong.map((r) => r.target),
+    [],
+    'each attempt carries the proof of its own device, the retry included',
+  )
 })
 
 t.test('single-device sends proven together still carry each its own send and device', async (t) => {
@@ -184,6 +206,12 @@ t.test('single-device sends proven together still carry each its own send and de
   const key = Buffer.from(app.receipt_key, 'hex')
   const got = d.fcm.delivered.filter((r) => sends.includes(r.body?.message?.data?.pm_msg_id))
   t.equal(got.length, 40)
-  const wrong = got.filter((r) => r.body.message.data.pm_rcpt !== proof(key, r.body.message.data.pm_msg_id, devices.get(r.target as string) as string))
-  t.same(wrong.map((r) => r.target), [], 'each message carries the proof of its own send and device')
+  const wrong = got.filter(
+    (r) => r.body.message.data.pm_rcpt !== proof(key, r.body.message.data.pm_msg_id, devices.get(r.target as string) as string),
+  )
+  t.same(
+    wrong.map((r) => r.target),
+    [],
+    'each message carries the proof of its own send and device',
+  )
 })

@@ -68,13 +68,22 @@ t.test('compose.yaml: valid for Compose, with every service of the deployment', 
   t.equal(r.code, 0, r.stderr)
   const services: Record<string, Service> = parse(r.stdout).services
   const api = Object.keys(services).filter((n) => pombo(services[n] as Service) && rolesOf(services[n] as Service) === 'api')
-  const workers = Object.keys(services).filter((n) => pombo(services[n] as Service) && rolesOf(services[n] as Service) === 'worker')
+  const workers = Object.keys(services).filter(
+    (n) => pombo(services[n] as Service) && rolesOf(services[n] as Service) === 'worker',
+  )
   t.equal(api.length, 2, 'two API processes')
   t.equal(workers.length, 2, 'two workers')
-  t.ok(Object.values(services).some((s) => pombo(s) && rolesOf(s) === 'dashboard'), 'a dashboard')
+  t.ok(
+    Object.values(services).some((s) => pombo(s) && rolesOf(s) === 'dashboard'),
+    'a dashboard',
+  )
   for (const n of ['postgres', 'redis', 'lb', 'prometheus', 'grafana', 'migrate']) t.ok(services[n], n)
   const cluster = Object.keys(services).filter((n) => services[n]?.profiles?.includes('cluster'))
-  t.same(cluster.sort(), ['redis-cluster-init', 'redis-node-1', 'redis-node-2', 'redis-node-3'], 'the cluster profile: three masters')
+  t.same(
+    cluster.sort(),
+    ['redis-cluster-init', 'redis-node-1', 'redis-node-2', 'redis-node-3'],
+    'the cluster profile: three masters',
+  )
   t.ok(read('deploy/redis/cluster.conf').includes('cluster-enabled yes'))
 
   for (const [n, s] of Object.entries(services).filter(([, s]) => pombo(s))) {
@@ -117,9 +126,16 @@ t.test('Prometheus scrapes the operations port of every Pombo service, and nothi
     .map(([n, s]) => `${n}:${s.environment?.PM_OPS_PORT}`)
     .sort()
   const prom = parse(read('deploy/prometheus.yml'))
-  const targets = prom.scrape_configs.flatMap((j: { static_configs: Array<{ targets: string[] }> }) => j.static_configs.flatMap((c) => c.targets))
+  const targets = prom.scrape_configs.flatMap((j: { static_configs: Array<{ targets: string[] }> }) =>
+    j.static_configs.flatMap((c) => c.targets),
+  )
   t.same([...targets].sort(), expected)
-  t.ok(services.prometheus?.volumes?.some((v) => (typeof v === 'string' ? v.split(':')[0] : v.source)?.endsWith('deploy/prometheus.yml')), 'mounted')
+  t.ok(
+    services.prometheus?.volumes?.some((v) =>
+      (typeof v === 'string' ? v.split(':')[0] : v.source)?.endsWith('deploy/prometheus.yml'),
+    ),
+    'mounted',
+  )
 })
 
 t.test('nginx balances exactly the API services, on their HTTP and gRPC ports', async (t) => {
@@ -128,7 +144,9 @@ t.test('nginx balances exactly the API services, on their HTTP and gRPC ports', 
   const api = Object.keys(services).filter((n) => pombo(services[n] as Service) && rolesOf(services[n] as Service) === 'api')
   const conf = read('deploy/nginx.conf')
   const upstream = (name: string) =>
-    [...(new RegExp(`upstream ${name} \\{([^}]*)\\}`).exec(conf)?.[1] ?? '').matchAll(/server ([\w-]+):(\d+)/g)].map((m) => `${m[1]}:${m[2]}`).sort()
+    [...(new RegExp(`upstream ${name} \\{([^}]*)\\}`).exec(conf)?.[1] ?? '').matchAll(/server ([\w-]+):(\d+)/g)]
+      .map((m) => `${m[1]}:${m[2]}`)
+      .sort()
   t.same(upstream('pombo_api'), api.map((n) => `${n}:${services[n]?.environment?.PORT ?? 8080}`).sort())
   t.same(upstream('pombo_grpc'), api.map((n) => `${n}:${services[n]?.environment?.PM_GRPC_PORT ?? 8082}`).sort())
   t.match(conf, /proxy_set_header X-Forwarded-For/, 'the client address is passed on (PM_TRUST_PROXY trusts it)')
@@ -160,7 +178,9 @@ t.test('Grafana: the provisioned dashboard names only metrics a real scrape has,
   // The datasource uid the panels use is the provisioned one; the provider's path is where compose mounts them.
   const ds = parse(read('deploy/grafana/provisioning/datasources/prometheus.yml')).datasources[0]
   t.ok(
-    dash.panels.filter((p: { type: string }) => p.type !== 'row').every((p: { datasource: { uid: string } }) => p.datasource.uid === ds.uid),
+    dash.panels
+      .filter((p: { type: string }) => p.type !== 'row')
+      .every((p: { datasource: { uid: string } }) => p.datasource.uid === ds.uid),
     `every panel on datasource ${ds.uid}`,
   )
   const provider = parse(read('deploy/grafana/provisioning/dashboards/pombo.yml')).providers[0]
@@ -199,7 +219,11 @@ t.test('Dockerfile: a current Node LTS on a base whose glibc loads the current u
     t.same('build' in choice && choice.build, CURRENT_BUILD, `${release}: the current build loads there`)
   }
   t.match(docker, /rm -rf node_modules\/uWebSockets\.js/, 'the Node 20 build is not shipped')
-  t.match(docker, /uws_linux_\$\(node -p process\.arch\)_\$\(node -p process\.versions\.modules\)\.node/, "the runtime's binding is kept")
+  t.match(
+    docker,
+    /uws_linux_\$\(node -p process\.arch\)_\$\(node -p process\.versions\.modules\)\.node/,
+    "the runtime's binding is kept",
+  )
   const engines = JSON.parse(read('package.json')).engines.node as string
   for (const major of ['20', '22', '24']) t.match(engines, `^${major}`, `engines names Node ${major}`)
 })
@@ -210,7 +234,12 @@ function inContext(rules: string[], path: string): boolean {
   for (const rule of rules) {
     const negate = rule.startsWith('!')
     const pat = negate ? rule.slice(1) : rule
-    const re = new RegExp(`^${pat.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '(.*/)?').replace(/\*/g, '[^/]*')}(/.*)?$`)
+    const re = new RegExp(
+      `^${pat
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*\*\//g, '(.*/)?')
+        .replace(/\*/g, '[^/]*')}(/.*)?$`,
+    )
     if (re.test(path)) allowed = negate
   }
   return allowed
@@ -235,6 +264,7 @@ t.test('Dockerfile: the build context holds every file the image build reads', a
     needed.add(file)
     for (const m of read(file).matchAll(/from '\.\/([^']+)'/g)) scripts.push(`scripts/${m[1]}`)
   }
-  for (const m of read('Dockerfile').matchAll(/^COPY (?!--from)(.+) \S+$/gm)) for (const src of (m[1] as string).split(/\s+/)) if (src !== '.') needed.add(src)
+  for (const m of read('Dockerfile').matchAll(/^COPY (?!--from)(.+) \S+$/gm))
+    for (const src of (m[1] as string).split(/\s+/)) if (src !== '.') needed.add(src)
   for (const f of needed) t.ok(inContext(rules, f), `${f} reaches the build`)
 })

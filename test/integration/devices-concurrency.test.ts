@@ -10,7 +10,12 @@ t.test('2,000 concurrent registrations with duplicates: one device per token, th
   const unique = 1_400
   const bodies: Array<Record<string, unknown>> = []
   for (let i = 0; i < unique; i++) {
-    const body: Record<string, unknown> = { app_id: app.id, device_type: i % 2 ? 1 : 0, identifier: `tok-${i}`, sessoes: randomInt(100) }
+    const body: Record<string, unknown> = {
+      app_id: app.id,
+      device_type: i % 2 ? 1 : 0,
+      identifier: `tok-${i}`,
+      sessoes: randomInt(100),
+    }
     if (i % 20 === 0) body.external_user_id = `user-${i % 200}` // 70 bindings over 10 users: under the cap
     if (i % 25 === 0) body.instalacao_id = `inst-${i}`
     if (i % 50 === 0) body.identifier = `test:${i}`
@@ -62,7 +67,7 @@ t.test('2,000 concurrent registrations with duplicates: one device per token, th
   t.equal(after.registrations - before.registrations, 2_000)
   t.ok(statements < 1_000, `grouped: ${statements} statements for 2,000 registrations`)
   t.equal(
-    (await s.sql("SELECT count(*)::int AS n FROM devices WHERE external_user_id IS NOT NULL"))[0]?.n,
+    (await s.sql('SELECT count(*)::int AS n FROM devices WHERE external_user_id IS NOT NULL'))[0]?.n,
     bodies.filter((b) => b.external_user_id !== undefined).reduce((set, b) => set.add(b.identifier), new Set()).size,
   )
 })
@@ -71,7 +76,9 @@ t.test('a full queue answers 503 at once instead of growing without bound', asyn
   const s = await startService(t, { limits: { ipPerMin: 0, registrationQueueMax: 5, registrationWriters: 1 } })
   const app = await s.createApp()
   const answers = await Promise.all(
-    Array.from({ length: 200 }, (_, i) => s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: `q-${i}` } })),
+    Array.from({ length: 200 }, (_, i) =>
+      s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: `q-${i}` } }),
+    ),
   )
   const ok = answers.filter((a) => a.status === 200).length
   const busy = answers.filter((a) => a.status === 503).length
@@ -110,7 +117,10 @@ t.test('mixed load: installs, users, plain re-registrations of the same tokens a
   }
   const answers = await Promise.all(bodies.map((body) => s.call('POST', '/api/v1/players', { body })))
   const statuses = new Set(answers.map((r) => r.status))
-  t.ok([...statuses].every((x) => x === 200 || x === 400), `statuses ${[...statuses]}`)
+  t.ok(
+    [...statuses].every((x) => x === 200 || x === 400),
+    `statuses ${[...statuses]}`,
+  )
   t.equal(answers.filter((r) => r.status === 400).filter((r) => r.json.explain.limite !== 10).length, 0, 'only cap refusals')
   const idOf = new Map<string, string>()
   let mismatched = 0

@@ -27,7 +27,11 @@ t.test('Postgres unreachable: 503 naming postgres, nothing answered 200; recover
   const again = await s.call('POST', '/api/v1/players', { body: { ...body, identifier: 'after' } })
   t.equal(again.status, 200, 'recovers once Postgres is back')
   const rows = await s.sql<{ identifier: string }>('SELECT identifier FROM devices ORDER BY identifier')
-  t.same(rows.map((x) => x.identifier), ['after', 'before'], 'the refused registration was not written')
+  t.same(
+    rows.map((x) => x.identifier),
+    ['after', 'before'],
+    'the refused registration was not written',
+  )
 })
 
 t.test('Redis unreachable: registration is 503 naming redis (the hourly count cannot be kept); nothing written', async (t) => {
@@ -62,6 +66,9 @@ t.test('a failure on the export download logs the route, never the path: the tok
   await proxy.open()
   const lines = s.logs.filter((l) => l.request_id === r.json.explain.request_id)
   t.ok(lines.length > 0, 'the failure is logged')
-  t.ok(lines.some((l) => l.route === '/api/v1/exports/:file'), 'by its route')
+  t.ok(
+    lines.some((l) => l.route === '/api/v1/exports/:file'),
+    'by its route',
+  )
   t.notOk(JSON.stringify(s.logs).includes(token), 'the download token appears in no log line')
 })

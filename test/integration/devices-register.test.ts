@@ -10,7 +10,8 @@ const read = async (s: TestService, app: App, id: string) => {
   if (r.status !== 200) throw new Error(`read: ${r.status} ${r.text}`)
   return r.json
 }
-const row = async (s: TestService, id: string) => (await s.sql('SELECT * FROM devices WHERE id = $1', [id]))[0] as Record<string, unknown>
+const row = async (s: TestService, id: string) =>
+  (await s.sql('SELECT * FROM devices WHERE id = $1', [id]))[0] as Record<string, unknown>
 
 t.test('registration answers {success, id}, 200 the first time too, idempotent per (app, token)', async (t) => {
   const s = await startService(t)
@@ -39,8 +40,22 @@ t.test('read shape: constants, tags {} never null, epoch seconds', async (t) => 
   const { json } = await reg(s, { app_id: app.id, device_type: 0, identifier: 'ios-tok' })
   const d = await read(s, app, json.id)
   t.same(Object.keys(d).sort(), [
-    'app_version', 'created_at', 'device_model', 'device_os', 'device_type', 'external_user_id', 'id', 'identifier',
-    'invalid_identifier', 'language', 'last_active', 'notification_types', 'playtime', 'session_count', 'tags', 'timezone',
+    'app_version',
+    'created_at',
+    'device_model',
+    'device_os',
+    'device_type',
+    'external_user_id',
+    'id',
+    'identifier',
+    'invalid_identifier',
+    'language',
+    'last_active',
+    'notification_types',
+    'playtime',
+    'session_count',
+    'tags',
+    'timezone',
   ])
   t.equal(d.id, json.id)
   t.equal(d.identifier, 'ios-tok')
@@ -403,14 +418,19 @@ t.test('10 devices per external_user_id at registration; the 11th is 400 naming 
   t.equal((await s.sql('SELECT invalid_identifier FROM devices WHERE id = $1', [ids[1]]))[0]?.invalid_identifier, true)
   // Reviving it without the user is fine (the POST erases the binding).
   t.equal((await reg(s, { app_id: app.id, device_type: 1, identifier: 'u-1' })).status, 200)
-  t.equal((await s.sql("SELECT count(*)::int AS n FROM devices WHERE external_user_id = 'maria' AND NOT invalid_identifier"))[0]?.n, 10)
+  t.equal(
+    (await s.sql("SELECT count(*)::int AS n FROM devices WHERE external_user_id = 'maria' AND NOT invalid_identifier"))[0]?.n,
+    10,
+  )
 })
 
 t.test('the cap holds under concurrency: 30 simultaneous registrations of one user bind exactly 10', async (t) => {
   const s = await startService(t)
   const app = await s.createApp()
   const answers = await Promise.all(
-    Array.from({ length: 30 }, (_, i) => reg(s, { app_id: app.id, device_type: 1, identifier: `c-${i}`, external_user_id: 'ana' })),
+    Array.from({ length: 30 }, (_, i) =>
+      reg(s, { app_id: app.id, device_type: 1, identifier: `c-${i}`, external_user_id: 'ana' }),
+    ),
   )
   t.equal(answers.filter((a) => a.status === 200).length, 10)
   t.equal(answers.filter((a) => a.status === 400).length, 20)
@@ -447,7 +467,9 @@ t.test('per-app registrations per hour, counted in Redis across instances; 429 w
   t.equal((await s.sql(`SELECT count(*)::int AS n FROM devices WHERE app_id = $1`, [app.id]))[0]?.n, 5)
   // Concurrent takes in one turn each learn their own position.
   clock.advance(3_600_000)
-  const burst = await Promise.all(Array.from({ length: 8 }, (_, i) => reg(s, { app_id: app.id, device_type: 1, identifier: `b-${i}` })))
+  const burst = await Promise.all(
+    Array.from({ length: 8 }, (_, i) => reg(s, { app_id: app.id, device_type: 1, identifier: `b-${i}` })),
+  )
   t.equal(burst.filter((r) => r.status === 200).length, 5, 'next hour: a fresh allowance')
   t.equal(burst.filter((r) => r.status === 429).length, 3)
 })

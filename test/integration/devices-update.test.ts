@@ -15,7 +15,8 @@ const read = async (s: TestService, app: App, id: string) => {
   if (r.status !== 200) throw new Error(`read: ${r.status} ${r.text}`)
   return r.json
 }
-const transporte = async (s: TestService, id: string) => (await s.sql('SELECT transporte FROM devices WHERE id = $1', [id]))[0]?.transporte
+const transporte = async (s: TestService, id: string) =>
+  (await s.sql('SELECT transporte FROM devices WHERE id = $1', [id]))[0]?.transporte
 
 t.test('PUT answers {success: true}; omitted app_version, tags, transporte keep their values', async (t) => {
   const s = await startService(t)
@@ -129,13 +130,19 @@ t.test('the cap at PUT: only when the binding changes', async (t) => {
   t.equal((await put(s, ids[0] as string, { app_id: app.id, external_user_id: 'ana', tags: { a: 1 } })).status, 200)
   // Over the cap already (set behind the service's back): an unchanged binding still passes.
   await s.sql("UPDATE devices SET external_user_id = 'ana' WHERE id = $1", [ids[10]])
-  t.equal((await put(s, ids[10] as string, { app_id: app.id, external_user_id: 'ana' })).status, 200, 'unchanged binding not re-checked')
+  t.equal(
+    (await put(s, ids[10] as string, { app_id: app.id, external_user_id: 'ana' })).status,
+    200,
+    'unchanged binding not re-checked',
+  )
   await s.sql('UPDATE devices SET external_user_id = NULL WHERE id = $1', [ids[10]])
   // Logout frees a place.
   t.equal((await put(s, ids[0] as string, { app_id: app.id, external_user_id: null })).status, 200)
   t.equal((await put(s, ids[10] as string, { app_id: app.id, external_user_id: 'ana' })).status, 200)
   // The registration path and the PUT path share the count.
-  const r = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'd-new', external_user_id: 'ana' } })
+  const r = await s.call('POST', '/api/v1/players', {
+    body: { app_id: app.id, device_type: 1, identifier: 'd-new', external_user_id: 'ana' },
+  })
   t.equal(r.status, 400)
 })
 
@@ -164,7 +171,11 @@ t.test('GET player: app key forms, 401s, foreign app, paused, 404', async (t) =>
   t.equal((await get({ authorization: `Basic ${b64}` })).status, 200, 'Basic base64(x:key)')
   t.equal((await get({})).status, 401, 'missing')
   t.equal((await get({ authorization: 'Token abc' })).status, 401, 'malformed')
-  t.equal((await get({ authorization: 'Basic pm_live_abcdefgh_0123456789012345678901234567890123456789012' })).status, 401, 'unknown key')
+  t.equal(
+    (await get({ authorization: 'Basic pm_live_abcdefgh_0123456789012345678901234567890123456789012' })).status,
+    401,
+    'unknown key',
+  )
   t.equal((await get({ authorization: `Basic ${other.api_key}` })).status, 401, 'key of another app')
   const foreign = await get(basic(app.api_key), `/api/v1/players/${otherId}?app_id=${other.id}`)
   t.equal(foreign.status, 401, 'foreign app_id is 401, never 404')

@@ -68,6 +68,12 @@ t.test('registrations: a row Postgres refuses fails alone, the batch around it i
   )
   const n = await s.sql<{ n: number }>('SELECT count(*)::int AS n FROM devices')
   t.equal(n[0]?.n, 99, 'the other 99, of both apps, are durable')
-  t.ok(writer.stats.statements - before <= 20, `narrowed by halves, not row by row (${writer.stats.statements - before} statements)`)
-  t.ok(s.logs.some((l) => /isolating the row/.test(String(l.msg))), 'the split is logged: a validator let something through')
+  t.ok(
+    writer.stats.statements - before <= 20,
+    `narrowed by halves, not row by row (${writer.stats.statements - before} statements)`,
+  )
+  t.ok(
+    s.logs.some((l) => /isolating the row/.test(String(l.msg))),
+    'the split is logged: a validator let something through',
+  )
 })

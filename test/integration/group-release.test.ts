@@ -38,15 +38,27 @@ t.test("a dead worker's partition and slice leases are released; a live worker's
   t.same(released, [dead], 'only the dead process of this host')
   t.equal(await redis.get(keys.lease(0)), null, "the dead worker's partition is free")
   t.equal(await redis.get(keys.lease(1)), alive, "a live worker's lease is kept")
-  t.equal(await redis.get(keys.lease(2)), sameNumberElsewhere, "the same pid on another host is another worker")
-  t.same((await redis.zrange(keys.workers(), '0', '-1')).sort(), [alive, sameNumberElsewhere].sort(), 'the dead worker left the live set')
+  t.equal(await redis.get(keys.lease(2)), sameNumberElsewhere, 'the same pid on another host is another worker')
+  t.same(
+    (await redis.zrange(keys.workers(), '0', '-1')).sort(),
+    [alive, sameNumberElsewhere].sort(),
+    'the dead worker left the live set',
+  )
   const slices = await s.sql<{ slice: number; free: boolean }>(
     `SELECT slice, lease_until < now() AS free FROM send_slices WHERE send_id = $1 ORDER BY slice`,
     [sendId],
   )
-  t.same(slices, [
-    { slice: 0, free: true },
-    { slice: 1, free: false },
-  ], "the dead worker's slice can be leased at once; the live one's stays leased")
-  t.same(await releaseDeadWorker({ redis, keys, db, partitions: s.svc.deps.cfg.partitions }, 4000001), [], 'a second release finds nothing')
+  t.same(
+    slices,
+    [
+      { slice: 0, free: true },
+      { slice: 1, free: false },
+    ],
+    "the dead worker's slice can be leased at once; the live one's stays leased",
+  )
+  t.same(
+    await releaseDeadWorker({ redis, keys, db, partitions: s.svc.deps.cfg.partitions }, 4000001),
+    [],
+    'a second release finds nothing',
+  )
 })

@@ -44,12 +44,22 @@ t.test('a forged list cursor is a 400 naming cursor, never a 500', async (t) => 
 
 t.test('open_url refuses schemes that run or embed content; dates that do not exist are refused', async (t) => {
   const w = await inappWorld(t)
-  for (const url of ['javascript:alert(1)', 'JavaScript:alert(1)', 'data:text/html,<b>x</b>', 'vbscript:x', 'file:///etc/passwd']) {
+  for (const url of [
+    'javascript:alert(1)',
+    'JavaScript:alert(1)',
+    'data:text/html,<b>x</b>',
+    'vbscript:x',
+    'file:///etc/passwd',
+  ]) {
     const r = await w.create({ conteudo: { pt: { titulo: 'x', botao: { texto: 'ok', acao: { tipo: 'open_url', url } } } } })
     t.equal(r.status, 422, url)
   }
   t.equal(
-    (await w.create({ conteudo: { pt: { titulo: 'x', botao: { texto: 'ok', acao: { tipo: 'open_url', url: 'meuapp://promo' } } } } })).status,
+    (
+      await w.create({
+        conteudo: { pt: { titulo: 'x', botao: { texto: 'ok', acao: { tipo: 'open_url', url: 'meuapp://promo' } } } },
+      })
+    ).status,
     201,
     'a custom app scheme is still accepted',
   )

@@ -8,7 +8,11 @@ import t from 'tap'
 import { launchChromium } from '../helpers/browser'
 import { basic, PLATFORM_KEY, startService } from '../helpers/service'
 
-const PREFLIGHT = { origin: 'https://loja.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' }
+const PREFLIGHT = {
+  origin: 'https://loja.example',
+  'access-control-request-method': 'POST',
+  'access-control-request-headers': 'content-type',
+}
 
 t.test('preflights of the device routes name their methods and the headers a device sends', async (t) => {
   const s = await startService(t)
@@ -36,7 +40,10 @@ t.test('preflights of the device routes name their methods and the headers a dev
 t.test('answers of the device routes carry the CORS headers, errors and 429 included', async (t) => {
   const s = await startService(t, { limits: { ipPerMin: 3 } })
   const app = await s.createApp()
-  const ok = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 5, identifier: 'https://push.example/a' }, headers: { origin: 'https://loja.example' } })
+  const ok = await s.call('POST', '/api/v1/players', {
+    body: { app_id: app.id, device_type: 5, identifier: 'https://push.example/a' },
+    headers: { origin: 'https://loja.example' },
+  })
   t.equal(ok.status, 200)
   t.equal(ok.headers.get('access-control-allow-origin'), '*')
   t.match(ok.headers.get('access-control-expose-headers'), /Retry-After/)
@@ -45,7 +52,8 @@ t.test('answers of the device routes carry the CORS headers, errors and 429 incl
   t.equal(bad.status, 400)
   t.equal(bad.headers.get('access-control-allow-origin'), '*', 'a refusal is readable by the page too')
   let limited = bad
-  for (let i = 0; i < 5 && limited.status !== 429; i++) limited = await s.call('GET', `/api/v1/inapp/pending?app_id=${app.id}&player_id=${ok.json.id}`)
+  for (let i = 0; i < 5 && limited.status !== 429; i++)
+    limited = await s.call('GET', `/api/v1/inapp/pending?app_id=${app.id}&player_id=${ok.json.id}`)
   t.equal(limited.status, 429)
   t.equal(limited.headers.get('access-control-allow-origin'), '*', 'the page can read Retry-After of a 429')
   t.ok(limited.headers.get('retry-after'))
@@ -59,17 +67,24 @@ t.test('routes that take a key offer nothing to other origins', async (t) => {
   t.equal(pre.headers.get('access-control-allow-origin'), null)
   const sends = await s.call('OPTIONS', '/api/v1/notifications', { headers: PREFLIGHT })
   t.equal(sends.headers.get('access-control-allow-origin'), null)
-  const list = await s.call('GET', `/api/v1/notifications?app_id=${app.id}`, { headers: { ...basic(app.api_key), origin: 'https://loja.example' } })
+  const list = await s.call('GET', `/api/v1/notifications?app_id=${app.id}`, {
+    headers: { ...basic(app.api_key), origin: 'https://loja.example' },
+  })
   t.equal(list.status, 200)
   t.equal(list.headers.get('access-control-allow-origin'), null)
-  const created = await s.call('POST', '/api/v1/apps', { body: { nome: 'x' }, headers: { authorization: `Bearer ${PLATFORM_KEY}` } })
+  const created = await s.call('POST', '/api/v1/apps', {
+    body: { nome: 'x' },
+    headers: { authorization: `Bearer ${PLATFORM_KEY}` },
+  })
   t.equal(created.headers.get('access-control-allow-origin'), null)
 })
 
 t.test('a page on another origin registers a device and reads the answer, in Chromium', async (t) => {
   const s = await startService(t, { limits: { ipPerMin: 0 } })
   const app = await s.createApp()
-  const site = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>loja</title>'))
+  const site = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>loja</title>'),
+  )
   await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve))
   t.teardown(() => site.close())
   // localhost vs 127.0.0.1: two origins, as the customer's site and Pombo's API are.

@@ -192,7 +192,11 @@ t.test('DELETE: an active campaign needs confirmar=true (409 otherwise); the fun
     `INSERT INTO inapp_events (app_id, campanha_id, device_id, evento, ocorrencia_n, em, received_at) VALUES ($1, $2, $3, 1, 1, now(), now())`,
     [w.app.id, id, dev],
   )
-  await w.s.sql('INSERT INTO inapp_served (app_id, campanha_id, device_id, served_at) VALUES ($1, $2, $3, now())', [w.app.id, id, dev])
+  await w.s.sql('INSERT INTO inapp_served (app_id, campanha_id, device_id, served_at) VALUES ($1, $2, $3, now())', [
+    w.app.id,
+    id,
+    dev,
+  ])
   const del = (q: string) => w.call('DELETE', `/api/v1/in_app_messages/${id}?app_id=${w.app.id}${q}`)
   const r = await del('')
   t.equal(r.status, 409)

@@ -71,7 +71,10 @@ t.test('migrate --status: everything pending on a fresh schema, then everything 
     after.aplicadas.map((a: { versao: string }) => a.versao),
     ALL,
   )
-  t.ok(after.aplicadas.every((a: { em: string }) => !Number.isNaN(Date.parse(a.em))), 'each with its time')
+  t.ok(
+    after.aplicadas.every((a: { em: string }) => !Number.isNaN(Date.parse(a.em))),
+    'each with its time',
+  )
   t.same(after.pendentes, [])
   t.same(JSON.parse((await pombo(as, ['migrate'])).stdout), { aplicadas: [], total: ALL.length }, 'a second run applies nothing')
 })
@@ -81,19 +84,22 @@ t.test('0009-0011 run outside a transaction on a schema in use; their indexes ar
   for (const v of ['0009', '0010', '0011']) {
     const one = m.find((x) => x.version.startsWith(v))
     t.equal(one?.transaction, false, `${v} carries ${NO_TRANSACTION}`)
-    t.ok(one && statements(one.sql).every((s) => !/CREATE INDEX(?! CONCURRENTLY)/.test(s)), `${v}: every index build is CONCURRENTLY`)
+    t.ok(
+      one && statements(one.sql).every((s) => !/CREATE INDEX(?! CONCURRENTLY)/.test(s)),
+      `${v}: every index build is CONCURRENTLY`,
+    )
   }
-  t.ok(
-    m.filter((x) => x.transaction).length > 0,
-    'the others keep their transaction',
-  )
+  t.ok(m.filter((x) => x.transaction).length > 0, 'the others keep their transaction')
   // A deployment that stopped at 0008 (tables in use): 0009-0011 then take the CONCURRENTLY path.
   const { schema } = freshSchema(t)
   const upTo8 = mkdtempSync(join(tmpdir(), 'pombo-mig-'))
   for (const x of m.filter((x) => x.version < '0009')) writeFileSync(join(upTo8, x.version), x.sql)
   await migrate(DATABASE_URL, schema, { dir: upTo8 })
   const rest = await migrate(DATABASE_URL, schema)
-  t.same(rest.applied, ALL.filter((v) => v >= '0009'))
+  t.same(
+    rest.applied,
+    ALL.filter((v) => v >= '0009'),
+  )
   const idx = await sql<{ name: string; valid: boolean }>(
     `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
       JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -108,10 +114,15 @@ t.test('0009-0011 run outside a transaction on a schema in use; their indexes ar
 })
 
 t.test('statements: split at a semicolon ending a line; comment-only pieces dropped', async (t) => {
-  t.same(statements(`${NO_TRANSACTION}\n-- why\nALTER TABLE a ADD COLUMN b int;\n-- again\nCREATE INDEX CONCURRENTLY x ON a (b)\n  WHERE b > 0;\n-- end\n`), [
-    `${NO_TRANSACTION}\n-- why\nALTER TABLE a ADD COLUMN b int`,
-    '-- again\nCREATE INDEX CONCURRENTLY x ON a (b)\n  WHERE b > 0',
-  ])
+  t.same(
+    statements(
+      `${NO_TRANSACTION}\n-- why\nALTER TABLE a ADD COLUMN b int;\n-- again\nCREATE INDEX CONCURRENTLY x ON a (b)\n  WHERE b > 0;\n-- end\n`,
+    ),
+    [
+      `${NO_TRANSACTION}\n-- why\nALTER TABLE a ADD COLUMN b int`,
+      '-- again\nCREATE INDEX CONCURRENTLY x ON a (b)\n  WHERE b > 0',
+    ],
+  )
 })
 
 t.test('concurrent runs: each migration applied once, the lock released with the run', async (t) => {
@@ -148,12 +159,22 @@ t.test('on an empty schema a no-transaction migration runs in a transaction: a f
   const { schema } = freshSchema(t)
   const dir = mkdtempSync(join(tmpdir(), 'pombo-mig-'))
   writeFileSync(join(dir, '0001_t.sql'), 'CREATE TABLE t (a int);\n')
-  writeFileSync(join(dir, '0002_idx.sql'), `${NO_TRANSACTION}\nALTER TABLE t ADD COLUMN c int;\nCREATE INDEX CONCURRENTLY t_c_idx ON t (nope);\n`)
+  writeFileSync(
+    join(dir, '0002_idx.sql'),
+    `${NO_TRANSACTION}\nALTER TABLE t ADD COLUMN c int;\nCREATE INDEX CONCURRENTLY t_c_idx ON t (nope);\n`,
+  )
   await t.rejects(migrate(DATABASE_URL, schema, { dir }), /migration 0002_idx\.sql failed/)
-  t.same(await sql(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 't' ORDER BY 1`, [schema]), [
-    { column_name: 'a' },
-  ], 'the column of the failed migration rolled back with it')
-  writeFileSync(join(dir, '0002_idx.sql'), `${NO_TRANSACTION}\nALTER TABLE t ADD COLUMN c int;\nCREATE INDEX CONCURRENTLY t_c_idx ON t (c);\n`)
+  t.same(
+    await sql(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 't' ORDER BY 1`, [
+      schema,
+    ]),
+    [{ column_name: 'a' }],
+    'the column of the failed migration rolled back with it',
+  )
+  writeFileSync(
+    join(dir, '0002_idx.sql'),
+    `${NO_TRANSACTION}\nALTER TABLE t ADD COLUMN c int;\nCREATE INDEX CONCURRENTLY t_c_idx ON t (c);\n`,
+  )
   t.same((await migrate(DATABASE_URL, schema, { dir })).applied, ['0002_idx.sql'])
 })
 

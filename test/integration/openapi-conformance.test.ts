@@ -81,7 +81,9 @@ t.test('every route answers as docs/openapi.yaml says', async (t) => {
   t.equal(replay.headers.get('x-idempotent-replay'), 'true')
   await check('POST', '/api/v1/notifications', 400, send({}))
   await check('POST', '/api/v1/notifications', 422, send({ include_player_ids: [players[0]], data: { pm_x: '1' } }))
-  await check('POST', '/api/v1/notifications', 401, { body: { app_id: app.id, contents: { en: 'x' }, include_player_ids: [players[0]] } })
+  await check('POST', '/api/v1/notifications', 401, {
+    body: { app_id: app.id, contents: { en: 'x' }, include_player_ids: [players[0]] },
+  })
   await check('GET', `/api/v1/notifications?app_id=${app.id}&limit=5`, 200, { headers: key })
   await check('GET', `/api/v1/notifications/${sendId}?app_id=${app.id}`, 200, { headers: key })
   await check('GET', `/api/v1/notifications/${randomUUID()}?app_id=${app.id}`, 404, { headers: key })
@@ -100,7 +102,10 @@ t.test('every route answers as docs/openapi.yaml says', async (t) => {
   // Confirmations, on the second app (webhook mode closes the send reads)
   const okey = basic(other.api_key)
   await check('GET', `/api/v1/confirmacoes?app_id=${other.id}`, 200, { headers: okey })
-  await check('PUT', '/api/v1/confirmacoes', 200, { body: { app_id: other.id, url: 'https://hooks.example.com/pombo' }, headers: okey })
+  await check('PUT', '/api/v1/confirmacoes', 200, {
+    body: { app_id: other.id, url: 'https://hooks.example.com/pombo' },
+    headers: okey,
+  })
   await check('PUT', '/api/v1/confirmacoes', 200, { body: { app_id: other.id, modo: 'webhook' }, headers: okey })
   await check('GET', `/api/v1/notifications?app_id=${other.id}`, 403, { headers: okey })
   await check('PUT', '/api/v1/confirmacoes', 400, { body: { app_id: other.id, url: 'http://plain.example.com' }, headers: okey })
@@ -131,7 +136,9 @@ t.test('every route answers as docs/openapi.yaml says', async (t) => {
   await check('GET', `/api/v1/inapp/pending?app_id=${app.id}&player_id=x`, 400)
   const prova = pack.json.messages[0].prova as string
   const evento = { campanha_id: cid, prova, evento: 'impressao', ocorrencia_n: 1, em: new Date().toISOString() }
-  const ev = await check('POST', '/api/v1/inapp/eventos', 200, { body: { app_id: app.id, player_id: device.json.id, eventos: [evento] } })
+  const ev = await check('POST', '/api/v1/inapp/eventos', 200, {
+    body: { app_id: app.id, player_id: device.json.id, eventos: [evento] },
+  })
   t.same(ev.json.resultados, ['aceito'])
   await check('POST', '/api/v1/inapp/eventos', 403, {
     body: { app_id: app.id, player_id: device.json.id, eventos: [{ ...evento, prova: 'x.AAAA' }] },
@@ -159,5 +166,6 @@ t.test('every route answers as docs/openapi.yaml says', async (t) => {
   const documented = new Set(checker.operations.map((o) => `${o.method} ${shape(o.template)}`))
   const registered = s.svc.api?.router.routes ?? []
   t.ok(registered.length >= 30, `${registered.length} routes registered`)
-  for (const route of registered) t.ok(documented.has(`${route.method} ${shape(route.path)}`), `${route.method} ${route.path} is documented`)
+  for (const route of registered)
+    t.ok(documented.has(`${route.method} ${shape(route.path)}`), `${route.method} ${route.path} is documented`)
 })

@@ -56,5 +56,9 @@ t.test("a provider's Retry-After is a pacing wait of its own cause", async (t) =
   t.ok((sample(text, 'pombo_pacing_waits_total', { cause: 'retry_after' }) ?? 0) >= 1, 'the 429 held the app back')
   const waited = sample(text, 'pombo_pacing_wait_seconds_total', { cause: 'retry_after' }) ?? 0
   t.ok(waited > 0.5 && waited <= 1.01, `about the second asked for (${waited})`)
-  t.equal(sample(text, 'pombo_provider_outcomes_total', { platform: 'fcm', kind: 'quota' }), 1, 'the provider outcome by its kind')
+  t.equal(
+    sample(text, 'pombo_provider_outcomes_total', { platform: 'fcm', kind: 'quota' }),
+    1,
+    'the provider outcome by its kind',
+  )
 })

@@ -18,7 +18,15 @@ function pomboStdin(s: TestService, args: string[], input: string, env: Record<s
       process.execPath,
       ['--import', 'tsx', MAIN, ...args],
       {
-        env: { ...process.env, DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: s.cfg.dbSchema, PM_REDIS_PREFIX: s.cfg.redisPrefix, PM_VAULT_KEY: VAULT_KEY, ...env },
+        env: {
+          ...process.env,
+          DATABASE_URL,
+          REDIS_URL,
+          PM_DB_SCHEMA: s.cfg.dbSchema,
+          PM_REDIS_PREFIX: s.cfg.redisPrefix,
+          PM_VAULT_KEY: VAULT_KEY,
+          ...env,
+        },
       },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )
@@ -36,18 +44,31 @@ t.test('org create, app create --org: apps of one organisation share its plan', 
   t.equal(org.plano, 'pro')
   const a = JSON.parse((await pombo(s, ['app', 'create', '--nome', 'A', '--org', org.id])).stdout)
   const b = JSON.parse((await pombo(s, ['app', 'create', '--nome', 'B', '--org', org.id])).stdout)
-  t.same(Object.keys(a).sort(), ['api_key', 'criado_em', 'id', 'kid', 'nome', 'rate_por_min', 'receipt_key'], 'same answer as the route')
+  t.same(
+    Object.keys(a).sort(),
+    ['api_key', 'criado_em', 'id', 'kid', 'nome', 'rate_por_min', 'receipt_key'],
+    'same answer as the route',
+  )
   const rows = await s.sql('SELECT a.id, a.org_id, o.plan FROM apps a JOIN orgs o ON o.id = a.org_id ORDER BY a.nome')
-  t.same(rows.map((x) => [x.id, x.org_id, x.plan]), [
-    [a.id, org.id, 'pro'],
-    [b.id, org.id, 'pro'],
-  ])
+  t.same(
+    rows.map((x) => [x.id, x.org_id, x.plan]),
+    [
+      [a.id, org.id, 'pro'],
+      [b.id, org.id, 'pro'],
+    ],
+  )
   // `app plan` changes the organisation's plan: both apps follow.
   t.equal((await pombo(s, ['app', 'plan', a.id, 'free'])).code, 0)
-  t.same((await s.sql('SELECT DISTINCT o.plan FROM apps a JOIN orgs o ON o.id = a.org_id')).map((x) => x.plan), ['free'])
+  t.same(
+    (await s.sql('SELECT DISTINCT o.plan FROM apps a JOIN orgs o ON o.id = a.org_id')).map((x) => x.plan),
+    ['free'],
+  )
   // Without --org: an organisation of its own, named after the app.
   const c = JSON.parse((await pombo(s, ['app', 'create', '--nome', 'Sozinho'])).stdout)
-  const [own] = await s.sql('SELECT o.nome, o.id <> $2 AS other FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = $1', [c.id, org.id])
+  const [own] = await s.sql('SELECT o.nome, o.id <> $2 AS other FROM apps a JOIN orgs o ON o.id = a.org_id WHERE a.id = $1', [
+    c.id,
+    org.id,
+  ])
   t.same(own, { nome: 'Sozinho', other: true })
 })
 
@@ -55,7 +76,8 @@ t.test('the MAU allowance is measured per organisation: two apps add up', async 
   const s = await startService(t, { limits: { freeMau: 3 } })
   const org = JSON.parse((await pombo(s, ['org', 'create', '--nome', 'Duas'])).stdout)
   const apps = [] as Array<{ id: string; api_key: string }>
-  for (const nome of ['A', 'B']) apps.push(JSON.parse((await pombo(s, ['app', 'create', '--nome', nome, '--org', org.id])).stdout))
+  for (const nome of ['A', 'B'])
+    apps.push(JSON.parse((await pombo(s, ['app', 'create', '--nome', nome, '--org', org.id])).stdout))
   // Two devices each: 4 active devices in one organisation, above the allowance of 3; each app alone is below it.
   for (const app of apps) {
     for (let i = 0; i < 2; i++) {
@@ -78,7 +100,11 @@ t.test('the MAU allowance is measured per organisation: two apps add up', async 
 t.test('user create and user invite', async (t) => {
   const s = await startService(t)
   const org = JSON.parse((await pombo(s, ['org', 'create', '--nome', 'Org'])).stdout)
-  const ok = await pomboStdin(s, ['user', 'create', '--email', 'Ana@Example.com', '--org', org.id, '--senha-stdin'], 'senha-bem-longa-1\n')
+  const ok = await pomboStdin(
+    s,
+    ['user', 'create', '--email', 'Ana@Example.com', '--org', org.id, '--senha-stdin'],
+    'senha-bem-longa-1\n',
+  )
   t.equal(ok.code, 0, ok.stderr)
   const u = JSON.parse(ok.stdout)
   t.same(Object.keys(u).sort(), ['email', 'id'])
@@ -87,25 +113,64 @@ t.test('user create and user invite', async (t) => {
   t.match(row?.password_hash, /^scrypt\$/, 'only a scrypt hash is stored')
   t.notMatch(row?.password_hash, /senha-bem-longa/)
   t.equal(row?.org_id, org.id)
-  const op = await pomboStdin(s, ['user', 'create', '--email', 'op@example.com', '--operador', '--senha-stdin'], 'operadora-123456')
+  const op = await pomboStdin(
+    s,
+    ['user', 'create', '--email', 'op@example.com', '--operador', '--senha-stdin'],
+    'operadora-123456',
+  )
   t.equal(op.code, 0, op.stderr)
-  t.same((await s.sql('SELECT operator, org_id FROM dashboard_users WHERE email = $1', ['op@example.com']))[0], { operator: true, org_id: null })
+  t.same((await s.sql('SELECT operator, org_id FROM dashboard_users WHERE email = $1', ['op@example.com']))[0], {
+    operator: true,
+    org_id: null,
+  })
 
-  oneLineFailure(t, await pomboStdin(s, ['user', 'create', '--email', 'b@example.com', '--org', org.id, '--senha-stdin'], 'curta-11chr'), /12/)
-  oneLineFailure(t, await pomboStdin(s, ['user', 'create', '--email', 'ana@example.com', '--org', org.id, '--senha-stdin'], 'outra-senha-longa'), /E-mail já cadastrado/)
-  oneLineFailure(t, await pomboStdin(s, ['user', 'create', '--email', 'x', '--org', org.id, '--senha-stdin'], 'outra-senha-longa'), /E-mail inválido/)
-  oneLineFailure(t, await pomboStdin(s, ['user', 'create', '--email', 'c@example.com', '--senha-stdin'], 'outra-senha-longa'), /--org/)
-  oneLineFailure(t, await pomboStdin(s, ['user', 'create', '--email', 'c@example.com', '--org', '00000000-0000-4000-8000-000000000000', '--senha-stdin'], 'outra-senha-longa'), /Organização não encontrada/)
+  oneLineFailure(
+    t,
+    await pomboStdin(s, ['user', 'create', '--email', 'b@example.com', '--org', org.id, '--senha-stdin'], 'curta-11chr'),
+    /12/,
+  )
+  oneLineFailure(
+    t,
+    await pomboStdin(s, ['user', 'create', '--email', 'ana@example.com', '--org', org.id, '--senha-stdin'], 'outra-senha-longa'),
+    /E-mail já cadastrado/,
+  )
+  oneLineFailure(
+    t,
+    await pomboStdin(s, ['user', 'create', '--email', 'x', '--org', org.id, '--senha-stdin'], 'outra-senha-longa'),
+    /E-mail inválido/,
+  )
+  oneLineFailure(
+    t,
+    await pomboStdin(s, ['user', 'create', '--email', 'c@example.com', '--senha-stdin'], 'outra-senha-longa'),
+    /--org/,
+  )
+  oneLineFailure(
+    t,
+    await pomboStdin(
+      s,
+      ['user', 'create', '--email', 'c@example.com', '--org', '00000000-0000-4000-8000-000000000000', '--senha-stdin'],
+      'outra-senha-longa',
+    ),
+    /Organização não encontrada/,
+  )
   t.equal((await s.sql('SELECT count(*)::int AS n FROM dashboard_users'))[0]?.n, 2, 'nothing written by the refusals')
 
-  const inv = await pombo(s, ['user', 'invite', '--email', 'novo@example.com', '--org', org.id], { PM_DASHBOARD_URL: 'https://painel.example.com/' })
+  const inv = await pombo(s, ['user', 'invite', '--email', 'novo@example.com', '--org', org.id], {
+    PM_DASHBOARD_URL: 'https://painel.example.com/',
+  })
   t.equal(inv.code, 0, inv.stderr)
   t.match(inv.stdout.trim(), /^https:\/\/painel\.example\.com\/convite\/[A-Za-z0-9_-]{43}$/)
-  const [i] = await s.sql("SELECT extract(epoch FROM expires_at - created_at)::int AS ttl FROM dashboard_invites WHERE email = 'novo@example.com'")
+  const [i] = await s.sql(
+    "SELECT extract(epoch FROM expires_at - created_at)::int AS ttl FROM dashboard_invites WHERE email = 'novo@example.com'",
+  )
   t.equal(i?.ttl, 72 * 3600, 'valid 72 h')
-  const short = await pombo(s, ['user', 'invite', '--email', 'breve@example.com', '--org', org.id], { PM_DASHBOARD_INVITE_H: '2' })
+  const short = await pombo(s, ['user', 'invite', '--email', 'breve@example.com', '--org', org.id], {
+    PM_DASHBOARD_INVITE_H: '2',
+  })
   t.equal(short.code, 0, short.stderr)
-  const [j] = await s.sql("SELECT extract(epoch FROM expires_at - created_at)::int AS ttl FROM dashboard_invites WHERE email = 'breve@example.com'")
+  const [j] = await s.sql(
+    "SELECT extract(epoch FROM expires_at - created_at)::int AS ttl FROM dashboard_invites WHERE email = 'breve@example.com'",
+  )
   t.equal(j?.ttl, 2 * 3600, 'PM_DASHBOARD_INVITE_H moves it')
   oneLineFailure(t, await pombo(s, ['user', 'invite', '--email', 'ana@example.com', '--org', org.id]), /E-mail já cadastrado/)
   oneLineFailure(t, await pombo(s, ['org', 'create']), /--nome/)

@@ -68,13 +68,20 @@ if (!hasPgBouncer()) {
     const through = await d.s.sql<{ port: number; user: string; schema: string }>(
       "SELECT current_setting('port')::int AS port, current_user AS user, current_schema() AS schema",
     )
-    t.same(through, [{ port: Number(upstream.port || 5432), user: role, schema }], "the pool's sessions are the role's, on its schema")
+    t.same(
+      through,
+      [{ port: Number(upstream.port || 5432), user: role, schema }],
+      "the pool's sessions are the role's, on its schema",
+    )
 
     const app = await d.s.createApp()
     await d.fcmFor(app)
     const a = await d.device(app, `pgb-a-${id}`)
     const b = await d.device(app, `pgb-b-${id}`)
-    const put = await d.s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: app.id, url: rx.url('/pgb'), modo: 'webhook' }, headers: basic(app.api_key) })
+    const put = await d.s.call('PUT', '/api/v1/confirmacoes', {
+      body: { app_id: app.id, url: rx.url('/pgb'), modo: 'webhook' },
+      headers: basic(app.api_key),
+    })
     t.equal(put.status, 200, put.text)
     rx.secret('/pgb', put.json.segredo)
     rx.script('/pgb', [{ status: 502 }]) // a failed attempt is recorded and retried in order
@@ -84,7 +91,9 @@ if (!hasPgBouncer()) {
     t.equal(row.successful, 2)
     const rcpt = (token: string) => d.fcm.delivered.find((r) => r.target === token)?.body.message.data.pm_rcpt
     const receipt = (player: string, token: string) =>
-      d.s.call('POST', '/api/v1/receipts', { body: { app_id: app.id, notification_id: sendId, player_id: player, rcpt: rcpt(token), evento: 'recebido' } })
+      d.s.call('POST', '/api/v1/receipts', {
+        body: { app_id: app.id, notification_id: sendId, player_id: player, rcpt: rcpt(token), evento: 'recebido' },
+      })
     t.equal((await receipt(a, `pgb-a-${id}`)).status, 200)
     t.equal((await receipt(b, `pgb-b-${id}`)).status, 200)
     const counted = await d.s.sql<{ recebidos: number }>('SELECT recebidos FROM sends WHERE id = $1', [sendId])
@@ -154,7 +163,10 @@ if (!hasPgBouncer()) {
       t.same((await queryPrepared(a, text, [3])).rows, [{ n: 4 }])
       // What a named statement does there (why PM_PGBOUNCER=transaction turns them off):
       await a.query({ name: 'pm_named_probe', text, values: [1] })
-      await t.rejects(b.query({ name: 'pm_named_probe', text, values: [1] }), /prepared statement "pm_named_probe" already exists/)
+      await t.rejects(
+        b.query({ name: 'pm_named_probe', text, values: [1] }),
+        /prepared statement "pm_named_probe" already exists/,
+      )
     } finally {
       a.release(true)
       b.release(true)

@@ -14,7 +14,10 @@ t.test('an unhandled rejection is logged and the process serves on', async (t) =
   const p = await serve(t, 'rejection')
   t.ok(await p.up(), 'serving')
   for (let i = 0; i < 50 && !p.logs().includes('unhandled promise rejection'); i++) await new Promise((r) => setTimeout(r, 100))
-  t.match(p.logs(), /unhandled promise rejection.*a promise nobody awaited|a promise nobody awaited.*unhandled promise rejection/s)
+  t.match(
+    p.logs(),
+    /unhandled promise rejection.*a promise nobody awaited|a promise nobody awaited.*unhandled promise rejection/s,
+  )
   t.ok(await p.up(), 'still serving after it')
   t.equal(p.child.exitCode, null, 'still running')
   p.child.kill('SIGTERM')

@@ -112,10 +112,16 @@ t.test('a key for the other environment: credential outcome naming BadEnvironmen
 t.test('a revoked key is InvalidProviderToken; a .p8 that is not a key never reaches APNs', async (t) => {
   const cred = credential()
   apns.revokeKey(cred.keyId)
-  t.strictSame(await new ApnsProvider(cred, { baseUrl: apns.url, pool, clock }).send(ios('rv01'), pushFor()), { kind: 'credential', reason: 'InvalidProviderToken' })
+  t.strictSame(await new ApnsProvider(cred, { baseUrl: apns.url, pool, clock }).send(ios('rv01'), pushFor()), {
+    kind: 'credential',
+    reason: 'InvalidProviderToken',
+  })
   const sent = apns.stats().requests
   const broken = { ...credential(), p8: 'garbage' }
-  t.match(await new ApnsProvider(broken, { baseUrl: apns.url, pool, clock }).send(ios('rv02'), pushFor()), { kind: 'credential', reason: /^InvalidProviderToken/ })
+  t.match(await new ApnsProvider(broken, { baseUrl: apns.url, pool, clock }).send(ios('rv02'), pushFor()), {
+    kind: 'credential',
+    reason: /^InvalidProviderToken/,
+  })
   t.equal(apns.stats().requests, sent)
 })
 

@@ -73,7 +73,13 @@ t.test('Android: the message FCM receives', async (t) => {
 })
 
 t.test('web push: the message FCM receives', async (t) => {
-  const push = pushFor({ contents: { de: 'Hallo', pt: 'Olá' }, large_icon: 'https://img.example.com/i.png', url: 'https://example.com/w', priority: 'marketing', ttl: 30 })
+  const push = pushFor({
+    contents: { de: 'Hallo', pt: 'Olá' },
+    large_icon: 'https://img.example.com/i.png',
+    url: 'https://example.com/w',
+    priority: 'marketing',
+    ttl: 30,
+  })
   t.strictSame(await provider.send(web('tok-web', 8), push), { kind: 'accepted' })
   const rec = fcm.delivered.find((r) => r.target === 'tok-web')
   t.strictSame(rec?.body.message.webpush, { headers: { TTL: '30', Urgency: 'normal' } })
@@ -93,40 +99,64 @@ t.test('iOS through FCM: an apns block FCM accepts', async (t) => {
   t.strictSame(await provider.send({ deviceId: 'dev-i', token: 'tok-ios-fcm', deviceType: 0 }, push), { kind: 'accepted' })
   const m = fcm.delivered.find((r) => r.target === 'tok-ios-fcm')?.body.message
   t.strictSame(m?.apns?.payload, { aps: { alert: { body: 'Hi', subtitle: 'Sub' }, 'content-available': 1 } })
-  t.match(m?.apns?.headers, { 'apns-push-type': 'alert', 'apns-priority': '10', 'apns-expiration': String(Math.floor(nowMs / 1000) + 60) })
+  t.match(m?.apns?.headers, {
+    'apns-push-type': 'alert',
+    'apns-priority': '10',
+    'apns-expiration': String(Math.floor(nowMs / 1000) + 60),
+  })
   t.equal(m?.data.pm_rcpt, PROOF)
 })
 
-t.test('the bodies of a fan-out equal direct builds, device by device, with single sends and look-alike messages in between', async (t) => {
-  // The provider builds a message's first body directly, keeps a template from its second use on (fcm.ts), and
-  // keeps no template at all for a message seen once. Every body must be what fcmMessage builds for that device.
-  const fanOut = pushFor({ contents: { en: 'Big sale', pt: 'Promoção' }, headings: { en: 'Shop' }, data: { k: 'v"q' }, collapse_id: 'c9', ttl: 90 })
-  // Same send id, another message object with other content (pushFor gives every push one id): never mixed up.
-  const lookAlike = pushFor({ contents: { en: 'Other text' }, ttl: 90 })
-  const expected = new Map<string, unknown>()
-  const sendOne = async (target: ReturnType<typeof android>, push: typeof fanOut) => {
-    expected.set(target.token as string, JSON.parse(JSON.stringify(fcmMessage(target, push, nowMs))))
-    t.strictSame(await provider.send(target, push), { kind: 'accepted' }, target.token as string)
-  }
-  const kinds = [(tok: string) => android(tok), (tok: string) => web(tok, 5), (tok: string) => ({ deviceId: `dev-${tok}`, token: tok, deviceType: 0 })]
-  for (let i = 0; i < 12; i++) {
-    // Each device its own proof, the message object shared, as the actor hands them over.
-    await sendOne(kinds[i % 3]?.(`fan-${i}`) as ReturnType<typeof android>, { ...fanOut, proof: `proof-${String(i).padStart(26, '0')}` })
-    await sendOne(android(`alike-${i}`), { ...lookAlike, proof: `alike-${String(i).padStart(26, '0')}` })
-    // More single-device sends than the provider remembers between two devices of the fan-out.
-    if (i === 5) for (let j = 0; j < 80; j++) await sendOne(android(`single-${j}`), pushFor({ contents: { en: `one ${j}` } }))
-  }
-  for (const [token, body] of expected) {
-    t.strictSame(fcm.delivered.find((r) => r.target === token)?.body, body, token)
-  }
-})
+t.test(
+  'the bodies of a fan-out equal direct builds, device by device, with single sends and look-alike messages in between',
+  async (t) => {
+    // The provider builds a message's first body directly, keeps a template from its second use on (fcm.ts), and
+    // keeps no template at all for a message seen once. Every body must be what fcmMessage builds for that device.
+    const fanOut = pushFor({
+      contents: { en: 'Big sale', pt: 'Promoção' },
+      headings: { en: 'Shop' },
+      data: { k: 'v"q' },
+      collapse_id: 'c9',
+      ttl: 90,
+    })
+    // Same send id, another message object with other content (pushFor gives every push one id): never mixed up.
+    const lookAlike = pushFor({ contents: { en: 'Other text' }, ttl: 90 })
+    const expected = new Map<string, unknown>()
+    const sendOne = async (target: ReturnType<typeof android>, push: typeof fanOut) => {
+      expected.set(target.token as string, JSON.parse(JSON.stringify(fcmMessage(target, push, nowMs))))
+      t.strictSame(await provider.send(target, push), { kind: 'accepted' }, target.token as string)
+    }
+    const kinds = [
+      (tok: string) => android(tok),
+      (tok: string) => web(tok, 5),
+      (tok: string) => ({ deviceId: `dev-${tok}`, token: tok, deviceType: 0 }),
+    ]
+    for (let i = 0; i < 12; i++) {
+      // Each device its own proof, the message object shared, as the actor hands them over.
+      await sendOne(kinds[i % 3]?.(`fan-${i}`) as ReturnType<typeof android>, {
+        ...fanOut,
+        proof: `proof-${String(i).padStart(26, '0')}`,
+      })
+      await sendOne(android(`alike-${i}`), { ...lookAlike, proof: `alike-${String(i).padStart(26, '0')}` })
+      // More single-device sends than the provider remembers between two devices of the fan-out.
+      if (i === 5) for (let j = 0; j < 80; j++) await sendOne(android(`single-${j}`), pushFor({ contents: { en: `one ${j}` } }))
+    }
+    for (const [token, body] of expected) {
+      t.strictSame(fcm.delivered.find((r) => r.target === token)?.body, body, token)
+    }
+  },
+)
 
 t.test('every outcome class from scripted answers', async (t) => {
   const cases: Array<[string, string, unknown]> = [
     ['o-unreg', 'unregistered', { kind: 'dead-token', reason: 'UNREGISTERED' }],
     ['o-invalid', 'invalid-argument', { kind: 'dead-token', reason: 'INVALID_ARGUMENT: invalid registration token' }],
     ['o-sender', 'sender-id-mismatch', { kind: 'credential', reason: 'SENDER_ID_MISMATCH: SenderId mismatch' }],
-    ['o-3p', 'third-party-auth-error', { kind: 'credential', reason: 'THIRD_PARTY_AUTH_ERROR: Auth error from APNS or Web Push Service' }],
+    [
+      'o-3p',
+      'third-party-auth-error',
+      { kind: 'credential', reason: 'THIRD_PARTY_AUTH_ERROR: Auth error from APNS or Web Push Service' },
+    ],
     ['o-quota', 'quota:7', { kind: 'quota', retryAfterMs: 7_000 }],
     ['o-503', 'unavailable', { kind: 'transient', reason: 'UNAVAILABLE' }],
     ['o-503-ra', 'unavailable:5', { kind: 'transient', reason: 'UNAVAILABLE', retryAfterMs: 5_000 }],
@@ -208,13 +238,19 @@ t.test('a 401 drops the access token and retries once; a revoked account is a cr
 t.test('a service account whose key is not a key is a credential outcome, nothing sent', async (t) => {
   const bad = { ...fcm.serviceAccount('pombo-test'), private_key: 'not a key' } as unknown as FcmCredential
   const sent = fcm.stats().requests
-  t.match(await new FcmProvider(bad, { baseUrl: fcm.url, pool, clock }).send(android('k-1'), pushFor()), { kind: 'credential', reason: /^service account unusable/ })
+  t.match(await new FcmProvider(bad, { baseUrl: fcm.url, pool, clock }).send(android('k-1'), pushFor()), {
+    kind: 'credential',
+    reason: /^service account unusable/,
+  })
   t.equal(fcm.stats().requests, sent)
 })
 
-t.test('another project than the account\'s: credential', async (t) => {
+t.test("another project than the account's: credential", async (t) => {
   const other = { ...fcm.serviceAccount('pombo-test'), project_id: 'someone-else' } as unknown as FcmCredential
-  t.match(await new FcmProvider(other, { baseUrl: fcm.url, pool, clock }).send(android('p-1'), pushFor()), { kind: 'credential', reason: /^PERMISSION_DENIED/ })
+  t.match(await new FcmProvider(other, { baseUrl: fcm.url, pool, clock }).send(android('p-1'), pushFor()), {
+    kind: 'credential',
+    reason: /^PERMISSION_DENIED/,
+  })
 })
 
 t.test('sending to Google, a token_uri outside Google is refused before any request (no request forgery)', async (t) => {
@@ -222,7 +258,10 @@ t.test('sending to Google, a token_uri outside Google is refused before any requ
   const issued = fcm.tokensIssued
   const sent = fcm.stats().requests
   const google = new FcmProvider(sa, { baseUrl: 'https://fcm.googleapis.com', pool, clock })
-  t.match(await google.send(android('ssrf-1'), pushFor()), { kind: 'credential', reason: /token_uri is not a Google token endpoint: 127\.0\.0\.1/ })
+  t.match(await google.send(android('ssrf-1'), pushFor()), {
+    kind: 'credential',
+    reason: /token_uri is not a Google token endpoint: 127\.0\.0\.1/,
+  })
   t.equal(fcm.tokensIssued, issued, 'no assertion was posted anywhere')
   t.equal(fcm.stats().requests, sent)
   t.ok(googleTokenHost('oauth2.googleapis.com') && googleTokenHost('accounts.google.com'))

@@ -79,7 +79,7 @@ t.test('the connection cut under load: in-flight requests are transient, the nex
   t.ok(pool.sessionsOpened > opened)
 })
 
-t.test('streams per session never exceed the server\'s SETTINGS_MAX_CONCURRENT_STREAMS', async (t) => {
+t.test("streams per session never exceed the server's SETTINGS_MAX_CONCURRENT_STREAMS", async (t) => {
   fcm.setMaxConcurrentStreams(3)
   t.teardown(() => fcm.setMaxConcurrentStreams(100))
   const { pool, provider } = setup(t, { sessionsPerOrigin: 2 })
@@ -96,7 +96,7 @@ t.test('streams per session never exceed the server\'s SETTINGS_MAX_CONCURRENT_S
   const outcomes = await Promise.all(inflight)
   clearInterval(timer)
   t.same(kinds(outcomes), { accepted: 20 })
-  t.strictSame(pool.stats()[fcm.url]?.maxStreams, [3, 3], 'read from the server\'s SETTINGS')
+  t.strictSame(pool.stats()[fcm.url]?.maxStreams, [3, 3], "read from the server's SETTINGS")
   t.ok(peak <= 6, `at most 2 sessions × 3 streams in flight (peak ${peak})`)
   t.ok(peak >= 4, `both sessions used (peak ${peak})`)
   t.ok(peakWaiting > 0, 'the rest waited for a free stream')
@@ -141,12 +141,14 @@ t.test('a peer that accepts TCP but never answers the handshake fails the sessio
   t.equal(pool.sessionsOpened, 2)
 })
 
-t.test('a new session starts no stream before the server\'s SETTINGS, so even the first burst respects them', async (t) => {
+t.test("a new session starts no stream before the server's SETTINGS, so even the first burst respects them", async (t) => {
   fcm.setMaxConcurrentStreams(1)
   t.teardown(() => fcm.setMaxConcurrentStreams(100))
   const pool = new H2Pool({ ca: testCa(), sessionsPerOrigin: 1 })
   t.teardown(() => pool.close())
-  const burst = Array.from({ length: 5 }, () => pool.request(fcm.url, { ':method': 'POST', ':path': '/token' }, 'grant_type=none'))
+  const burst = Array.from({ length: 5 }, () =>
+    pool.request(fcm.url, { ':method': 'POST', ':path': '/token' }, 'grant_type=none'),
+  )
   t.match(pool.stats()[fcm.url], { sessions: 1, active: 0, waiting: 5 })
   let peak = 0
   const timer = setInterval(() => {
@@ -154,15 +156,26 @@ t.test('a new session starts no stream before the server\'s SETTINGS, so even th
   }, 1)
   const rs = await Promise.all(burst)
   clearInterval(timer)
-  t.ok(rs.every((r) => r.status === 400), 'all answered (unsupported_grant_type)')
+  t.ok(
+    rs.every((r) => r.status === 400),
+    'all answered (unsupported_grant_type)',
+  )
   t.equal(peak, 1)
 })
 
-t.test('an untrusted certificate: the connect error names the reason', { skip: process.env.PM_TEST_TLS_DIR ? 'the test CA may be trusted process-wide' : false }, async (t) => {
-  const pool = new H2Pool()
-  t.teardown(() => pool.close())
-  t.match(await pool.request(fcm.url, { ':method': 'GET', ':path': '/' }), { status: 0, failure: 'connection', detail: /certificate/ })
-})
+t.test(
+  'an untrusted certificate: the connect error names the reason',
+  { skip: process.env.PM_TEST_TLS_DIR ? 'the test CA may be trusted process-wide' : false },
+  async (t) => {
+    const pool = new H2Pool()
+    t.teardown(() => pool.close())
+    t.match(await pool.request(fcm.url, { ':method': 'GET', ':path': '/' }), {
+      status: 0,
+      failure: 'connection',
+      detail: /certificate/,
+    })
+  },
+)
 
 t.test('a lower limit announced on a live session is honoured', async (t) => {
   const { pool, provider } = setup(t, { sessionsPerOrigin: 1 })
@@ -184,7 +197,10 @@ t.test('a request waiting for a stream also times out', async (t) => {
   const { provider } = setup(t, { sessionsPerOrigin: 1, timeoutMs: 300 })
   await provider.send(android('wt-warm'), pushFor())
   fcm.script('wt-hang', 'hang')
-  const [hung, queued] = await Promise.all([provider.send(android('wt-hang'), pushFor()), provider.send(android('wt-next'), pushFor())])
+  const [hung, queued] = await Promise.all([
+    provider.send(android('wt-hang'), pushFor()),
+    provider.send(android('wt-next'), pushFor()),
+  ])
   t.match(hung, { kind: 'transient', reason: 'timeout: no answer in time' })
   t.match(queued, { kind: 'transient', reason: /^timeout/ })
 })
@@ -196,7 +212,10 @@ async function freezableProxy(t: { teardown(fn: () => unknown): void }, target: 
   const state = { frozen: false }
   const server = createServer((client) => {
     const upstream = connect(Number(targetPort), '127.0.0.1')
-    for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
       sockets.add(a)
       a.on('data', (chunk) => {
         if (!state.frozen) b.write(chunk)
@@ -263,7 +282,9 @@ t.test('an unreachable host answers transient at once; a closed pool answers clo
   })
   const pool = new H2Pool({ ca: testCa(), timeoutMs: 5_000 })
   const started = Date.now()
-  const rs = await Promise.all(Array.from({ length: 5 }, () => pool.request(`https://127.0.0.1:${port}`, { ':method': 'GET', ':path': '/' })))
+  const rs = await Promise.all(
+    Array.from({ length: 5 }, () => pool.request(`https://127.0.0.1:${port}`, { ':method': 'GET', ':path': '/' })),
+  )
   t.ok(rs.every((r) => r.status === 0 && 'failure' in r && r.failure === 'connection'))
   t.ok(Date.now() - started < 2_000, 'no waiting for the timeout')
   await pool.close()

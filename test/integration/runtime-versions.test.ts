@@ -19,8 +19,11 @@ interface Run {
 
 function run(node: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(node, args, { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: '', ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      node,
+      args,
+      { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: '', ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )
   })
 }

@@ -23,7 +23,9 @@ t.test('the web example: registration, an in-app card, a push proved from the se
   const w = await inappWorld(t)
   const app = w.app as typeof w.app & { receipt_key: string }
   const campaign = await w.campaign({
-    conteudo: { pt: { titulo: 'Bem-vindo ao exemplo', corpo: 'Um cartão in-app', botao: { texto: 'Ok', acao: { tipo: 'dismiss' } } } },
+    conteudo: {
+      pt: { titulo: 'Bem-vindo ao exemplo', corpo: 'Um cartão in-app', botao: { texto: 'Ok', acao: { tipo: 'dismiss' } } },
+    },
     gatilho: { atraso_ms: 0 },
   })
   const port = await freePort()

@@ -46,47 +46,58 @@ async function funnel(w: InappWorld, id: string) {
   return { impressoes: f.json.impressoes, cliques: f.json.cliques, fechados: f.json.fechados }
 }
 
-t.test('ao_abrir: shown once with the device language, events reported in one batch with the proof, cap_total holds', async (t) => {
-  const w = await inappWorld(t)
-  const id = await w.campaign({
-    conteudo: { pt: { titulo: 'Olá', corpo: 'Oi' }, en: { titulo: 'Hello', corpo: 'Hi' } },
-    gatilho: { tipo: 'ao_abrir', atraso_ms: 0 },
-  })
-  const net = new Network()
-  const storage = new MemoryStorage()
-  const p = await sdk(t, w, { storage, fetch: net.fetch, language: 'en' })
-  const shown = screen(p)
-  t.ok(await until(() => shown.length === 1), 'shown')
-  const d = shown[0] as InappDisplay
-  t.match(d, { campanhaId: id, formato: 'modal', idioma: 'en', conteudo: { titulo: 'Hello' }, ocorrencia: 1, regras: { cap_total: 1 } })
-  t.same(Object.keys(d.conteudoCompleto).sort(), ['en', 'pt'])
-  d.click()
-  d.click()
-  d.close()
-  const before = net.seen.filter((x) => x === '/api/v1/inapp/eventos').length
-  t.match(await p.flush(), { sent: 3, pending: 0 })
-  t.equal(net.seen.filter((x) => x === '/api/v1/inapp/eventos').length - before, 1, 'one request for the three events')
-  t.same(await funnel(w, id), { impressoes: 1, cliques: 1, fechados: 1 })
+t.test(
+  'ao_abrir: shown once with the device language, events reported in one batch with the proof, cap_total holds',
+  async (t) => {
+    const w = await inappWorld(t)
+    const id = await w.campaign({
+      conteudo: { pt: { titulo: 'Olá', corpo: 'Oi' }, en: { titulo: 'Hello', corpo: 'Hi' } },
+      gatilho: { tipo: 'ao_abrir', atraso_ms: 0 },
+    })
+    const net = new Network()
+    const storage = new MemoryStorage()
+    const p = await sdk(t, w, { storage, fetch: net.fetch, language: 'en' })
+    const shown = screen(p)
+    t.ok(await until(() => shown.length === 1), 'shown')
+    const d = shown[0] as InappDisplay
+    t.match(d, {
+      campanhaId: id,
+      formato: 'modal',
+      idioma: 'en',
+      conteudo: { titulo: 'Hello' },
+      ocorrencia: 1,
+      regras: { cap_total: 1 },
+    })
+    t.same(Object.keys(d.conteudoCompleto).sort(), ['en', 'pt'])
+    d.click()
+    d.click()
+    d.close()
+    const before = net.seen.filter((x) => x === '/api/v1/inapp/eventos').length
+    t.match(await p.flush(), { sent: 3, pending: 0 })
+    t.equal(net.seen.filter((x) => x === '/api/v1/inapp/eventos').length - before, 1, 'one request for the three events')
+    t.same(await funnel(w, id), { impressoes: 1, cliques: 1, fechados: 1 })
 
-  // The next launch: the campaign is still served, but cap_total 1 was reached on this device.
-  p.close()
-  const again = await sdk(t, w, { storage, fetch: net.fetch, language: 'en', getToken: () => p.token })
-  const shown2 = screen(again)
-  await again.inapp.idle()
-  await pause(300)
-  t.equal(shown2.length, 0, 'cap_total 1: not shown again')
-  t.equal(again.inapp.messages.length, 1, 'although the device holds it')
-  const polls = net.answers.filter((a) => a.path === '/api/v1/inapp/pending')
-  t.match(polls.at(-1), { status: 304 }, 'the package came back as a 304')
-  t.ok(polls.at(-1)?.ifNoneMatch, 'with the ETag as If-None-Match')
-})
+    // The next launch: the campaign is still served, but cap_total 1 was reached on this device.
+    p.close()
+    const again = await sdk(t, w, { storage, fetch: net.fetch, language: 'en', getToken: () => p.token })
+    const shown2 = screen(again)
+    await again.inapp.idle()
+    await pause(300)
+    t.equal(shown2.length, 0, 'cap_total 1: not shown again')
+    t.equal(again.inapp.messages.length, 1, 'although the device holds it')
+    const polls = net.answers.filter((a) => a.path === '/api/v1/inapp/pending')
+    t.match(polls.at(-1), { status: 304 }, 'the package came back as a 304')
+    t.ok(polls.at(-1)?.ifNoneMatch, 'with the ETag as If-None-Match')
+  },
+)
 
 t.test('evento: every comparator, text never equals a number, maior/menor only for numbers', async (t) => {
   const w = await inappWorld(t)
   const cfg = await w.config({ inapp_cap_horas: 0 })
   t.equal(cfg.status, 200)
   const rules = { cap_total: 0, cooldown_h: 0 }
-  const mk = (gatilho: Record<string, unknown>) => w.campaign({ gatilho: { tipo: 'evento', atraso_ms: 0, ...gatilho }, regras: rules })
+  const mk = (gatilho: Record<string, unknown>) =>
+    w.campaign({ gatilho: { tipo: 'evento', atraso_ms: 0, ...gatilho }, regras: rules })
   const ids = {
     igualNum: await mk({ chave: 'nivel', comparador: 'igual', valor: 10 }),
     igualTxt: await mk({ chave: 'nivel', comparador: 'igual', valor: '10' }),
@@ -125,37 +136,48 @@ t.test('evento: every comparator, text never equals a number, maior/menor only f
   t.same(await funnel(w, ids.maior), { impressoes: 1, cliques: 0, fechados: 0 }, 'every display proved to the service')
 })
 
-t.test('priority and the global gap: of two campaigns due together the higher wins, the other waits inapp_cap_horas', async (t) => {
-  const w = await inappWorld(t)
-  const low = await w.campaign({ gatilho: { atraso_ms: 0 }, regras: { prioridade: 10 } })
-  const high = await w.campaign({ gatilho: { atraso_ms: 0 }, regras: { prioridade: 200 } })
-  // The device's clock runs 8 hours behind so the jumps below stay in the past (events dated ahead are refused).
-  let now = Date.now() - 8 * 3_600_000
-  const storage = new MemoryStorage()
-  const p = await sdk(t, w, { storage, now: () => now })
-  const shown = screen(p)
-  t.ok(await until(() => shown.length === 1))
-  await pause(200)
-  t.same(shown.map((d) => d.campanhaId), [high], 'prioridade 200 wins')
-  await p.flush()
-  p.close()
-  // Next launch an hour later: the app's 6-hour gap (default inapp_cap_horas) still holds.
-  now += 3_600_000
-  const again = await sdk(t, w, { storage, now: () => now, getToken: () => p.token })
-  const shown2 = screen(again)
-  await again.inapp.idle()
-  await pause(300)
-  t.same(shown2, [], 'within inapp_cap_horas')
-  again.close()
-  now += 6 * 3_600_000
-  const later = await sdk(t, w, { storage, now: () => now, getToken: () => p.token })
-  const shown3 = screen(later)
-  t.ok(await until(() => shown3.length === 1))
-  t.same(shown3.map((d) => d.campanhaId), [low], 'after the gap, the other campaign')
-  await later.flush()
-  t.same(await funnel(w, low), { impressoes: 1, cliques: 0, fechados: 0 })
-  t.same(await funnel(w, high), { impressoes: 1, cliques: 0, fechados: 0 })
-})
+t.test(
+  'priority and the global gap: of two campaigns due together the higher wins, the other waits inapp_cap_horas',
+  async (t) => {
+    const w = await inappWorld(t)
+    const low = await w.campaign({ gatilho: { atraso_ms: 0 }, regras: { prioridade: 10 } })
+    const high = await w.campaign({ gatilho: { atraso_ms: 0 }, regras: { prioridade: 200 } })
+    // The device's clock runs 8 hours behind so the jumps below stay in the past (events dated ahead are refused).
+    let now = Date.now() - 8 * 3_600_000
+    const storage = new MemoryStorage()
+    const p = await sdk(t, w, { storage, now: () => now })
+    const shown = screen(p)
+    t.ok(await until(() => shown.length === 1))
+    await pause(200)
+    t.same(
+      shown.map((d) => d.campanhaId),
+      [high],
+      'prioridade 200 wins',
+    )
+    await p.flush()
+    p.close()
+    // Next launch an hour later: the app's 6-hour gap (default inapp_cap_horas) still holds.
+    now += 3_600_000
+    const again = await sdk(t, w, { storage, now: () => now, getToken: () => p.token })
+    const shown2 = screen(again)
+    await again.inapp.idle()
+    await pause(300)
+    t.same(shown2, [], 'within inapp_cap_horas')
+    again.close()
+    now += 6 * 3_600_000
+    const later = await sdk(t, w, { storage, now: () => now, getToken: () => p.token })
+    const shown3 = screen(later)
+    t.ok(await until(() => shown3.length === 1))
+    t.same(
+      shown3.map((d) => d.campanhaId),
+      [low],
+      'after the gap, the other campaign',
+    )
+    await later.flush()
+    t.same(await funnel(w, low), { impressoes: 1, cliques: 0, fechados: 0 })
+    t.same(await funnel(w, high), { impressoes: 1, cliques: 0, fechados: 0 })
+  },
+)
 
 t.test('cooldown_h between displays of one campaign, occurrences numbered; atraso_ms delays the display', async (t) => {
   const w = await inappWorld(t)
@@ -178,7 +200,10 @@ t.test('cooldown_h between displays of one campaign, occurrences numbered; atras
   now += 2 * 3_600_000 + 1
   p.inapp.trigger('compra', 3)
   t.ok(await until(() => shown.length === 2))
-  t.same(shown.map((d) => d.ocorrencia), [1, 2])
+  t.same(
+    shown.map((d) => d.ocorrencia),
+    [1, 2],
+  )
   await p.flush()
   t.same(await funnel(w, id), { impressoes: 2, cliques: 0, fechados: 0 })
 })
@@ -186,7 +211,10 @@ t.test('cooldown_h between displays of one campaign, occurrences numbered; atras
 t.test('sessao_duracao after N seconds of session; inatividade after N hours away; fechar_apos_ms closes', async (t) => {
   const w = await inappWorld(t)
   await w.config({ inapp_cap_horas: 0 })
-  const sess = await w.campaign({ gatilho: { tipo: 'sessao_duracao', segundos: 1, atraso_ms: 0 }, regras: { fechar_apos_ms: 300 } })
+  const sess = await w.campaign({
+    gatilho: { tipo: 'sessao_duracao', segundos: 1, atraso_ms: 0 },
+    regras: { fechar_apos_ms: 300 },
+  })
   const inat = await w.campaign({ gatilho: { tipo: 'inatividade', horas: 48, atraso_ms: 0 } })
   let now = Date.now() - 72 * 3_600_000
   const storage = new MemoryStorage()

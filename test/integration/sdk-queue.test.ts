@@ -69,14 +69,18 @@ t.test('the queue is bounded: past maxQueue the oldest receipt is dropped and re
   const sends = [await w.send([p.playerId as string]), await w.send([p.playerId as string]), await w.send([p.playerId as string])]
   net.offline = true
   for (const s of sends) await p.handlePush(w.pushTo(tok, s))
-  t.same((await p.queued()).map((j) => j.id), [`${sends[1]}:recebido`, `${sends[2]}:recebido`])
+  t.same(
+    (await p.queued()).map((j) => j.id),
+    [`${sends[1]}:recebido`, `${sends[2]}:recebido`],
+  )
   t.ok(errors.some((e) => e.kind === 'receipt' && /fila cheia/.test(e.message) && e.job?.id === `${sends[0]}:recebido`))
   net.offline = false
   t.match(await p.flush(), { sent: 2 })
-  t.same(
-    await Promise.all(sends.map((s) => w.counters(s))),
-    [{ recebidos: 0, converted: 0 }, { recebidos: 1, converted: 0 }, { recebidos: 1, converted: 0 }],
-  )
+  t.same(await Promise.all(sends.map((s) => w.counters(s))), [
+    { recebidos: 0, converted: 0 },
+    { recebidos: 1, converted: 0 },
+    { recebidos: 1, converted: 0 },
+  ])
 })
 
 t.test('service unreachable at init: init resolves, reports, and flush registers once it is back', async (t) => {
@@ -146,7 +150,10 @@ t.test('service-worker conditions: asynchronous storage, a background init, and 
   const tok2 = w.token()
   const q = await w.device(tok2, { storage: broken, errors })
   t.match(q.playerId, /^[0-9a-f-]{36}$/, 'registered all the same')
-  t.ok(errors.some((e) => e.kind === 'storage'), 'and the storage failure was reported')
+  t.ok(
+    errors.some((e) => e.kind === 'storage'),
+    'and the storage failure was reported',
+  )
   const s2 = await w.send([q.playerId as string])
   t.match(await q.handlePush(w.pushTo(tok2, s2)), { receipt: 'sent' })
   t.same(await w.counters(s2), { recebidos: 1, converted: 0 })

@@ -25,19 +25,26 @@ t.test('Android, web and iOS devices registered by the SDK: every push proved on
   t.equal(row.transporte, 'fcm')
   t.equal((await w.deviceRow(ios.playerId as string)).transporte, 'apns', 'an iOS token goes through APNs')
 
-  const sendId = await w.send([android, web, ios].map((p) => p.playerId as string), {
-    headings: { en: 'Title' },
-    contents: { en: 'Hello', pt: 'Olá' },
-    data: { pedido: 42 },
-    url: 'https://exemplo.com/p',
-  })
+  const sendId = await w.send(
+    [android, web, ios].map((p) => p.playerId as string),
+    {
+      headings: { en: 'Title' },
+      contents: { en: 'Hello', pt: 'Olá' },
+      data: { pedido: 42 },
+      url: 'https://exemplo.com/p',
+    },
+  )
   t.same(await w.counters(sendId), { recebidos: 0, converted: 0 }, 'the provider accepting is not arrival')
 
   const shown = await android.handlePush(w.pushTo(ta, sendId))
   t.match(shown, { notificationId: sendId, title: 'Title', body: 'Hello', url: 'https://exemplo.com/p', receipt: 'sent' })
   t.same(shown?.data, { pedido: '42' }, "the sender's data without the service's keys (text on the FCM path)")
   t.same(shown?.contents, { en: 'Hello', pt: 'Olá' }, 'the language maps travel')
-  t.match(await web.handlePush({ data: w.pushTo(tw, sendId) }), { title: 'Title', body: 'Hello', receipt: 'sent' }, 'a web message wrapped in {data}')
+  t.match(
+    await web.handlePush({ data: w.pushTo(tw, sendId) }),
+    { title: 'Title', body: 'Hello', receipt: 'sent' },
+    'a web message wrapped in {data}',
+  )
   const iosShown = await ios.handlePush(w.pushTo(ti, sendId))
   t.match(iosShown, { title: 'Title', body: 'Hello', receipt: 'sent' })
   t.same(iosShown?.data, { pedido: 42 }, 'APNs carries JSON values')
@@ -45,7 +52,11 @@ t.test('Android, web and iOS devices registered by the SDK: every push proved on
 
   t.match(await android.handlePush(w.pushTo(ta, sendId)), { receipt: 'duplicate' }, 'the same push again is harmless')
   t.same(await android.queued(), [], 'and nothing is left to retry')
-  t.match(await android.handleTap(w.pushTo(ta, sendId)), { notificationId: sendId, url: 'https://exemplo.com/p', receipt: 'sent' })
+  t.match(await android.handleTap(w.pushTo(ta, sendId)), {
+    notificationId: sendId,
+    url: 'https://exemplo.com/p',
+    receipt: 'sent',
+  })
   t.match(await ios.handleTap(w.pushTo(ti, sendId)), { receipt: 'sent' })
   t.match(await ios.handleTap(w.pushTo(ti, sendId)), { receipt: 'duplicate' })
   t.same(await w.counters(sendId), { recebidos: 3, converted: 2 })
@@ -68,7 +79,11 @@ t.test('offline: receipts are queued durably, then sent by flush, and by the nex
   const storage = new (await import('@pombo/sdk')).MemoryStorage()
   const tok = w.token()
   const p = await w.device(tok, { fetch: net.fetch, storage })
-  const [s1, s2, s3] = [await w.send([p.playerId as string]), await w.send([p.playerId as string]), await w.send([p.playerId as string])]
+  const [s1, s2, s3] = [
+    await w.send([p.playerId as string]),
+    await w.send([p.playerId as string]),
+    await w.send([p.playerId as string]),
+  ]
 
   net.offline = true
   const shown = await p.handlePush(w.pushTo(tok, s1))
@@ -90,7 +105,15 @@ t.test('offline: receipts are queued durably, then sent by flush, and by the nex
   t.match(await p.handlePush(w.pushTo(tok, s3)), { receipt: 'queued' })
   p.close()
   net.offline = false
-  const again = await Pombo.init({ baseUrl: w.s.url, appId: w.app.id, appVersion: '1.2.3', deviceType: 1, getToken: () => tok, storage, autoRetry: false })
+  const again = await Pombo.init({
+    baseUrl: w.s.url,
+    appId: w.app.id,
+    appVersion: '1.2.3',
+    deviceType: 1,
+    getToken: () => tok,
+    storage,
+    autoRetry: false,
+  })
   t.teardown(() => again.close())
   t.equal(again.playerId, p.playerId, 'same install, same token: same device')
   t.equal(again.installId, p.installId)
@@ -98,32 +121,41 @@ t.test('offline: receipts are queued durably, then sent by flush, and by the nex
   t.same(await w.counters(s3), { recebidos: 1, converted: 0 }, 'init resent what the last run owed')
 })
 
-t.test('registration profile: sessions grow per launch, the permission bitmask is sent, only a change re-registers', async (t) => {
-  const w = await sdkWorld(t)
-  const net = new Network()
-  const storage = new (await import('@pombo/sdk')).MemoryStorage()
-  const tok = w.token()
-  let perm = 0
-  const launch = () => w.device(tok, { storage, fetch: net.fetch, notificationPermission: () => perm, profile: { fabricante: 'ACME', carrier: 'Vivo' } })
-  const first = await launch()
-  const id = first.playerId as string
-  let row = await w.deviceRow(id)
-  t.match(row, { sessoes: 1, notif_permissoes: 0, fabricante: 'ACME', carrier: 'Vivo', sdk_versao: '0.6.0' })
-  t.equal(row.timezone_id, Intl.DateTimeFormat().resolvedOptions().timeZone)
-  t.ok(row.device_os, 'the platform')
-  first.close()
-  const registrations = () => net.seen.filter((p) => p === '/api/v1/players').length
-  const before = registrations()
-  const second = await launch()
-  second.close()
-  t.equal(registrations(), before, 'nothing changed: no registration (a woken service worker costs none)')
-  perm = 3
-  const third = await launch()
-  t.equal(registrations(), before + 1, 'permission granted since: registered again')
-  t.equal(third.playerId, id)
-  row = await w.deviceRow(id)
-  t.match(row, { sessoes: 3, notif_permissoes: 3 }, 'the third launch, with permission')
-})
+t.test(
+  'registration profile: sessions grow per launch, the permission bitmask is sent, only a change re-registers',
+  async (t) => {
+    const w = await sdkWorld(t)
+    const net = new Network()
+    const storage = new (await import('@pombo/sdk')).MemoryStorage()
+    const tok = w.token()
+    let perm = 0
+    const launch = () =>
+      w.device(tok, {
+        storage,
+        fetch: net.fetch,
+        notificationPermission: () => perm,
+        profile: { fabricante: 'ACME', carrier: 'Vivo' },
+      })
+    const first = await launch()
+    const id = first.playerId as string
+    let row = await w.deviceRow(id)
+    t.match(row, { sessoes: 1, notif_permissoes: 0, fabricante: 'ACME', carrier: 'Vivo', sdk_versao: '0.6.0' })
+    t.equal(row.timezone_id, Intl.DateTimeFormat().resolvedOptions().timeZone)
+    t.ok(row.device_os, 'the platform')
+    first.close()
+    const registrations = () => net.seen.filter((p) => p === '/api/v1/players').length
+    const before = registrations()
+    const second = await launch()
+    second.close()
+    t.equal(registrations(), before, 'nothing changed: no registration (a woken service worker costs none)')
+    perm = 3
+    const third = await launch()
+    t.equal(registrations(), before + 1, 'permission granted since: registered again')
+    t.equal(third.playerId, id)
+    row = await w.deviceRow(id)
+    t.match(row, { sessoes: 3, notif_permissoes: 3 }, 'the third launch, with permission')
+  },
+)
 
 t.test('iOS through FCM: the data keys beside aps, as the app receives them', async (t) => {
   const w = await sdkWorld(t)

@@ -78,7 +78,11 @@ t.test('the key comes from the header, then idempotency_key, then external_id', 
 t.test('the nobody-reachable answer is replayed too', async (t) => {
   const s = await startService(t)
   const app = await s.createApp()
-  const body = JSON.stringify({ app_id: app.id, contents: { en: 'oi' }, include_player_ids: ['00000000-0000-4000-8000-000000000009'] })
+  const body = JSON.stringify({
+    app_id: app.id,
+    contents: { en: 'oi' },
+    include_player_ids: ['00000000-0000-4000-8000-000000000009'],
+  })
   const first = await post(s, app, body, { 'Idempotency-Key': 'k-none' })
   t.equal(first.json.id, '')
   const again = await post(s, app, body, { 'Idempotency-Key': 'k-none' })

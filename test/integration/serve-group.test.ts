@@ -52,7 +52,14 @@ async function group(tt: Test, env: Record<string, string> = {}) {
       process.execPath,
       ['--import', 'tsx', MAIN, 'credentials', 'fcm', app.id, sa],
       {
-        env: { ...process.env, DATABASE_URL, REDIS_URL, PM_DB_SCHEMA: p.schema, PM_REDIS_PREFIX: p.prefix, PM_VAULT_KEY: VAULT_KEY },
+        env: {
+          ...process.env,
+          DATABASE_URL,
+          REDIS_URL,
+          PM_DB_SCHEMA: p.schema,
+          PM_REDIS_PREFIX: p.prefix,
+          PM_VAULT_KEY: VAULT_KEY,
+        },
       },
       (err, _out, stderr) => (err ? reject(new Error(stderr)) : resolve()),
     ),
@@ -71,14 +78,18 @@ async function group(tt: Test, env: Record<string, string> = {}) {
       app.api_key,
     )
     const id = ((await r.json()) as { id: string }).id
-    return until(`send ${n} closed`, async () => {
-      const s = (await (await api(`/api/v1/notifications/${id}?app_id=${app.id}`, {}, app.api_key)).json()) as {
-        completed_at: number | null
-        successful: number
-        remaining: number
-      }
-      return s.completed_at ? s : null
-    }, 20_000)
+    return until(
+      `send ${n} closed`,
+      async () => {
+        const s = (await (await api(`/api/v1/notifications/${id}?app_id=${app.id}`, {}, app.api_key)).json()) as {
+          completed_at: number | null
+          successful: number
+          remaining: number
+        }
+        return s.completed_at ? s : null
+      },
+      20_000,
+    )
   }
   const metrics = async () => (await fetch(`http://127.0.0.1:${p.opsPort}/metrics`)).text()
   return { p, fakes, sendAndWait, metrics }
@@ -121,7 +132,10 @@ t.test('the default serve delivers through a worker process of its group, restar
   t.match(g.p.logs(), /delivery worker process exited; starting it again/)
   const s2 = await g.sendAndWait(2)
   t.equal(s2.successful, 1, 'delivered by the restarted worker')
-  t.ok(Date.now() - killedAt < 6_500, `delivered ${Date.now() - killedAt} ms after the kill, before the dead worker's 10 s leases lapsed`)
+  t.ok(
+    Date.now() - killedAt < 6_500,
+    `delivered ${Date.now() - killedAt} ms after the kill, before the dead worker's 10 s leases lapsed`,
+  )
   t.match(await g.metrics(), /pombo_group_worker_restarts_total 1\n/)
 
   // SIGTERM stops the group: the parent exits 0 after its worker.

@@ -45,7 +45,14 @@ t.test('in-flight window: full at its size, wakes the actor on every slot given 
 t.test('page cursor: a small list send given its first page is walked with no read at all', async (t) => {
   const meta = { appId: 'a', id: 's', targetKind: 'players', audienceLength: 2 } as SendMeta
   const db = { query: () => t.fail('no page read for a send that arrived whole') } as unknown as Db
-  const cur = new PageCursor(meta, db, 500, () => 0, () => {}, [c('1'), c('2')])
+  const cur = new PageCursor(
+    meta,
+    db,
+    500,
+    () => 0,
+    () => {},
+    [c('1'), c('2')],
+  )
   t.equal(cur.buffered, 2)
   t.notOk(cur.done)
   t.equal(cur.shift()?.c.deviceId, '1')

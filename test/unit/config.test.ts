@@ -24,7 +24,12 @@ t.test('defaults are the contract values', async (t) => {
 })
 
 t.test('environment overrides, with one-line reasons for bad values', async (t) => {
-  const c = loadConfig({ PORT: '9000', PM_LIMIT_IP_PER_MIN: '0', PM_PUBLIC_BASE_URL: 'https://push.example.com/', PM_WEBHOOK_ALLOW_PRIVATE: '1' })
+  const c = loadConfig({
+    PORT: '9000',
+    PM_LIMIT_IP_PER_MIN: '0',
+    PM_PUBLIC_BASE_URL: 'https://push.example.com/',
+    PM_WEBHOOK_ALLOW_PRIVATE: '1',
+  })
   t.equal(c.port, 9000)
   t.equal(c.limits.ipPerMin, 0)
   t.equal(c.publicBaseUrl, 'https://push.example.com')
@@ -37,7 +42,12 @@ t.test('environment overrides, with one-line reasons for bad values', async (t) 
 })
 
 t.test('redacted() hides secrets and passwords', async (t) => {
-  const c = loadConfig({ PM_PLATFORM_KEY: 'sekret', PM_VAULT_KEY: 'a'.repeat(64), DATABASE_URL: 'postgres://u:pw@h/db', REDIS_URL: 'redis://:rpw@h:1' })
+  const c = loadConfig({
+    PM_PLATFORM_KEY: 'sekret',
+    PM_VAULT_KEY: 'a'.repeat(64),
+    DATABASE_URL: 'postgres://u:pw@h/db',
+    REDIS_URL: 'redis://:rpw@h:1',
+  })
   const s = JSON.stringify(redacted(c))
   for (const secret of ['sekret', 'a'.repeat(64), ':pw@', 'rpw']) t.notOk(s.includes(secret), secret)
   t.match(s, /postgres:\/\/u:\*\*\*@h\/db/)

@@ -24,7 +24,11 @@ function readByCode(): Map<string, string> {
     const where = relative(ROOT, file)
     const patterns = [/process\.env\.([A-Z][A-Z0-9_]*)/g, /process\.env\[['"]([A-Z][A-Z0-9_]*)['"]\]/g]
     if (where === join('src', 'core', 'config.ts')) {
-      patterns.push(/\(\s*env\s*,\s*['"]([A-Z][A-Z0-9_]*)['"]/g, /\benv\.([A-Z][A-Z0-9_]*)/g, /\benv\[['"]([A-Z][A-Z0-9_]*)['"]\]/g)
+      patterns.push(
+        /\(\s*env\s*,\s*['"]([A-Z][A-Z0-9_]*)['"]/g,
+        /\benv\.([A-Z][A-Z0-9_]*)/g,
+        /\benv\[['"]([A-Z][A-Z0-9_]*)['"]\]/g,
+      )
     }
     for (const re of patterns) for (const m of src.matchAll(re)) if (!found.has(m[1] as string)) found.set(m[1] as string, where)
   }

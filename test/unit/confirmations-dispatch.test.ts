@@ -10,10 +10,29 @@ import type { ApiError } from '../../src/core/errors'
 
 t.test('private, loopback, link-local, unique-local and reserved addresses are refused; public ones pass', async (t) => {
   const refused = [
-    '127.0.0.1', '127.255.0.9', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254',
-    '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '198.18.0.1',
-    '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '::ffff:a00:1',
-    '64:ff9b::a00:1', 'not-an-ip',
+    '127.0.0.1',
+    '127.255.0.9',
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '198.18.0.1',
+    '::1',
+    '::',
+    'fe80::1',
+    'fc00::1',
+    'fd12:3456::1',
+    'ff02::1',
+    '::ffff:127.0.0.1',
+    '::ffff:10.0.0.1',
+    '::ffff:a00:1',
+    '64:ff9b::a00:1',
+    'not-an-ip',
   ]
   for (const ip of refused) t.ok(isPrivateAddress(ip), `refused ${ip}`)
   for (const ip of ['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) {
@@ -65,7 +84,10 @@ t.test('a literal is checked before connecting; the lookup checks every resolved
 
 t.test('ladder: 1 s, 10 s, 60 s, 5 min, then every 15 min; abandon at 30; disable at 20 consecutive', async (t) => {
   const want = [1_000, 10_000, 60_000, 300_000, 900_000, 900_000, 900_000]
-  t.same(want.map((_, i) => delayAfter(DEFAULT_WEBHOOK, i + 1)), want)
+  t.same(
+    want.map((_, i) => delayAfter(DEFAULT_WEBHOOK, i + 1)),
+    want,
+  )
   t.same(onFailure(DEFAULT_WEBHOOK, { attempts: 1, consecutive: 1 }), { abandon: false, disable: false, delayMs: 1_000 })
   t.same(onFailure(DEFAULT_WEBHOOK, { attempts: 20, consecutive: 20 }), { abandon: false, disable: true, delayMs: 900_000 })
   t.same(onFailure(DEFAULT_WEBHOOK, { attempts: 29, consecutive: 9 }), { abandon: false, disable: false, delayMs: 900_000 })
@@ -74,7 +96,10 @@ t.test('ladder: 1 s, 10 s, 60 s, 5 min, then every 15 min; abandon at 30; disabl
 
 t.test('signature: sha256= and the hex HMAC of the exact bytes', async (t) => {
   // RFC 4231 test case 2.
-  t.equal(signature('Jefe', Buffer.from('what do ya want for nothing?')), 'sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843')
+  t.equal(
+    signature('Jefe', Buffer.from('what do ya want for nothing?')),
+    'sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+  )
 })
 
 t.test('PUT body: url before modo', async (t) => {
@@ -94,7 +119,12 @@ t.test('PUT body: url before modo', async (t) => {
 
 t.test('settings: the spec values by default; PM_WEBHOOK_* shorten them (tests, benchmarks)', async (t) => {
   t.same(loadConfig({}).webhook, DEFAULT_WEBHOOK)
-  const w = loadConfig({ PM_WEBHOOK_TIMEOUT_MS: '500', PM_WEBHOOK_RETRY_MS: '10, 20,40', PM_WEBHOOK_POLL_MS: '5', PM_WEBHOOK_CONCURRENCY: '50' }).webhook
+  const w = loadConfig({
+    PM_WEBHOOK_TIMEOUT_MS: '500',
+    PM_WEBHOOK_RETRY_MS: '10, 20,40',
+    PM_WEBHOOK_POLL_MS: '5',
+    PM_WEBHOOK_CONCURRENCY: '50',
+  }).webhook
   t.same(w, { ...DEFAULT_WEBHOOK, timeoutMs: 500, retryDelaysMs: [10, 20, 40], pollMs: 5, concurrency: 50 })
   t.throws(() => loadConfig({ PM_WEBHOOK_RETRY_MS: '1s,2s' }), /PM_WEBHOOK_RETRY_MS: expected comma-separated milliseconds/)
   t.throws(() => loadConfig({ PM_WEBHOOK_TIMEOUT_MS: '0' }), /PM_WEBHOOK_TIMEOUT_MS/)

@@ -30,7 +30,9 @@ t.test('forms: urlencoded and multipart; malformed or non-UTF-8 bodies refused',
   const b = 'XyZ123'
   const body = Buffer.concat([
     Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="_csrf"\r\n\r\ntok\r\n`),
-    Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="conta"; filename="c.json"\r\nContent-Type: application/json\r\n\r\n`),
+    Buffer.from(
+      `--${b}\r\nContent-Disposition: form-data; name="conta"; filename="c.json"\r\nContent-Type: application/json\r\n\r\n`,
+    ),
     Buffer.from([0x7b, 0x0d, 0x0a, 0xff, 0x7d]),
     Buffer.from(`\r\n--${b}\r\nContent-Disposition: form-data; name="vazio"; filename=""\r\n\r\n\r\n--${b}--\r\n`),
   ])
@@ -66,11 +68,15 @@ t.test('passwords: scrypt, at least 12 characters, constant-time check', async (
 
 t.test('e-mails, cookies, provider reasons in words', async (t) => {
   t.equal(parseEmail('  Ana@Example.COM '), 'ana@example.com')
-  for (const bad of ['', 'ana', 'ana@', '@x.com', 'a b@x.com', 'a@x', '<a>@x.com', 42]) t.throws(() => parseEmail(bad), { name: 'PeopleError' }, String(bad))
-  t.same([...cookies('a=1; b=2=3; a=4; ;c')], [
-    ['a', '1'],
-    ['b', '2=3'],
-  ])
+  for (const bad of ['', 'ana', 'ana@', '@x.com', 'a b@x.com', 'a@x', '<a>@x.com', 42])
+    t.throws(() => parseEmail(bad), { name: 'PeopleError' }, String(bad))
+  t.same(
+    [...cookies('a=1; b=2=3; a=4; ;c')],
+    [
+      ['a', '1'],
+      ['b', '2=3'],
+    ],
+  )
   t.match(explainReason('BadEnvironmentKeyIdInToken'), /^BadEnvironmentKeyIdInToken — a chave não vale no ambiente/)
   t.match(explainReason('oauth invalid_grant: Invalid grant: account not found'), /o Google recusou a conta de serviço/)
   t.equal(explainReason('SomethingNew'), 'SomethingNew', 'unknown reasons are shown as the provider gave them')

@@ -35,7 +35,10 @@ const SAMPLES: Record<string, unknown> = {
 
 t.test('every error renders the envelope with Portuguese texts', async (t) => {
   for (const key of Object.keys(E) as ErrorKey[]) {
-    const err = new (ApiError as unknown as new (k: string, p: unknown) => ApiError)(key, SAMPLES[key] ?? (E[key].texts.length ? {} : undefined))
+    const err = new (ApiError as unknown as new (k: string, p: unknown) => ApiError)(
+      key,
+      SAMPLES[key] ?? (E[key].texts.length ? {} : undefined),
+    )
     const r = errorReply(err, 'req-1')
     t.ok(r.status >= 400 && r.status < 600, key)
     const body = r.body as { errors: string[]; explain: Record<string, unknown> }

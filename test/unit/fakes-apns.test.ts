@@ -34,7 +34,8 @@ const headers = (extra: Record<string, string> = {}, k: Pick<ApnsKey, 'p8' | 'ke
   'apns-expiration': '0',
   ...extra,
 })
-const push = (token: string, h: Record<string, string> = headers(), body: unknown = payload) => client.post(`/3/device/${token}`, h, body)
+const push = (token: string, h: Record<string, string> = headers(), body: unknown = payload) =>
+  client.post(`/3/device/${token}`, h, body)
 
 t.test('a push with a valid ES256 provider token is accepted and recorded', async (t) => {
   t.match(key, { p8: /^-----BEGIN PRIVATE KEY-----\n/, keyId: /^[A-Z0-9]{10}$/, teamId: /^[A-Z0-9]{10}$/, environment: 'both' })
@@ -52,13 +53,27 @@ t.test('a push with a valid ES256 provider token is accepted and recorded', asyn
 })
 
 t.test('provider tokens: wrong key, unknown key, wrong team, missing and expired tokens are refused', async (t) => {
-  const stranger = generateKeyPairSync('ec', { namedCurve: 'prime256v1', privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } })
+  const stranger = generateKeyPairSync('ec', {
+    namedCurve: 'prime256v1',
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  })
   const cases: Array<[string, Record<string, string>, number, string]> = [
-    ['signed by another key under a registered kid', headers({}, { ...key, p8: stranger.privateKey }), 403, 'InvalidProviderToken'],
+    [
+      'signed by another key under a registered kid',
+      headers({}, { ...key, p8: stranger.privateKey }),
+      403,
+      'InvalidProviderToken',
+    ],
     ['unknown key id', headers({}, { ...key, keyId: 'ZZZZZZZZZZ' }), 403, 'InvalidProviderToken'],
-    ['iss is not the key\'s team', headers({}, { ...key, teamId: 'TEAM000000' }), 403, 'InvalidProviderToken'],
+    ["iss is not the key's team", headers({}, { ...key, teamId: 'TEAM000000' }), 403, 'InvalidProviderToken'],
     ['no authorization', { 'apns-topic': BUNDLE }, 403, 'MissingProviderToken'],
-    ['iat older than one hour', { ...headers(), authorization: `bearer ${providerToken(key, Math.floor(Date.now() / 1000) - 3601)}` }, 403, 'ExpiredProviderToken'],
+    [
+      'iat older than one hour',
+      { ...headers(), authorization: `bearer ${providerToken(key, Math.floor(Date.now() / 1000) - 3601)}` },
+      403,
+      'ExpiredProviderToken',
+    ],
     ['not a JWT', { ...headers(), authorization: 'bearer abc' }, 403, 'InvalidProviderToken'],
   ]
   for (const [name, h, status, reason] of cases) {
@@ -90,7 +105,11 @@ t.test('a key used in the other environment answers BadEnvironmentKeyIdInToken',
   const prodKey = other.key({ environment: 'production' })
   const c = new RawH2Client(other.url)
   t.teardown(() => c.close())
-  t.same((await c.post('/3/device/x', headers({}, prodKey), payload)).json, { reason: 'BadEnvironmentKeyInToken' }, 'the newer spelling on demand')
+  t.same(
+    (await c.post('/3/device/x', headers({}, prodKey), payload)).json,
+    { reason: 'BadEnvironmentKeyInToken' },
+    'the newer spelling on demand',
+  )
 
   apns.registerDevice('sandbox-device', { environment: 'sandbox' })
   t.same((await push('sandbox-device')).json, { reason: 'BadDeviceToken' }, 'a sandbox device token sent to production')
@@ -116,14 +135,22 @@ t.test('headers and payload are checked', async (t) => {
     t.equal(a.status, status, name)
     t.same(a.json, { reason }, name)
   }
-  t.equal((await push('tok-h', headers({ 'apns-topic': `${BUNDLE}.voip`, 'apns-push-type': 'voip' }))).status, 200, 'suffixed topics of the bundle')
+  t.equal(
+    (await push('tok-h', headers({ 'apns-topic': `${BUNDLE}.voip`, 'apns-push-type': 'voip' }))).status,
+    200,
+    'suffixed topics of the bundle',
+  )
   t.equal((await client.request('GET', '/3/device/x', headers())).status, 405)
   t.equal((await client.post('/4/device/x', headers(), payload)).status, 404)
   t.equal((await push('tok-raw', headers(), 'not json')).status, 200)
-  t.match(apns.requests.at(-1), { token: 'tok-raw', body: null, bodyError: /JSON/ }, 'a body that is not JSON is flagged in the record')
+  t.match(
+    apns.requests.at(-1),
+    { token: 'tok-raw', body: null, bodyError: /JSON/ },
+    'a body that is not JSON is flagged in the record',
+  )
 })
 
-t.test('scripted tokens answer Apple\'s reasons', async (t) => {
+t.test("scripted tokens answer Apple's reasons", async (t) => {
   const cases: Array<[string, number, string]> = [
     ['bad-device-token', 400, 'BadDeviceToken'],
     ['device-token-not-for-topic', 400, 'DeviceTokenNotForTopic'],
@@ -140,7 +167,8 @@ t.test('scripted tokens answer Apple\'s reasons', async (t) => {
     const a = await push(`tok-${behaviour}`)
     t.equal(a.status, status, behaviour)
     t.equal(a.json.reason, reason, behaviour)
-    if (status === 410) t.ok(a.json.timestamp >= before && a.json.timestamp <= Date.now(), `${behaviour}: timestamp in ms since the epoch`)
+    if (status === 410)
+      t.ok(a.json.timestamp >= before && a.json.timestamp <= Date.now(), `${behaviour}: timestamp in ms since the epoch`)
     else t.same(Object.keys(a.json), ['reason'], behaviour)
   }
   apns.script('flaky', 'internal, unavailable, ok')
@@ -163,13 +191,17 @@ t.test('GOAWAY carries the JSON reason; SETTINGS carry the stream cap', async (t
   t.teardown(() => c.close())
   t.equal((await c.ready()).maxConcurrentStreams, 5, 'cap advertised in the first SETTINGS')
   t.equal((await c.post('/3/device/x', headers({ 'apns-topic': 'any.app' }, k), payload)).status, 200)
-  const updated = new Promise<number | undefined>((resolve) => c.session.once('remoteSettings', (s) => resolve(s.maxConcurrentStreams)))
+  const updated = new Promise<number | undefined>((resolve) =>
+    c.session.once('remoteSettings', (s) => resolve(s.maxConcurrentStreams)),
+  )
   capped.setMaxConcurrentStreams(2)
   t.equal(await updated, 2, 'lowered on a live connection')
 
   capped.script('held', 'hang')
   const held = [1, 2].map(() => c.post('/3/device/held', headers({ 'apns-topic': 'any.app' }, k), payload).catch(() => 'closed'))
-  const goaway = new Promise<[number, string]>((resolve) => c.session.once('goaway', (code, _last, data) => resolve([code, data?.toString() ?? ''])))
+  const goaway = new Promise<[number, string]>((resolve) =>
+    c.session.once('goaway', (code, _last, data) => resolve([code, data?.toString() ?? ''])),
+  )
   capped.goaway()
   const [code, data] = await goaway
   t.equal(code, 0)
@@ -188,7 +220,10 @@ t.test('GOAWAY either lets requests in flight finish or refuses them (never proc
     const h = headers({ 'apns-topic': 'any.app' }, k)
     t.equal((await c.post('/3/device/warm', h, payload)).status, 200)
     f.script('slow', 'slow:200')
-    const inFlight = c.post('/3/device/slow', h, payload).then((a) => a.status, (e: Error) => e.message)
+    const inFlight = c.post('/3/device/slow', h, payload).then(
+      (a) => a.status,
+      (e: Error) => e.message,
+    )
     await f.waitForRequests(2)
     f.goaway('Shutdown', { refuseInFlight })
     if (refuseInFlight) t.match(await inFlight, /REFUSED_STREAM/, 'refused')

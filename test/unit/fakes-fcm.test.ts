@@ -23,14 +23,27 @@ function assertion(sa: ServiceAccount, claims: Record<string, unknown> = {}, key
 }
 
 /** POST to the token endpoint over HTTP/1.1 with a form body, as Google's auth libraries do. */
-function postToken(uri: string, form: Record<string, string>): Promise<{ status: number; httpVersion: string; json: Record<string, unknown> }> {
+function postToken(
+  uri: string,
+  form: Record<string, string>,
+): Promise<{ status: number; httpVersion: string; json: Record<string, unknown> }> {
   const body = new URLSearchParams(form).toString()
   return new Promise((resolve, reject) => {
-    const req = https.request(uri, { method: 'POST', ca: testCa(), headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (res) => {
-      const chunks: Buffer[] = []
-      res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, httpVersion: res.httpVersion, json: JSON.parse(Buffer.concat(chunks).toString()) }))
-    })
+    const req = https.request(
+      uri,
+      { method: 'POST', ca: testCa(), headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            httpVersion: res.httpVersion,
+            json: JSON.parse(Buffer.concat(chunks).toString()),
+          }),
+        )
+      },
+    )
     req.on('error', reject)
     req.end(body)
   })
@@ -59,39 +72,95 @@ t.teardown(async () => {
 
 const sendPath = (project = 'pombo-test') => `/v1/projects/${project}/messages:send`
 const auth = () => ({ authorization: `Bearer ${token}` })
-const msg = (deviceToken: string, extra: Record<string, unknown> = {}) => ({ message: { token: deviceToken, data: { pm_msg_id: 'm1', n: '1' }, ...extra } })
+const msg = (deviceToken: string, extra: Record<string, unknown> = {}) => ({
+  message: { token: deviceToken, data: { pm_msg_id: 'm1', n: '1' }, ...extra },
+})
 
 t.test('a signed assertion buys a token over HTTP/1.1; a send over HTTP/2 is accepted and recorded', async (t) => {
-  t.match(sa, { type: 'service_account', project_id: 'pombo-test', token_uri: `${fcm.url}/token`, client_email: /@pombo-test\.iam\.gserviceaccount\.com$/ })
+  t.match(sa, {
+    type: 'service_account',
+    project_id: 'pombo-test',
+    token_uri: `${fcm.url}/token`,
+    client_email: /@pombo-test\.iam\.gserviceaccount\.com$/,
+  })
   t.match(sa.private_key, /^-----BEGIN PRIVATE KEY-----\n/)
   const r = await postToken(sa.token_uri, { grant_type: JWT_BEARER, assertion: assertion(sa) })
   t.equal(r.status, 200)
   t.equal(r.httpVersion, '1.1')
   t.match(r.json, { access_token: /^ya29\./, expires_in: 3600, token_type: 'Bearer' })
   t.equal(fcm.tokensIssued, 2, 'one in before(), one here')
-  t.match(fcm.tokenRequests.at(-1), { status: 200, clientEmail: sa.client_email, claims: { scope: FCM_SCOPE, aud: sa.token_uri } })
+  t.match(fcm.tokenRequests.at(-1), {
+    status: 200,
+    clientEmail: sa.client_email,
+    claims: { scope: FCM_SCOPE, aud: sa.token_uri },
+  })
 
   const before = fcm.stats().delivered
-  const a = await client.post(sendPath(), { authorization: `Bearer ${r.json.access_token}` }, msg('tok-ok', { android: { ttl: '3600s', priority: 'HIGH' } }))
+  const a = await client.post(
+    sendPath(),
+    { authorization: `Bearer ${r.json.access_token}` },
+    msg('tok-ok', { android: { ttl: '3600s', priority: 'HIGH' } }),
+  )
   t.equal(a.status, 200)
   t.match(a.json.name, /^projects\/pombo-test\/messages\/0:\d+%[0-9a-f]{16}$/)
   const [rec] = (await fcm.waitForDelivered(before + 1)).slice(-1)
-  t.match(rec, { httpVersion: '2.0', project: 'pombo-test', target: 'tok-ok', status: 200, step: 'ok', clientEmail: sa.client_email })
+  t.match(rec, {
+    httpVersion: '2.0',
+    project: 'pombo-test',
+    target: 'tok-ok',
+    status: 200,
+    step: 'ok',
+    clientEmail: sa.client_email,
+  })
   t.same(rec?.body.message.data, { pm_msg_id: 'm1', n: '1' })
   t.equal(rec?.headers.authorization, `Bearer ${r.json.access_token}`)
 })
 
 t.test('bad assertions are refused like Google refuses them', async (t) => {
-  const other = generateKeyPairSync('rsa', { modulusLength: 2048, privateKeyEncoding: { type: 'pkcs8', format: 'pem' }, publicKeyEncoding: { type: 'spki', format: 'pem' } })
+  const other = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  })
   const issuedBefore = fcm.tokensIssued
   const cases: Array<[string, Record<string, string>, number, Record<string, unknown>]> = [
-    ['signed with another key', { grant_type: JWT_BEARER, assertion: assertion(sa, {}, other.privateKey) }, 400, { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' }],
-    ['unknown service account', { grant_type: JWT_BEARER, assertion: assertion(sa, { iss: 'nobody@x.iam.gserviceaccount.com' }) }, 400, { error: 'invalid_grant', error_description: 'Invalid grant: account not found' }],
-    ['audience is not the token_uri', { grant_type: JWT_BEARER, assertion: assertion(sa, { aud: 'https://oauth2.googleapis.com/token' }) }, 400, { error: 'invalid_grant', error_description: /Failed audience check/ }],
-    ['lifetime over one hour', { grant_type: JWT_BEARER, assertion: assertion(sa, { exp: nowS() + 7200 }) }, 400, { error: 'invalid_grant', error_description: /short-lived token \(60 minutes\)/ }],
-    ['already expired', { grant_type: JWT_BEARER, assertion: assertion(sa, { iat: nowS() - 7200, exp: nowS() - 3600 }) }, 400, { error: 'invalid_grant' }],
+    [
+      'signed with another key',
+      { grant_type: JWT_BEARER, assertion: assertion(sa, {}, other.privateKey) },
+      400,
+      { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' },
+    ],
+    [
+      'unknown service account',
+      { grant_type: JWT_BEARER, assertion: assertion(sa, { iss: 'nobody@x.iam.gserviceaccount.com' }) },
+      400,
+      { error: 'invalid_grant', error_description: 'Invalid grant: account not found' },
+    ],
+    [
+      'audience is not the token_uri',
+      { grant_type: JWT_BEARER, assertion: assertion(sa, { aud: 'https://oauth2.googleapis.com/token' }) },
+      400,
+      { error: 'invalid_grant', error_description: /Failed audience check/ },
+    ],
+    [
+      'lifetime over one hour',
+      { grant_type: JWT_BEARER, assertion: assertion(sa, { exp: nowS() + 7200 }) },
+      400,
+      { error: 'invalid_grant', error_description: /short-lived token \(60 minutes\)/ },
+    ],
+    [
+      'already expired',
+      { grant_type: JWT_BEARER, assertion: assertion(sa, { iat: nowS() - 7200, exp: nowS() - 3600 }) },
+      400,
+      { error: 'invalid_grant' },
+    ],
     ['no scope', { grant_type: JWT_BEARER, assertion: assertion(sa, { scope: '' }) }, 400, { error: 'invalid_scope' }],
-    ['wrong grant type', { grant_type: 'client_credentials', assertion: assertion(sa) }, 400, { error: 'unsupported_grant_type' }],
+    [
+      'wrong grant type',
+      { grant_type: 'client_credentials', assertion: assertion(sa) },
+      400,
+      { error: 'unsupported_grant_type' },
+    ],
     ['no assertion', { grant_type: JWT_BEARER }, 400, { error: 'invalid_request' }],
     ['not a JWT', { grant_type: JWT_BEARER, assertion: 'abc' }, 400, { error: 'invalid_grant' }],
   ]
@@ -100,27 +169,88 @@ t.test('bad assertions are refused like Google refuses them', async (t) => {
     t.equal(r.status, status, name)
     t.match(r.json, body, name)
   }
-  const hs = jwt.sign({ iss: sa.client_email, scope: FCM_SCOPE, aud: sa.token_uri, iat: nowS(), exp: nowS() + 600 }, 'secret', { algorithm: 'HS256' })
-  t.match((await postToken(sa.token_uri, { grant_type: JWT_BEARER, assertion: hs })).json, { error: 'invalid_grant' }, 'HS256 is not RS256')
+  const hs = jwt.sign({ iss: sa.client_email, scope: FCM_SCOPE, aud: sa.token_uri, iat: nowS(), exp: nowS() + 600 }, 'secret', {
+    algorithm: 'HS256',
+  })
+  t.match(
+    (await postToken(sa.token_uri, { grant_type: JWT_BEARER, assertion: hs })).json,
+    { error: 'invalid_grant' },
+    'HS256 is not RS256',
+  )
   t.equal(fcm.tokensIssued, issuedBefore, 'no token issued')
 })
 
 t.test('messages:send refuses bad credentials and malformed messages', async (t) => {
   const other = fcm.serviceAccount('other-project')
   const otherToken = await accessToken(other)
-  const narrow = (await postToken(sa.token_uri, { grant_type: JWT_BEARER, assertion: assertion(sa, { scope: 'https://www.googleapis.com/auth/userinfo.email' }) })).json.access_token
+  const narrow = (
+    await postToken(sa.token_uri, {
+      grant_type: JWT_BEARER,
+      assertion: assertion(sa, { scope: 'https://www.googleapis.com/auth/userinfo.email' }),
+    })
+  ).json.access_token
   const cases: Array<[string, Record<string, string>, unknown, number, unknown]> = [
     ['no bearer', {}, msg('x'), 401, { error: { code: 401, status: 'UNAUTHENTICATED' } }],
     ['unknown bearer', { authorization: 'Bearer ya29.nope' }, msg('x'), 401, { error: { status: 'UNAUTHENTICATED' } }],
-    ['token of another project', { authorization: `Bearer ${otherToken}` }, msg('x'), 403, { error: { status: 'PERMISSION_DENIED', message: /cloudmessaging\.messages\.create/ } }],
-    ['token without the messaging scope', { authorization: `Bearer ${narrow}` }, msg('x'), 403, { error: { message: 'Request had insufficient authentication scopes.' } }],
-    ['data value not a string', auth(), { message: { token: 'x', data: { a: 'ok', n: 12 } } }, 400, { error: { status: 'INVALID_ARGUMENT', message: "Invalid value at 'message.data[1].value' (TYPE_STRING), 12", details: [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.data[1].value' }] }] } }],
+    [
+      'token of another project',
+      { authorization: `Bearer ${otherToken}` },
+      msg('x'),
+      403,
+      { error: { status: 'PERMISSION_DENIED', message: /cloudmessaging\.messages\.create/ } },
+    ],
+    [
+      'token without the messaging scope',
+      { authorization: `Bearer ${narrow}` },
+      msg('x'),
+      403,
+      { error: { message: 'Request had insufficient authentication scopes.' } },
+    ],
+    [
+      'data value not a string',
+      auth(),
+      { message: { token: 'x', data: { a: 'ok', n: 12 } } },
+      400,
+      {
+        error: {
+          status: 'INVALID_ARGUMENT',
+          message: "Invalid value at 'message.data[1].value' (TYPE_STRING), 12",
+          details: [
+            { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'message.data[1].value' }] },
+          ],
+        },
+      },
+    ],
     ['no target', auth(), { message: { data: {} } }, 400, { error: { message: 'Recipient of the message is not set.' } }],
-    ['two targets', auth(), { message: { token: 'x', topic: 'news' } }, 400, { error: { message: /oneof field 'target' is already set/ } }],
-    ['android priority in lower case', auth(), msg('x', { android: { priority: 'high' } }), 400, { error: { message: /message\.android\.priority/ } }],
+    [
+      'two targets',
+      auth(),
+      { message: { token: 'x', topic: 'news' } },
+      400,
+      { error: { message: /oneof field 'target' is already set/ } },
+    ],
+    [
+      'android priority in lower case',
+      auth(),
+      msg('x', { android: { priority: 'high' } }),
+      400,
+      { error: { message: /message\.android\.priority/ } },
+    ],
     ['ttl not a Duration', auth(), msg('x', { android: { ttl: 3600 } }), 400, { error: { message: /message\.android\.ttl/ } }],
-    ['accent colour not #rrggbb', auth(), msg('x', { android: { notification: { color: 'red' } } }), 400, { error: { message: /color/ } }],
-    ['data over 4096 bytes', auth(), { message: { token: 'x', data: { big: 'x'.repeat(4100) } } }, 400, { error: { status: 'INVALID_ARGUMENT' } }],
+    [
+      'accent colour not #rrggbb',
+      auth(),
+      msg('x', { android: { notification: { color: 'red' } } }),
+      400,
+      { error: { message: /color/ } },
+    ],
+    [
+      'data over 4096 bytes',
+      auth(),
+      { message: { token: 'x', data: { big: 'x'.repeat(4100) } } },
+      400,
+      { error: { status: 'INVALID_ARGUMENT' } },
+    ],
     ['not JSON', auth(), '{', 400, { error: { status: 'INVALID_ARGUMENT' } }],
   ]
   for (const [name, headers, body, status, answer] of cases) {
@@ -145,7 +275,9 @@ t.test('an expired or revoked access token answers 401; a new assertion works ag
   t.equal((await client.post(sendPath(), { authorization: `Bearer ${fresh}` }, msg('e1'))).status, 200)
   fcm.revoke(sa2.client_email)
   t.equal((await client.post(sendPath(), { authorization: `Bearer ${fresh}` }, msg('e1'))).status, 401)
-  t.match((await postToken(sa2.token_uri, { grant_type: JWT_BEARER, assertion: assertion(sa2) })).json, { error: 'invalid_grant' })
+  t.match((await postToken(sa2.token_uri, { grant_type: JWT_BEARER, assertion: assertion(sa2) })).json, {
+    error: 'invalid_grant',
+  })
   token = await accessToken(sa) // the shared token expired with the others
 })
 
@@ -153,14 +285,53 @@ const detail = (errorCode: string) => [{ '@type': 'type.googleapis.com/google.fi
 
 t.test('scripted tokens answer FCM error bodies', async (t) => {
   const cases: Array<[string, number, unknown, string | undefined]> = [
-    ['unregistered', 404, { error: { code: 404, message: 'Requested entity was not found.', status: 'NOT_FOUND', details: detail('UNREGISTERED') } }, undefined],
-    ['invalid-argument', 400, { error: { code: 400, message: 'The registration token is not a valid FCM registration token', status: 'INVALID_ARGUMENT', details: detail('INVALID_ARGUMENT') } }, undefined],
+    [
+      'unregistered',
+      404,
+      { error: { code: 404, message: 'Requested entity was not found.', status: 'NOT_FOUND', details: detail('UNREGISTERED') } },
+      undefined,
+    ],
+    [
+      'invalid-argument',
+      400,
+      {
+        error: {
+          code: 400,
+          message: 'The registration token is not a valid FCM registration token',
+          status: 'INVALID_ARGUMENT',
+          details: detail('INVALID_ARGUMENT'),
+        },
+      },
+      undefined,
+    ],
     ['quota:7', 429, { error: { code: 429, status: 'RESOURCE_EXHAUSTED', details: detail('QUOTA_EXCEEDED') } }, '7'],
-    ['unavailable', 503, { error: { code: 503, message: 'The service is currently unavailable.', status: 'UNAVAILABLE', details: detail('UNAVAILABLE') } }, undefined],
+    [
+      'unavailable',
+      503,
+      {
+        error: {
+          code: 503,
+          message: 'The service is currently unavailable.',
+          status: 'UNAVAILABLE',
+          details: detail('UNAVAILABLE'),
+        },
+      },
+      undefined,
+    ],
     ['unavailable:30', 503, { error: { status: 'UNAVAILABLE' } }, '30'],
-    ['internal', 500, { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL', details: detail('INTERNAL') } }, undefined],
+    [
+      'internal',
+      500,
+      { error: { code: 500, message: 'Internal error encountered.', status: 'INTERNAL', details: detail('INTERNAL') } },
+      undefined,
+    ],
     ['sender-id-mismatch', 403, { error: { status: 'PERMISSION_DENIED', details: detail('SENDER_ID_MISMATCH') } }, undefined],
-    ['third-party-auth-error', 401, { error: { status: 'UNAUTHENTICATED', details: detail('THIRD_PARTY_AUTH_ERROR') } }, undefined],
+    [
+      'third-party-auth-error',
+      401,
+      { error: { status: 'UNAUTHENTICATED', details: detail('THIRD_PARTY_AUTH_ERROR') } },
+      undefined,
+    ],
   ]
   for (const [behaviour, status, body, retryAfter] of cases) {
     const tok = `tok-${behaviour}`
@@ -213,7 +384,10 @@ t.test('the behaviour DSL expands counts, arguments and delays', async (t) => {
     { name: 'quota', arg: 5, delayMs: undefined },
     { name: 'ok', delayMs: 50 },
   ])
-  t.same(parseBehaviour(['internal', { name: 'ok', delayMs: 5 }], known), [{ name: 'internal', arg: undefined, delayMs: undefined }, { name: 'ok', delayMs: 5 }])
+  t.same(parseBehaviour(['internal', { name: 'ok', delayMs: 5 }], known), [
+    { name: 'internal', arg: undefined, delayMs: undefined },
+    { name: 'ok', delayMs: 5 },
+  ])
   t.throws(() => parseBehaviour('internal?', known), /unreadable behaviour step/)
   t.throws(() => parseBehaviour('', known), /unreadable|empty/)
 })
@@ -222,7 +396,9 @@ t.test('GOAWAY reaches the client; SETTINGS carry the stream cap', async (t) => 
   const c = new RawH2Client(fcm.url)
   t.equal((await c.ready()).maxConcurrentStreams, 100)
   t.equal((await c.post(sendPath(), auth(), msg('g'))).status, 200)
-  const updated = new Promise<number | undefined>((resolve) => c.session.once('remoteSettings', (s) => resolve(s.maxConcurrentStreams)))
+  const updated = new Promise<number | undefined>((resolve) =>
+    c.session.once('remoteSettings', (s) => resolve(s.maxConcurrentStreams)),
+  )
   fcm.setMaxConcurrentStreams(7)
   t.equal(await updated, 7, 'a live connection gets the new cap')
   const goaway = new Promise<number>((resolve) => c.session.once('goaway', (code) => resolve(code)))
@@ -244,13 +420,19 @@ t.test('GOAWAY reaches the client; SETTINGS carry the stream cap', async (t) => 
 
 t.test('a process started with NODE_EXTRA_CA_CERTS trusts the fake without being given the CA', async (t) => {
   const code = `fetch(process.argv[1], { method: 'POST', body: 'grant_type=x' }).then(async (r) => console.log(r.status, (await r.json()).error))`
-  const { stdout } = await promisify(execFile)(process.execPath, ['-e', code, fcm.tokenUri], { env: { ...process.env, NODE_EXTRA_CA_CERTS: testTls().caFile } })
+  const { stdout } = await promisify(execFile)(process.execPath, ['-e', code, fcm.tokenUri], {
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: testTls().caFile },
+  })
   t.equal(stdout.trim(), '400 unsupported_grant_type')
 })
 
 t.test('startFakeProviders gives both fakes, their environment, and tears them down with the test', async (t) => {
   const p = await startFakeProviders(t, { apns: { environment: 'sandbox' } })
-  t.match(p.env, { PM_FCM_BASE_URL: /^https:\/\/127\.0\.0\.1:\d+$/, PM_APNS_BASE_URL: /^https:\/\/127\.0\.0\.1:\d+$/, NODE_EXTRA_CA_CERTS: testTls().caFile })
+  t.match(p.env, {
+    PM_FCM_BASE_URL: /^https:\/\/127\.0\.0\.1:\d+$/,
+    PM_APNS_BASE_URL: /^https:\/\/127\.0\.0\.1:\d+$/,
+    NODE_EXTRA_CA_CERTS: testTls().caFile,
+  })
   t.equal(p.ca, testCa())
   t.equal(p.apns.environment, 'sandbox')
 })
@@ -265,6 +447,10 @@ t.test('record: false keeps counts only (the bench)', async (t) => {
   const path = `/v1/projects/${leanSa.project_id}/messages:send`
   await Promise.all(Array.from({ length: 50 }, (_, i) => c.post(path, { authorization: `Bearer ${tok}` }, msg(`b${i}`))))
   await lean.waitForDelivered(50)
-  t.same(lean.stats(), { requests: 50, delivered: 50, byStatus: { 200: 50 }, tokensIssued: 1, sessionsOpened: 1 }, 'HTTP/1.1 token connections are not HTTP/2 sessions')
+  t.same(
+    lean.stats(),
+    { requests: 50, delivered: 50, byStatus: { 200: 50 }, tokensIssued: 1, sessionsOpened: 1 },
+    'HTTP/1.1 token connections are not HTTP/2 sessions',
+  )
   t.equal(lean.requests.length, 0)
 })

@@ -9,7 +9,11 @@ t.test('a process group shares PM_PG_POOL: the workers half, the serving process
   t.same(groupBudget(32, 2), { parent: 16, worker: 8 })
   t.same(groupBudget(33, 2), { parent: 17, worker: 8 }, 'the odd connection stays with the API')
   t.same(groupBudget(32, 4), { parent: 8, worker: 6 }, 'a worker never gets less than the minimum (the group then opens 32)')
-  t.same(groupBudget(12, 4), { parent: MIN_PG_BUDGET, worker: MIN_PG_BUDGET }, 'above PM_PG_POOL only when the minimums demand it')
+  t.same(
+    groupBudget(12, 4),
+    { parent: MIN_PG_BUDGET, worker: MIN_PG_BUDGET },
+    'above PM_PG_POOL only when the minimums demand it',
+  )
   for (let total = MIN_PG_BUDGET; total <= 200; total++) {
     for (let workers = 1; workers <= 8; workers++) {
       const b = groupBudget(total, workers)
@@ -22,6 +26,9 @@ t.test('a process group shares PM_PG_POOL: the workers half, the serving process
 t.test("a group's workers start with the larger young generation unless the operator chose one", async (t) => {
   t.ok(ownEntry('').execArgv.includes(WORKER_SEMI_SPACE_FLAG), 'by default')
   t.notOk(ownEntry('--max-semi-space-size=8').execArgv.includes(WORKER_SEMI_SPACE_FLAG), 'NODE_OPTIONS names one')
-  t.notOk(ownEntry('--enable-source-maps   --max-semi-space-size=64').execArgv.some((a) => a.startsWith('--max-semi-space-size')), 'never two')
+  t.notOk(
+    ownEntry('--enable-source-maps   --max-semi-space-size=64').execArgv.some((a) => a.startsWith('--max-semi-space-size')),
+    'never two',
+  )
   t.equal(ownEntry('').file, process.argv[1], 'the same program as this process')
 })

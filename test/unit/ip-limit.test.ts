@@ -35,7 +35,10 @@ t.test('limit 0 disables the limiter', async (t) => {
 
 t.test('IPv6 sources are counted by /64: a host cannot step past the limit by changing its address', async (t) => {
   const l = new IpLimiter(3, 'fixed', () => 60_000 * 7)
-  t.same(['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff:ffff:ffff:ffff'].map((ip) => l.take(ip)), [true, true, true])
+  t.same(
+    ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:ffff:ffff:ffff:ffff'].map((ip) => l.take(ip)),
+    [true, true, true],
+  )
   t.notOk(l.take('2001:0db8:0001:0002:0000:0000:0000:0009'), 'the same /64 however it is spelled')
   t.ok(l.take('2001:db8:1:3::1'), 'the next /64 is another source')
   t.equal(clientKey('2001:0DB8:0001:0002:abcd::1'), '2001:db8:1:2::/64')

@@ -3,13 +3,20 @@ import t from 'tap'
 import { findUnstorable, guardBody, pathText } from '../../src/core/json-guard'
 
 t.test('lone surrogates, U+0000, non-finite numbers and deep nesting are found, with their path', async (t) => {
-  t.same(guardBody({ contents: { en: 'ok', pt: 'x\ud800' } }, 32), { campo: 'contents.pt', motivo: 'contém texto que não é Unicode válido (surrogate isolado ou bytes que não são UTF-8)' })
+  t.same(guardBody({ contents: { en: 'ok', pt: 'x\ud800' } }, 32), {
+    campo: 'contents.pt',
+    motivo: 'contém texto que não é Unicode válido (surrogate isolado ou bytes que não são UTF-8)',
+  })
   t.same(guardBody({ ids: ['a', 'b', 'c\udfff'] }, 32)?.campo, 'ids[2]')
   t.match(guardBody({ data: { k: 'a\u0000b' } }, 32), { campo: 'data.k', motivo: /U\+0000/ })
   t.match(guardBody({ n: Number.POSITIVE_INFINITY }, 32), { campo: 'n', motivo: /número/ })
   t.match(guardBody({ data: { 'k\ud800': 1 } }, 32), { campo: 'data', motivo: /chave/ })
   t.match(guardBody({ '\udc00': 1 }, 32), { campo: '(corpo)', motivo: /chave/ })
-  t.equal(guardBody({ a: 'emoji 😀 ok', b: [1, -0, 1e308], c: null, d: true }, 32), null, 'well-formed pairs and finite numbers pass')
+  t.equal(
+    guardBody({ a: 'emoji 😀 ok', b: [1, -0, 1e308], c: null, d: true }, 32),
+    null,
+    'well-formed pairs and finite numbers pass',
+  )
 })
 
 t.test('nesting: the body is level 1; past the limit the value is refused without being walked', async (t) => {

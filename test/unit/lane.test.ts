@@ -25,8 +25,16 @@ t.test('oldest first, each once; a send deleted and added again goes to the back
   t.ok(lane.has('a'))
   lane.delete('b')
   t.notOk(lane.has('b'))
-  t.equal(lane.first((x) => (x.key === 'b' ? x : undefined)), undefined, 'a deleted send is never visited')
-  t.equal(lane.first((x) => (x.key !== 'c' ? x.key : undefined)), 'a', 'first answers the oldest match')
+  t.equal(
+    lane.first((x) => (x.key === 'b' ? x : undefined)),
+    undefined,
+    'a deleted send is never visited',
+  )
+  t.equal(
+    lane.first((x) => (x.key !== 'c' ? x.key : undefined)),
+    'a',
+    'first answers the oldest match',
+  )
   lane.delete('nothing')
   t.equal(lane.size, 2)
 })
@@ -63,7 +71,11 @@ t.test('behaves as a Map in insertion order under any adds and deletes', async (
     }),
     { numRuns: 300 },
   )
-  t.equal(run.failed, false, `same order and members as the Map model${run.failed ? `; counterexample ${JSON.stringify(run.counterexample)}` : ''}`)
+  t.equal(
+    run.failed,
+    false,
+    `same order and members as the Map model${run.failed ? `; counterexample ${JSON.stringify(run.counterexample)}` : ''}`,
+  )
 })
 
 t.test('a long FIFO backlog costs a pick about what a short one does', async (t) => {
@@ -100,4 +112,3 @@ t.test('the slots never hold many more sends than the lane', async (t) => {
   while (lane.size > 0) lane.delete(lane.first((x) => x.key) as string)
   t.equal(lane.slotCount, 0, 'an empty lane holds nothing')
 })
-

@@ -12,7 +12,12 @@ import { parseSend } from '../../src/sends/validate'
 const APP = '7b0a8f4e-1c2d-4e5f-8a9b-0c1d2e3f4a5b'
 const NOW = Date.UTC(2026, 10, 26, 12, 0, 0)
 const pid = (i: number) => `11111111-2222-4333-8444-${String(i).padStart(12, '0')}`
-const body = (extra: Record<string, unknown> = {}) => ({ app_id: APP, include_player_ids: [pid(1)], contents: { en: 'oi' }, ...extra })
+const body = (extra: Record<string, unknown> = {}) => ({
+  app_id: APP,
+  include_player_ids: [pid(1)],
+  contents: { en: 'oi' },
+  ...extra,
+})
 
 function refused(f: () => unknown): { status: number; key: string; explain: Record<string, unknown> } | null {
   try {
@@ -47,8 +52,14 @@ t.test('each send limit follows its setting', async (t) => {
 
   t.ok(parse({ include_player_ids: [pid(1), pid(2), pid(3)] }), '3 ids pass')
   t.equal(refused(() => parse({ include_player_ids: [pid(1), pid(2), pid(3), pid(4)] }))?.status, 400, '4 ids refused')
-  t.ok(refused(() => parseSend(body({ include_player_ids: [pid(1), pid(2), pid(3), pid(4)] }), {}, NOW)) === null, 'the default allows them')
-  t.equal(refused(() => parse({ include_player_ids: undefined, included_segments: ['Active Users', 'Engaged Users'] }))?.status, 400)
+  t.ok(
+    refused(() => parseSend(body({ include_player_ids: [pid(1), pid(2), pid(3), pid(4)] }), {}, NOW)) === null,
+    'the default allows them',
+  )
+  t.equal(
+    refused(() => parse({ include_player_ids: undefined, included_segments: ['Active Users', 'Engaged Users'] }))?.status,
+    400,
+  )
   t.equal(parse({}).ttlS, 60, 'default ttl')
   t.equal(refused(() => parse({ ttl: 121 }))?.status, 400, 'ttl over the maximum')
   t.ok(parse({ ttl: 120 }))
@@ -80,16 +91,37 @@ t.test('device, receipt and app limits follow their settings', async (t) => {
   const dev = { app_id: APP, device_type: 1, identifier: 'tok12' }
   const field = (f: () => unknown) => refused(f)?.explain.campo
   t.ok(parseRegistration(dev, lim))
-  t.equal(field(() => parseRegistration({ ...dev, identifier: 'tok123' }, lim)), 'identifier')
-  t.equal(field(() => parseRegistration({ ...dev, external_user_id: 'abcd' }, lim)), 'external_user_id')
-  t.equal(field(() => parseUpdate({ app_id: APP, external_user_id: 'abcd' }, lim)), 'external_user_id')
-  t.equal(field(() => parseRegistration({ ...dev, tags: { a: '1234567' } }, lim)), 'tags')
-  t.equal(field(() => parseRegistration({ ...dev, language: 'pt-BR' }, lim)), 'language')
-  t.equal(field(() => parseRegistration({ ...dev, timezone: 61 }, lim)), 'timezone')
+  t.equal(
+    field(() => parseRegistration({ ...dev, identifier: 'tok123' }, lim)),
+    'identifier',
+  )
+  t.equal(
+    field(() => parseRegistration({ ...dev, external_user_id: 'abcd' }, lim)),
+    'external_user_id',
+  )
+  t.equal(
+    field(() => parseUpdate({ app_id: APP, external_user_id: 'abcd' }, lim)),
+    'external_user_id',
+  )
+  t.equal(
+    field(() => parseRegistration({ ...dev, tags: { a: '1234567' } }, lim)),
+    'tags',
+  )
+  t.equal(
+    field(() => parseRegistration({ ...dev, language: 'pt-BR' }, lim)),
+    'language',
+  )
+  t.equal(
+    field(() => parseRegistration({ ...dev, timezone: 61 }, lim)),
+    'timezone',
+  )
   t.equal(parseRegistration({ ...dev, pais: 'Brasil' }, lim).pais, 'Bras')
   t.equal(parseRegistration({ ...dev, identifier: 'x'.repeat(194), pais: 'Brasil' }).pais, 'Brasil', 'defaults')
   const receipt = { app_id: APP, notification_id: APP, player_id: APP, rcpt: 'x'.repeat(9) }
-  t.equal(field(() => parseReceipt(receipt, lim.rcptMaxChars)), 'rcpt')
+  t.equal(
+    field(() => parseReceipt(receipt, lim.rcptMaxChars)),
+    'rcpt',
+  )
   t.ok(parseReceipt(receipt), 'the default allows 64')
 })
 
@@ -112,7 +144,9 @@ t.test('in-app limits follow their settings', async (t) => {
   t.same(ok.regras, { cap_total: 3, cooldown_h: 2, fechar_apos_ms: 0, prioridade: 7 })
   t.equal(ok.gatilho.atraso_ms, 10)
   const campos = (body: Record<string, unknown>) =>
-    ((refused(() => parseCampaign(body, undefined, lim))?.explain.problemas ?? []) as Array<{ campo: string }>).map((x) => x.campo)
+    ((refused(() => parseCampaign(body, undefined, lim))?.explain.problemas ?? []) as Array<{ campo: string }>).map(
+      (x) => x.campo,
+    )
   t.same(campos({ conteudo: { pt: { titulo: 'Olá!' } } }), ['conteudo.pt.titulo'])
   t.same(campos({ conteudo: { pt: { corpo: 'Olá!!' } } }), ['conteudo.pt.corpo'])
   t.same(campos({ conteudo: { pt: { botao: { texto: 'Sim', acao: { tipo: 'dismiss' } } } } }), ['conteudo.pt.botao.texto'])
@@ -124,10 +158,19 @@ t.test('in-app limits follow their settings', async (t) => {
     { tipo: 'texto', texto: 'b' },
   ]
   t.same(campos({ conteudo: { pt: { blocos } } }), ['conteudo.pt.blocos'])
-  t.same(parseCampaign({ conteudo: card }).def.regras, { cap_total: 1, cooldown_h: 24, fechar_apos_ms: 0, prioridade: 100 }, 'defaults')
+  t.same(
+    parseCampaign({ conteudo: card }).def.regras,
+    { cap_total: 1, cooldown_h: 24, fechar_apos_ms: 0, prioridade: 100 },
+    'defaults',
+  )
   const ev = { campanha_id: APP, prova: 'p', evento: 'clique', ocorrencia_n: 6, em: new Date(NOW).toISOString() }
   const o = { batchMax: 50, pastMs: 86_400_000, futureMs: 60_000 }
-  t.equal(refused(() => parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, { ...o, occurrenceMax: lim.inappOccurrenceMax }))?.explain.campo, 'eventos[0].ocorrencia_n')
+  t.equal(
+    refused(() =>
+      parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, { ...o, occurrenceMax: lim.inappOccurrenceMax }),
+    )?.explain.campo,
+    'eventos[0].ocorrencia_n',
+  )
   t.ok(parseEvents({ app_id: APP, player_id: APP, eventos: [ev] }, NOW, o), 'the default allows 6')
 })
 
@@ -138,13 +181,25 @@ t.test('the app-wide in-app cap and the delivery attempts: defaults are the spec
   t.equal(loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '5' }).delivery.maxAttempts, 5)
   t.throws(() => loadConfig({ PM_DELIVERY_MAX_ATTEMPTS: '0' }), /PM_DELIVERY_MAX_ATTEMPTS/)
   t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_DEFAULT: '12', PM_INAPP_CAP_HORAS_MAX: '10' }), /PM_INAPP_CAP_HORAS_DEFAULT/)
-  t.throws(() => loadConfig({ PM_INAPP_CAP_HORAS_MAX: '169' }), /PM_INAPP_CAP_HORAS_MAX: 169 is above 168/, 'the database stores at most 168')
+  t.throws(
+    () => loadConfig({ PM_INAPP_CAP_HORAS_MAX: '169' }),
+    /PM_INAPP_CAP_HORAS_MAX: 169 is above 168/,
+    'the database stores at most 168',
+  )
   t.equal(loadConfig({ PM_INAPP_CAP_HORAS_MAX: '168' }).limits.inappCapHoursMax, 168)
 })
 
 t.test('tuning numbers: defaults are the values the modules used, and each group follows its settings', async (t) => {
   const c = loadConfig({})
-  t.same(c.stream, { heartbeatMs: 2_000, ttlMs: 6_000, positionEveryMs: 10_000, maxPerApp: 100, recheckMs: 30_000, pollMs: 1_000, page: 200 })
+  t.same(c.stream, {
+    heartbeatMs: 2_000,
+    ttlMs: 6_000,
+    positionEveryMs: 10_000,
+    maxPerApp: 100,
+    recheckMs: 30_000,
+    pollMs: 1_000,
+    page: 200,
+  })
   t.same(c.exports, {
     initialRowsPerSec: 350_000,
     maxBuilds: 2,
@@ -156,7 +211,15 @@ t.test('tuning numbers: defaults are the values the modules used, and each group
   })
   const d = c.delivery
   t.same(
-    [d.outcomeQueueMax, d.sendLoadQueueMax, d.sliceIdlePollMs, d.sliceWatchMs, d.credentialCacheMs, d.maxSlices, d.apnsSuspectPercent],
+    [
+      d.outcomeQueueMax,
+      d.sendLoadQueueMax,
+      d.sliceIdlePollMs,
+      d.sliceWatchMs,
+      d.credentialCacheMs,
+      d.maxSlices,
+      d.apnsSuspectPercent,
+    ],
     [200_000, 200_000, 1_000, 500, 30_000, 256, 50],
   )
   const l = c.limits

@@ -18,6 +18,7 @@ t.test('a failing or slow collector is counted, the scrape answers', async (t) =
   const text = await m.render(150)
   t.ok(Date.now() - started < 2_000, 'bounded by the timeout')
   t.match(text, /^pombo_test_gauge 5$/m, 'the good collector filled its gauge')
-  for (const name of ['throws', 'rejects', 'hangs']) t.match(text, new RegExp(`^pombo_scrape_errors_total\\{collector="${name}"\\} 1$`, 'm'), name)
+  for (const name of ['throws', 'rejects', 'hangs'])
+    t.match(text, new RegExp(`^pombo_scrape_errors_total\\{collector="${name}"\\} 1$`, 'm'), name)
   t.notMatch(text, /collector="fills"/, 'the good collector is not counted')
 })

@@ -21,7 +21,8 @@ t.test('counters, histograms and gauges of two processes merge by their rule', a
   const own = (m: Metrics, n: number) => m.gauge('pombo_pg_pool_max', 'pool share', ['pool']).labels('main').set(n)
   own(parent, 16)
   own(worker, 12)
-  const shared = (m: Metrics, n: number) => m.gauge('pombo_stream_length', 'stream length', ['partition'], 'max').labels('3').set(n)
+  const shared = (m: Metrics, n: number) =>
+    m.gauge('pombo_stream_length', 'stream length', ['partition'], 'max').labels('3').set(n)
   shared(parent, 40)
   shared(worker, 41)
 
@@ -32,7 +33,11 @@ t.test('counters, histograms and gauges of two processes merge by their rule', a
   t.equal(sample(text, 'pombo_provider_request_duration_seconds_bucket{platform="android",le="0.005"}'), 1, 'buckets summed')
   t.equal(sample(text, 'pombo_provider_request_duration_seconds_bucket{platform="android",le="0.25"}'), 2)
   t.equal(sample(text, 'pombo_pg_pool_max{pool="main"}'), 28, "each process's own gauge is summed")
-  t.equal(sample(text, 'pombo_stream_length{partition="3"}'), 41, 'a deployment-wide gauge takes the maximum, not twice the figure')
+  t.equal(
+    sample(text, 'pombo_stream_length{partition="3"}'),
+    41,
+    'a deployment-wide gauge takes the maximum, not twice the figure',
+  )
   const helps = text.split('\n').filter((l) => l.startsWith('# HELP '))
   t.equal(new Set(helps).size, helps.length, 'each family once')
 })

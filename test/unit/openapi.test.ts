@@ -40,9 +40,7 @@ t.test('every route of the spec is described', async (t) => {
   const checker = new OpenApiChecker()
   const routes = [...spec.matchAll(/^\| (GET|POST|PUT|PATCH|DELETE) \| `([^`]+)` \|/gm)].map((m) => ({
     method: m[1] as string,
-    path: (m[2] as string)
-      .replace(/^\.\.\./, '/api/v1/in_app_messages')
-      .split('?')[0] as string,
+    path: (m[2] as string).replace(/^\.\.\./, '/api/v1/in_app_messages').split('?')[0] as string,
   }))
   t.ok(routes.length >= 25, `${routes.length} routes in the spec's endpoint tables`)
   for (const r of routes) {

@@ -6,10 +6,26 @@ import { splitBudget } from '../../src/db/budget'
 import { ConfigError, loadConfig } from '../../src/core/config'
 
 t.test('the split of the default budget by roles', async (t) => {
-  t.same(splitBudget(32, { dispatcher: true, webhookConcurrency: 32, listener: true }), { main: 23, webhooks: 8, listener: 1 }, 'all roles')
-  t.same(splitBudget(32, { dispatcher: false, webhookConcurrency: 32, listener: true }), { main: 31, webhooks: 0, listener: 1 }, 'api')
-  t.same(splitBudget(32, { dispatcher: true, webhookConcurrency: 32, listener: false }), { main: 24, webhooks: 8, listener: 0 }, 'worker')
-  t.same(splitBudget(32, { dispatcher: true, webhookConcurrency: 3, listener: false }), { main: 28, webhooks: 4, listener: 0 }, 'a small concurrency takes only what it needs')
+  t.same(
+    splitBudget(32, { dispatcher: true, webhookConcurrency: 32, listener: true }),
+    { main: 23, webhooks: 8, listener: 1 },
+    'all roles',
+  )
+  t.same(
+    splitBudget(32, { dispatcher: false, webhookConcurrency: 32, listener: true }),
+    { main: 31, webhooks: 0, listener: 1 },
+    'api',
+  )
+  t.same(
+    splitBudget(32, { dispatcher: true, webhookConcurrency: 32, listener: false }),
+    { main: 24, webhooks: 8, listener: 0 },
+    'worker',
+  )
+  t.same(
+    splitBudget(32, { dispatcher: true, webhookConcurrency: 3, listener: false }),
+    { main: 28, webhooks: 4, listener: 0 },
+    'a small concurrency takes only what it needs',
+  )
 })
 
 t.test('every budget from the minimum up stays within itself, each pool usable', async (t) => {
@@ -36,6 +52,13 @@ t.test('PM_PG_POOL below the minimum is refused; the PgBouncer and migration set
   t.equal(loadConfig({}).migrateOnStart, true)
   t.equal(loadConfig({ PM_MIGRATE_ON_START: '0' }).migrateOnStart, false)
   t.throws(() => loadConfig({ PM_MIGRATE_ON_START: 'maybe' }), ConfigError)
-  t.equal(loadConfig({ DATABASE_URL: 'postgres://a@b/c' }).databaseDirectUrl, 'postgres://a@b/c', 'direct defaults to DATABASE_URL')
-  t.equal(loadConfig({ DATABASE_URL: 'postgres://a@b:6432/c', PM_DATABASE_DIRECT_URL: 'postgres://a@b/c' }).databaseDirectUrl, 'postgres://a@b/c')
+  t.equal(
+    loadConfig({ DATABASE_URL: 'postgres://a@b/c' }).databaseDirectUrl,
+    'postgres://a@b/c',
+    'direct defaults to DATABASE_URL',
+  )
+  t.equal(
+    loadConfig({ DATABASE_URL: 'postgres://a@b:6432/c', PM_DATABASE_DIRECT_URL: 'postgres://a@b/c' }).databaseDirectUrl,
+    'postgres://a@b/c',
+  )
 })

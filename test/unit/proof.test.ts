@@ -33,7 +33,8 @@ t.test('verifyProof accepts the proof and nothing else', async (t) => {
   t.notOk(verifyProof(key, d, s, p), 'ids swapped')
 })
 
-const reference = (key: Buffer, s: string, d: string) => createHmac('sha256', key).update(`${s}:${d}`).digest().subarray(0, 24).toString('base64url')
+const reference = (key: Buffer, s: string, d: string) =>
+  createHmac('sha256', key).update(`${s}:${d}`).digest().subarray(0, 24).toString('base64url')
 
 t.test('keys of every length RFC 2104 distinguishes: shorter than, equal to and longer than the 64-byte block', async (t) => {
   for (const n of [1, 16, 32, 63, 64, 65, 100, 200]) {

@@ -66,32 +66,49 @@ t.test('FCM Android: a data-only message the SDK draws (display block in data), 
     },
   })
   t.notOk('notification' in m.message, 'no notification block: the OS would draw it and the SDK would never see it')
-  t.strictSame(Object.keys(m.message.data as object).slice(-11, -2), Object.keys(androidDisplay), 'display block after pm_rcpt, before the maps')
-  const plain = fcmMessage(android('tok-b'), pushFor({ contents: { pt: 'Olá', de: 'Hallo' }, priority: 'marketing', ttl: 0 }), NOW)
+  t.strictSame(
+    Object.keys(m.message.data as object).slice(-11, -2),
+    Object.keys(androidDisplay),
+    'display block after pm_rcpt, before the maps',
+  )
+  const plain = fcmMessage(
+    android('tok-b'),
+    pushFor({ contents: { pt: 'Olá', de: 'Hallo' }, priority: 'marketing', ttl: 0 }),
+    NOW,
+  )
   t.strictSame(plain.message.android, { priority: 'NORMAL', ttl: '0s' })
-  t.strictSame(plain.message.data, { pm_msg_id: SEND_ID, pm_rcpt: PROOF, pmx_body: 'Hallo', pmx_contents: '{"de":"Hallo","pt":"Olá"}' })
+  t.strictSame(plain.message.data, {
+    pm_msg_id: SEND_ID,
+    pm_rcpt: PROOF,
+    pmx_body: 'Hallo',
+    pmx_contents: '{"de":"Hallo","pt":"Olá"}',
+  })
 })
 
 t.test('FCM web (5, 7, 8): webpush headers, a data-only message the service worker draws', async (t) => {
   const { pmx_contents, pmx_headings, ...head } = richData
   for (const type of [5, 7, 8]) {
     const m = fcmMessage(web('tok-w', type), pushFor({ ...rich, priority: 5 }), NOW)
-    t.strictSame(m, {
-      message: {
-        token: 'tok-w',
-        data: {
-          ...head,
-          pmx_title: 'Hola',
-          pmx_body: 'Hello',
-          pmx_large_icon: 'https://img.example.com/icon.png',
-          pmx_big_picture: 'https://img.example.com/x.png',
-          pmx_collapse_id: 'c1',
-          pmx_contents,
-          pmx_headings,
+    t.strictSame(
+      m,
+      {
+        message: {
+          token: 'tok-w',
+          data: {
+            ...head,
+            pmx_title: 'Hola',
+            pmx_body: 'Hello',
+            pmx_large_icon: 'https://img.example.com/icon.png',
+            pmx_big_picture: 'https://img.example.com/x.png',
+            pmx_collapse_id: 'c1',
+            pmx_contents,
+            pmx_headings,
+          },
+          webpush: { headers: { TTL: '3600', Urgency: 'normal', Topic: 'c1' } },
         },
-        webpush: { headers: { TTL: '3600', Urgency: 'normal', Topic: 'c1' } },
       },
-    }, `device_type ${type}: Android-only members (small icon, colour, sound, channel) stay out`)
+      `device_type ${type}: Android-only members (small icon, colour, sound, channel) stay out`,
+    )
   }
   const m = fcmMessage(web('tok-w'), pushFor({ url: 'http://plain.example.com', collapse_id: 'has space', priority: 10 }), NOW)
   t.strictSame(m.message.webpush, { headers: { TTL: '259200', Urgency: 'high' } }, 'no Topic for an invalid one')
@@ -99,9 +116,25 @@ t.test('FCM web (5, 7, 8): webpush headers, a data-only message the service work
 })
 
 t.test('FCM iOS through FCM: an apns block', async (t) => {
-  const m = fcmMessage(ios('tok-i'), pushFor({ contents: { en: 'Hi' }, subtitle: { en: 'Sub' }, ios_sound: 'chime.caf', big_picture: 'https://img.example.com/x.png', collapse_id: 'c1', ttl: 60 }), NOW)
+  const m = fcmMessage(
+    ios('tok-i'),
+    pushFor({
+      contents: { en: 'Hi' },
+      subtitle: { en: 'Sub' },
+      ios_sound: 'chime.caf',
+      big_picture: 'https://img.example.com/x.png',
+      collapse_id: 'c1',
+      ttl: 60,
+    }),
+    NOW,
+  )
   t.strictSame(m.message.apns, {
-    headers: { 'apns-push-type': 'alert', 'apns-priority': '10', 'apns-expiration': String(NOW_S + 60), 'apns-collapse-id': 'c1' },
+    headers: {
+      'apns-push-type': 'alert',
+      'apns-priority': '10',
+      'apns-expiration': String(NOW_S + 60),
+      'apns-collapse-id': 'c1',
+    },
     payload: { aps: { alert: { body: 'Hi', subtitle: 'Sub' }, sound: 'chime.caf', 'mutable-content': 1 } },
     fcm_options: { image: 'https://img.example.com/x.png' },
   })
@@ -117,7 +150,11 @@ t.test('FCM: the language maps are left out when they would pass 4,096 bytes', a
   for (const [k, v] of Object.entries(data)) bytes += Buffer.byteLength(k) + Buffer.byteLength(v)
   t.ok(bytes <= FCM_DATA_LIMIT_BYTES)
   const ios = fcmMessage({ deviceId: 'd', token: 'tok-i', deviceType: 0 }, pushFor({ contents: { en: long, pt: 'curto' } }), NOW)
-  t.strictSame(Object.keys(ios.message.data as object).sort(), ['pm_msg_id', 'pm_rcpt'], 'iOS via FCM: the alert carries the text')
+  t.strictSame(
+    Object.keys(ios.message.data as object).sort(),
+    ['pm_msg_id', 'pm_rcpt'],
+    'iOS via FCM: the alert carries the text',
+  )
 })
 
 /** The bytes FCM counts of a data block: keys and values, UTF-8. */
@@ -169,32 +206,45 @@ t.test('APNs: headers and payload of an alert, iOS language rule', async (t) => 
     priority: 10,
   })
   const r = apnsRequest({ bundleId: 'com.example.app' }, push, NOW)
-  t.strictSame({ headers: r.headers, payload: JSON.parse(JSON.stringify(r.payload)) }, { // as it goes on the wire
-    headers: {
-      'apns-topic': 'com.example.app',
-      'apns-push-type': 'alert',
-      'apns-priority': '10',
-      'apns-expiration': String(NOW_S + 600),
-      'apns-collapse-id': 'c1',
+  t.strictSame(
+    { headers: r.headers, payload: JSON.parse(JSON.stringify(r.payload)) },
+    {
+      // as it goes on the wire
+      headers: {
+        'apns-topic': 'com.example.app',
+        'apns-push-type': 'alert',
+        'apns-priority': '10',
+        'apns-expiration': String(NOW_S + 600),
+        'apns-collapse-id': 'c1',
+      },
+      payload: {
+        aps: { alert: { title: 'Oi', subtitle: 'Sous', body: 'Olá' }, sound: 'chime.caf', 'mutable-content': 1 },
+        n: 1,
+        obj: { a: [true] },
+        pm_url: 'myapp://open',
+        pm_msg_id: SEND_ID,
+        pm_rcpt: PROOF,
+        pm_att: { img: 'https://img.example.com/a.png' },
+        pmx_contents: { de: 'Hallo', pt: 'Olá' },
+        pmx_headings: { es: 'Hola', pt: 'Oi' },
+        pmx_subtitle: { fr: 'Sous' },
+      },
     },
-    payload: {
-      aps: { alert: { title: 'Oi', subtitle: 'Sous', body: 'Olá' }, sound: 'chime.caf', 'mutable-content': 1 },
-      n: 1,
-      obj: { a: [true] },
-      pm_url: 'myapp://open',
-      pm_msg_id: SEND_ID,
-      pm_rcpt: PROOF,
-      pm_att: { img: 'https://img.example.com/a.png' },
-      pmx_contents: { de: 'Hallo', pt: 'Olá' },
-      pmx_headings: { es: 'Hola', pt: 'Oi' },
-      pmx_subtitle: { fr: 'Sous' },
-    },
-  })
+  )
 })
 
 t.test('APNs: marketing is priority 5, ttl 0 expires at once, big_picture becomes the attachment', async (t) => {
-  const r = apnsRequest({ bundleId: 'com.example.app' }, pushFor({ priority: 'marketing', ttl: 0, big_picture: 'https://img.example.com/x.png', content_available: true }), NOW)
-  t.strictSame(r.headers, { 'apns-topic': 'com.example.app', 'apns-push-type': 'alert', 'apns-priority': '5', 'apns-expiration': '0' })
+  const r = apnsRequest(
+    { bundleId: 'com.example.app' },
+    pushFor({ priority: 'marketing', ttl: 0, big_picture: 'https://img.example.com/x.png', content_available: true }),
+    NOW,
+  )
+  t.strictSame(r.headers, {
+    'apns-topic': 'com.example.app',
+    'apns-push-type': 'alert',
+    'apns-priority': '5',
+    'apns-expiration': '0',
+  })
   t.strictSame(r.payload.aps, { alert: { body: 'oi' }, 'mutable-content': 1, 'content-available': 1 })
   t.strictSame(r.payload.pm_att, { big_picture: 'https://img.example.com/x.png' })
   t.equal(apnsExpiration(0, NOW), 0)
@@ -202,7 +252,11 @@ t.test('APNs: marketing is priority 5, ttl 0 expires at once, big_picture become
 })
 
 t.test('APNs: content_available without text is a background push at priority 5', async (t) => {
-  const r = apnsRequest({ bundleId: 'com.example.app' }, pushFor({ contents: { en: '' }, content_available: true, ios_sound: 'x', priority: 10 }), NOW)
+  const r = apnsRequest(
+    { bundleId: 'com.example.app' },
+    pushFor({ contents: { en: '' }, content_available: true, ios_sound: 'x', priority: 10 }),
+    NOW,
+  )
   t.equal(r.headers['apns-push-type'], 'background')
   t.equal(r.headers['apns-priority'], '5', 'Apple: background pushes must use 5')
   t.strictSame(r.payload.aps, { 'content-available': 1 })

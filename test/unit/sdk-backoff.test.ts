@@ -5,13 +5,37 @@ import t from 'tap'
 
 t.test('backoff: doubles from baseMs, capped at maxMs, jitter within the upper half', async (t) => {
   const p = { baseMs: 1000, maxMs: 60_000 }
-  t.equal(backoffMs(1, p, () => 1), 1000)
-  t.equal(backoffMs(1, p, () => 0), 500)
-  t.equal(backoffMs(2, p, () => 1), 2000)
-  t.equal(backoffMs(3, p, () => 1), 4000)
-  t.equal(backoffMs(10, p, () => 1), 60_000, 'the ceiling')
-  t.equal(backoffMs(10_000, p, () => 1), 60_000, 'no overflow for any count')
-  t.equal(backoffMs(0, p, () => 1), 1000, 'a count below 1 is the first failure')
+  t.equal(
+    backoffMs(1, p, () => 1),
+    1000,
+  )
+  t.equal(
+    backoffMs(1, p, () => 0),
+    500,
+  )
+  t.equal(
+    backoffMs(2, p, () => 1),
+    2000,
+  )
+  t.equal(
+    backoffMs(3, p, () => 1),
+    4000,
+  )
+  t.equal(
+    backoffMs(10, p, () => 1),
+    60_000,
+    'the ceiling',
+  )
+  t.equal(
+    backoffMs(10_000, p, () => 1),
+    60_000,
+    'no overflow for any count',
+  )
+  t.equal(
+    backoffMs(0, p, () => 1),
+    1000,
+    'a count below 1 is the first failure',
+  )
   fc.assert(
     fc.property(
       fc.integer({ min: 1, max: 200 }),

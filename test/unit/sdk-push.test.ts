@@ -73,7 +73,10 @@ t.test('iOS direct (APNs payload) and iOS through FCM: texts from aps.alert, JSO
     contents: { en: 'Hello', pt: 'Olá' },
   })
   t.same(p?.display.data, { pedido: 42, obj: { a: true }, s: 'x' })
-  const viaFcm = fcmMessage(ios('i'), pushFor(full), NOW).message as { data: Record<string, string>; apns: { payload: { aps: unknown } } }
+  const viaFcm = fcmMessage(ios('i'), pushFor(full), NOW).message as {
+    data: Record<string, string>
+    apns: { payload: { aps: unknown } }
+  }
   // What an iOS app gets from FCM: the data keys beside `aps`.
   const userInfo = { ...viaFcm.data, aps: viaFcm.apns.payload.aps }
   t.match(parsePush(userInfo), { rcpt: PROOF, display: { title: 'Title', body: 'Hello', data: { pedido: '42' } } })

@@ -42,28 +42,42 @@ t.test('comparators by example', async (t) => {
 const value = fc.oneof(fc.string({ minLength: 1, maxLength: 120 }), fc.double({ min: -1e12, max: 1e12, noNaN: true }))
 
 t.test('comparators by property', async (t) => {
-  t.doesNotThrow(() => fc.assert(
-    fc.property(fc.string({ minLength: 1 }), fc.double({ noNaN: true, noDefaultInfinity: true }), (s, n) => {
-      // Text and numbers never meet: whatever the spelling.
-      return !matches('igual', n, true, s) && !matches('igual', s, true, n) && !matches('igual', String(n), true, n)
-    }),
-  ))
-  t.doesNotThrow(() => fc.assert(
-    fc.property(value, value, (valor, v) => {
-      const igual = matches('igual', valor, true, v)
-      const dif = matches('diferente', valor, true, v)
-      return igual !== dif // present: exactly one of igual/diferente
-    }),
-  ))
-  t.doesNotThrow(() => fc.assert(
-    fc.property(value, value, (valor, v) => {
-      const maior = matches('maior', valor, true, v)
-      const menor = matches('menor', valor, true, v)
-      if (typeof valor !== 'number' || typeof v !== 'number') return !maior && !menor
-      return maior === v > valor && menor === v < valor && !(maior && menor)
-    }),
-  ))
-  t.doesNotThrow(() => fc.assert(fc.property(fc.boolean(), value, (present, v) => matches('existe', undefined, present, v) !== matches('nao_existe', undefined, present, v))))
+  t.doesNotThrow(() =>
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), fc.double({ noNaN: true, noDefaultInfinity: true }), (s, n) => {
+        // Text and numbers never meet: whatever the spelling.
+        return !matches('igual', n, true, s) && !matches('igual', s, true, n) && !matches('igual', String(n), true, n)
+      }),
+    ),
+  )
+  t.doesNotThrow(() =>
+    fc.assert(
+      fc.property(value, value, (valor, v) => {
+        const igual = matches('igual', valor, true, v)
+        const dif = matches('diferente', valor, true, v)
+        return igual !== dif // present: exactly one of igual/diferente
+      }),
+    ),
+  )
+  t.doesNotThrow(() =>
+    fc.assert(
+      fc.property(value, value, (valor, v) => {
+        const maior = matches('maior', valor, true, v)
+        const menor = matches('menor', valor, true, v)
+        if (typeof valor !== 'number' || typeof v !== 'number') return !maior && !menor
+        return maior === v > valor && menor === v < valor && !(maior && menor)
+      }),
+    ),
+  )
+  t.doesNotThrow(() =>
+    fc.assert(
+      fc.property(
+        fc.boolean(),
+        value,
+        (present, v) => matches('existe', undefined, present, v) !== matches('nao_existe', undefined, present, v),
+      ),
+    ),
+  )
 })
 
 t.test('eligibility: cap_total, cooldown_h, the global gap, and the campaign dates', async (t) => {
@@ -78,7 +92,11 @@ t.test('eligibility: cap_total, cooldown_h, the global gap, and the campaign dat
   t.same(eligible(m, h, 0, now + 100 * H), { ok: false, why: 'cap_total' })
   const unlimited = msg('u', { cap_total: 0, cooldown_h: 0 })
   t.same(eligible(unlimited, { shown: { u: { n: 499, last: now } }, lastAny: now }, 0, now), { ok: true, n: 500 })
-  t.same(eligible(unlimited, { shown: { u: { n: 500, last: now } }, lastAny: now }, 0, now), { ok: false, why: 'cap_total' }, 'ocorrencia_n stops at 500')
+  t.same(
+    eligible(unlimited, { shown: { u: { n: 500, last: now } }, lastAny: now }, 0, now),
+    { ok: false, why: 'cap_total' },
+    'ocorrencia_n stops at 500',
+  )
   t.same(eligible(msg('b'), record(fresh(), 'a', 1, now), 6, now + 6 * H - 1), { ok: false, why: 'cap_global' })
   t.same(eligible(msg('b'), record(fresh(), 'a', 1, now), 6, now + 6 * H), { ok: true, n: 1 })
   const later = msg('c', {}, { inicia_em: new Date(now + 1000).toISOString(), termina_em: new Date(now + 2000).toISOString() })
@@ -89,23 +107,29 @@ t.test('eligibility: cap_total, cooldown_h, the global gap, and the campaign dat
 
 t.test('choose: the eligible campaign of highest priority, package order on ties (property)', async (t) => {
   const now = 1_800_000_000_000
-  const arb = fc.uniqueArray(
-    fc.record({ id: fc.uuid(), p: fc.integer({ min: 0, max: 1000 }), shown: fc.boolean() }),
-    { minLength: 1, maxLength: 8, selector: (x) => x.id },
+  const arb = fc.uniqueArray(fc.record({ id: fc.uuid(), p: fc.integer({ min: 0, max: 1000 }), shown: fc.boolean() }), {
+    minLength: 1,
+    maxLength: 8,
+    selector: (x) => x.id,
+  })
+  t.doesNotThrow(() =>
+    fc.assert(
+      fc.property(arb, (list) => {
+        const msgs = list.map((x) => msg(x.id, { prioridade: x.p, cap_total: 1 }))
+        const h: History = {
+          shown: Object.fromEntries(list.filter((x) => x.shown).map((x) => [x.id, { n: 1, last: 0 }])),
+          lastAny: 0,
+        }
+        const order = list.map((x) => x.id)
+        const pick = choose(msgs, order, h, 0, now)
+        const open = list.filter((x) => !x.shown)
+        if (open.length === 0) return pick === null
+        const best = Math.max(...open.map((x) => x.p))
+        const first = open.find((x) => x.p === best)
+        return pick?.m.campanha_id === first?.id && pick?.n === 1
+      }),
+    ),
   )
-  t.doesNotThrow(() => fc.assert(
-    fc.property(arb, (list) => {
-      const msgs = list.map((x) => msg(x.id, { prioridade: x.p, cap_total: 1 }))
-      const h: History = { shown: Object.fromEntries(list.filter((x) => x.shown).map((x) => [x.id, { n: 1, last: 0 }])), lastAny: 0 }
-      const order = list.map((x) => x.id)
-      const pick = choose(msgs, order, h, 0, now)
-      const open = list.filter((x) => !x.shown)
-      if (open.length === 0) return pick === null
-      const best = Math.max(...open.map((x) => x.p))
-      const first = open.find((x) => x.p === best)
-      return pick?.m.campanha_id === first?.id && pick?.n === 1
-    }),
-  ))
 })
 
 t.test('content: the device language, else pt, else the first block', async (t) => {

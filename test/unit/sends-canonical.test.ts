@@ -175,5 +175,8 @@ t.test('a 256 KB body costs a small multiple of parsing and writing it once (no 
     bestBase = Math.min(bestBase, round(baseline))
   }
   const ratio = best / bestBase
-  t.ok(ratio < 20, `${best.toFixed(2)} ms per body, ${ratio.toFixed(1)} × JSON.parse + JSON.stringify of it (${bestBase.toFixed(2)} ms)`)
+  t.ok(
+    ratio < 20,
+    `${best.toFixed(2)} ms per body, ${ratio.toFixed(1)} × JSON.parse + JSON.stringify of it (${bestBase.toFixed(2)} ms)`,
+  )
 })

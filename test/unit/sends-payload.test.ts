@@ -3,14 +3,7 @@ import t from 'tap'
 import { DEFAULT_LIMITS } from '../../src/core/config'
 import { ApiError } from '../../src/core/errors'
 import { errorReply } from '../../src/http/reply'
-import {
-  checkPayloadSize,
-  INJECTED_BYTES,
-  payloadBytes,
-  pickText,
-  pickTextIos,
-  renderMessage,
-} from '../../src/message/payload'
+import { checkPayloadSize, INJECTED_BYTES, payloadBytes, pickText, pickTextIos, renderMessage } from '../../src/message/payload'
 import type { SendInput } from '../../src/message/types'
 import { parseSend } from '../../src/sends/validate'
 

@@ -23,7 +23,11 @@ t.test('percentiles land within ~7% of the exact ones, on a long-tailed sample',
   t.equal(h.quantile(1), h.max, 'the top percentile is the largest value seen')
   const buckets = h.buckets()
   t.ok(buckets.length < 200, `a few hundred buckets at most: ${buckets.length}`)
-  t.equal(buckets.reduce((n, b) => n + b[2], 0), 50_000, 'every value in one bucket')
+  t.equal(
+    buckets.reduce((n, b) => n + b[2], 0),
+    50_000,
+    'every value in one bucket',
+  )
 })
 
 t.test('zero, negative and absurd values are kept without breaking the scale', async (t) => {
@@ -43,7 +47,11 @@ t.test('the timeline keeps totals and halves its resolution instead of growing',
   for (let s = 0; s < 35; s++) tl.add(s * 1000 + 10, 2)
   t.ok(tl.slots.length <= 10, `bounded: ${tl.slots.length} slots`)
   t.equal(tl.slotMs, 4000, 'slots doubled twice')
-  t.equal(tl.slots.reduce((a, b) => a + b, 0), 70, 'nothing lost')
+  t.equal(
+    tl.slots.reduce((a, b) => a + b, 0),
+    70,
+    'nothing lost',
+  )
   tl.add(-500)
   t.equal(tl.slots[0], 9, 'an event before the start counts in the first slot')
 })

@@ -33,21 +33,34 @@ async function fcmWorld(t: Tap, opts: Parameters<typeof startFcmSimulator>[0] = 
   const fcm = await startFcmSimulator({ tls: testTls(), onDeliver: (m) => delivered.push(m), ...opts })
   const sa = fcm.serviceAccount('sim-test')
   const iat = Math.floor(Date.now() / 1000)
-  const assertion = jwt.sign({ iss: sa.client_email, scope: FCM_SCOPE, aud: sa.token_uri, iat, exp: iat + 3600 }, sa.private_key, {
-    algorithm: 'RS256',
-    keyid: sa.private_key_id,
-  })
+  const assertion = jwt.sign(
+    { iss: sa.client_email, scope: FCM_SCOPE, aud: sa.token_uri, iat, exp: iat + 3600 },
+    sa.private_key,
+    {
+      algorithm: 'RS256',
+      keyid: sa.private_key_id,
+    },
+  )
   const client = new RawH2Client(fcm.url)
-  const tok = await client.request('POST', '/token', { 'content-type': 'application/x-www-form-urlencoded' }, new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString())
+  const tok = await client.request(
+    'POST',
+    '/token',
+    { 'content-type': 'application/x-www-form-urlencoded' },
+    new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString(),
+  )
   t.teardown(async () => {
     await client.close()
     await fcm.close()
   })
   const send = (token: string, extra: Record<string, unknown> = {}) =>
-    client.post('/v1/projects/sim-test/messages:send', { authorization: `Bearer ${tok.json.access_token}` }, {
-      message: { token, data: { pm_msg_id: 'm1', pm_rcpt: 'r'.repeat(32) } },
-      ...extra,
-    })
+    client.post(
+      '/v1/projects/sim-test/messages:send',
+      { authorization: `Bearer ${tok.json.access_token}` },
+      {
+        message: { token, data: { pm_msg_id: 'm1', pm_rcpt: 'r'.repeat(32) } },
+        ...extra,
+      },
+    )
   return { fcm, delivered, send }
 }
 
@@ -65,33 +78,37 @@ async function apnsWorld(t: Tap, opts: Parameters<typeof startApnsSimulator>[0] 
     'apns-topic': BUNDLE,
     'apns-push-type': 'alert',
   })
-  const push = (token: string, h = headers()) => client.post(`/3/device/${token}`, h, { aps: { alert: 'Oi' }, pm_msg_id: 'm1', pm_rcpt: 'r'.repeat(32) })
+  const push = (token: string, h = headers()) =>
+    client.post(`/3/device/${token}`, h, { aps: { alert: 'Oi' }, pm_msg_id: 'm1', pm_rcpt: 'r'.repeat(32) })
   return { apns, key, delivered, push, headers }
 }
 type Tap = { teardown(fn: () => unknown): void }
 
-t.test('FCM: an accepted message is handed to the delivery hook with its data; validate_only is answered and never delivered', async (t) => {
-  const w = await fcmWorld(t)
-  const ok = await w.send('tok-1')
-  t.equal(ok.status, 200)
-  t.match(ok.json.name, /^projects\/sim-test\/messages\/0:\d+/)
-  t.equal(w.delivered.length, 1)
-  t.equal(w.delivered[0]?.target, 'tok-1')
-  t.same(w.delivered[0]?.message.data, { pm_msg_id: 'm1', pm_rcpt: 'r'.repeat(32) })
-  t.equal(w.delivered[0]?.name, ok.json.name, 'the device gets the message FCM named')
+t.test(
+  'FCM: an accepted message is handed to the delivery hook with its data; validate_only is answered and never delivered',
+  async (t) => {
+    const w = await fcmWorld(t)
+    const ok = await w.send('tok-1')
+    t.equal(ok.status, 200)
+    t.match(ok.json.name, /^projects\/sim-test\/messages\/0:\d+/)
+    t.equal(w.delivered.length, 1)
+    t.equal(w.delivered[0]?.target, 'tok-1')
+    t.same(w.delivered[0]?.message.data, { pm_msg_id: 'm1', pm_rcpt: 'r'.repeat(32) })
+    t.equal(w.delivered[0]?.name, ok.json.name, 'the device gets the message FCM named')
 
-  const v = await w.send('tok-1', { validate_only: true })
-  t.equal(v.status, 200)
-  t.same(v.json, { name: 'projects/sim-test/messages/fake_message_id' }, 'FCM answers validate_only with this name')
-  t.equal(w.delivered.length, 1, 'validate_only reaches no device')
-  t.equal(w.fcm.stats().delivered, 1, 'and is not counted as a delivery')
+    const v = await w.send('tok-1', { validate_only: true })
+    t.equal(v.status, 200)
+    t.same(v.json, { name: 'projects/sim-test/messages/fake_message_id' }, 'FCM answers validate_only with this name')
+    t.equal(w.delivered.length, 1, 'validate_only reaches no device')
+    t.equal(w.fcm.stats().delivered, 1, 'and is not counted as a delivery')
 
-  const bad = await w.send('tok-1', { validate_only: true, message: { token: 'tok-1', data: { n: 1 } } })
-  t.equal(bad.status, 400, 'validate_only still checks the message')
-  t.equal(bad.json.error.details[0].fieldViolations[0].field, 'message.data[0].value')
-})
+    const bad = await w.send('tok-1', { validate_only: true, message: { token: 'tok-1', data: { n: 1 } } })
+    t.equal(bad.status, 400, 'validate_only still checks the message')
+    t.equal(bad.json.error.details[0].fieldViolations[0].field, 'message.data[0].value')
+  },
+)
 
-t.test('FCM: dead tokens answer 404 UNREGISTERED with FCM\'s body, every time', async (t) => {
+t.test("FCM: dead tokens answer 404 UNREGISTERED with FCM's body, every time", async (t) => {
   const w = await fcmWorld(t, { deadTokenRate: 0.5 })
   const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => w.send(`tok-${i}`)))
   const dead = answers.filter((a) => a.status === 404)
@@ -105,7 +122,11 @@ t.test('FCM: dead tokens answer 404 UNREGISTERED with FCM\'s body, every time', 
     },
   })
   const again = await Promise.all(Array.from({ length: 40 }, (_, i) => w.send(`tok-${i}`)))
-  t.same(again.map((a) => a.status), answers.map((a) => a.status), 'a dead token stays dead; a live one stays live')
+  t.same(
+    again.map((a) => a.status),
+    answers.map((a) => a.status),
+    'a dead token stays dead; a live one stays live',
+  )
   t.equal(w.delivered.length, 80 - 2 * dead.length, 'dead tokens reach no device')
 
   w.fcm.markDead('tok-live')
@@ -143,7 +164,7 @@ t.test('FCM: latency delays every answer that has no delay of its own', async (t
   t.ok(Date.now() - t1 < 140, 'a step with its own delay keeps it')
 })
 
-t.test('APNs: the placeholder token answers BadDeviceToken once the key is accepted (a connection test\'s proof)', async (t) => {
+t.test("APNs: the placeholder token answers BadDeviceToken once the key is accepted (a connection test's proof)", async (t) => {
   const w = await apnsWorld(t)
   const r = await w.push('0'.repeat(64))
   t.equal(r.status, 400)
@@ -173,11 +194,14 @@ t.test('APNs: an accepted notification reaches the hook; dead tokens answer 410 
   const gone = await w.push(live)
   t.equal(gone.status, 410)
   t.equal(gone.json.reason, 'Unregistered')
-  t.ok(gone.json.timestamp >= before - 1000 && gone.json.timestamp <= Date.now() + 1000, 'timestamp: when the token stopped being valid')
+  t.ok(
+    gone.json.timestamp >= before - 1000 && gone.json.timestamp <= Date.now() + 1000,
+    'timestamp: when the token stopped being valid',
+  )
   t.equal(w.delivered.length, 1)
 })
 
-t.test('APNs: failure rates and the dead-token rate, with Apple\'s reasons', async (t) => {
+t.test("APNs: failure rates and the dead-token rate, with Apple's reasons", async (t) => {
   const w = await apnsWorld(t, { failureRates: { unavailable: 0.25 }, deadTokenRate: 0.2, random: seeded(3) })
   const tokens = Array.from({ length: 300 }, (_, i) => i.toString(16).padStart(64, 'b'))
   const answers = await Promise.all(tokens.map((tk) => w.push(tk)))
@@ -205,12 +229,14 @@ t.test('a simulator listens where it is told, with the certificate of a shared d
   t.equal(fcm.url, `https://127.0.0.1:${port}`)
   t.equal(fcm.caPem, tls.caPem)
   const status = await new Promise<number>((resolve, reject) => {
-    https.get(`${fcm.url}/nothing`, { ca: tls.caPem }, (res) => {
-      res.resume()
-      resolve(res.statusCode ?? 0)
-    }).on('error', reject)
+    https
+      .get(`${fcm.url}/nothing`, { ca: tls.caPem }, (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+      .on('error', reject)
   })
-  t.equal(status, 404, 'its certificate is trusted through the directory\'s CA')
+  t.equal(status, 404, "its certificate is trusted through the directory's CA")
   await t.rejects(startFcmSimulator({ tls, port }), { code: 'EADDRINUSE' })
 })
 
@@ -224,7 +250,9 @@ t.test('latency forms: fixed, uniform range, log-normal by median and p99; bad f
   const r = seeded(11)
   const u = Array.from({ length: 2000 }, () => sampleLatency({ kind: 'uniform', minMs: 10, maxMs: 80 }, r))
   t.ok(Math.min(...u) >= 10 && Math.max(...u) <= 80, 'uniform stays in its range')
-  const ln = Array.from({ length: 20_000 }, () => sampleLatency({ kind: 'lognormal', medianMs: 40, p99Ms: 250 }, r)).sort((a, b) => a - b)
+  const ln = Array.from({ length: 20_000 }, () => sampleLatency({ kind: 'lognormal', medianMs: 40, p99Ms: 250 }, r)).sort(
+    (a, b) => a - b,
+  )
   const median = ln[10_000] as number
   const p99 = ln[19_800] as number
   t.ok(median >= 36 && median <= 44, `median ≈ 40: ${median}`)

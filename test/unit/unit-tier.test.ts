@@ -5,7 +5,9 @@ import t from 'tap'
 import { shardFiles } from '../unit-tier/shard'
 
 t.test('two shards split test/unit without loss or overlap', async (t) => {
-  const all = readdirSync(path.resolve(__dirname)).filter((f) => f.endsWith('.test.ts')).sort()
+  const all = readdirSync(path.resolve(__dirname))
+    .filter((f) => f.endsWith('.test.ts'))
+    .sort()
   const a = shardFiles(0, 2)
   const b = shardFiles(1, 2)
   t.ok(all.includes('unit-tier.test.ts'), 'this file is itself in the tier')

@@ -46,7 +46,8 @@ export function detectOs(): string | undefined {
   if (typeof uad?.platform === 'string' && uad.platform) return uad.platform
   const proc = g.process as Anyish
   const versions = proc?.versions as Anyish
-  if (typeof proc?.platform === 'string' && typeof versions?.node === 'string') return `${proc.platform} (Node.js ${versions.node})`
+  if (typeof proc?.platform === 'string' && typeof versions?.node === 'string')
+    return `${proc.platform} (Node.js ${versions.node})`
   if (typeof n?.platform === 'string' && n.platform) return n.platform
   return undefined
 }

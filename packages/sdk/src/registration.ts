@@ -5,7 +5,15 @@
 // leaves a dead twin in the audience. A registration is repeated only when something in it changed (the token
 // first of all) or the last one is older than `refreshMs`: a service worker that starts for every push must not
 // register for every push.
-import { detectLanguage, detectNetType, detectOs, detectPermission, detectTimezoneId, utcOffsetSeconds, uuid } from './device-info.js'
+import {
+  detectLanguage,
+  detectNetType,
+  detectOs,
+  detectPermission,
+  detectTimezoneId,
+  utcOffsetSeconds,
+  uuid,
+} from './device-info.js'
 import type { Store } from './storage.js'
 import { call, type Outcome, type Transport } from './transport.js'
 import { SDK_VERSION } from './version.js'
@@ -101,7 +109,11 @@ export async function registrationBody(o: IdentityOptions, token: string, instal
 }
 
 export function fingerprint(body: Record<string, unknown>): string {
-  return JSON.stringify(Object.keys(body).sort().map((k) => [k, body[k]]))
+  return JSON.stringify(
+    Object.keys(body)
+      .sort()
+      .map((k) => [k, body[k]]),
+  )
 }
 
 export type RegisterOutcome = { kind: 'registered'; playerId: string } | Exclude<Outcome, { kind: 'ok' }>
@@ -110,6 +122,7 @@ export async function register(t: Transport, body: Record<string, unknown>): Pro
   const out = await call(t, '/api/v1/players', { method: 'POST', body })
   if (out.kind !== 'ok') return out
   const id = (out.body as { id?: unknown } | undefined)?.id
-  if (typeof id !== 'string' || !id) return { kind: 'retry', status: out.status, retryAfterMs: undefined, reason: 'resposta sem id' }
+  if (typeof id !== 'string' || !id)
+    return { kind: 'retry', status: out.status, retryAfterMs: undefined, reason: 'resposta sem id' }
   return { kind: 'registered', playerId: id }
 }

@@ -110,7 +110,10 @@
     if (prova) {
       new window.Chart(prova, {
         type: 'line',
-        data: { labels: d.dias, datasets: [{ label: '% provadas por recibo', data: d.provados, borderColor: '#1e7a3c', tension: 0.2 }] },
+        data: {
+          labels: d.dias,
+          datasets: [{ label: '% provadas por recibo', data: d.provados, borderColor: '#1e7a3c', tension: 0.2 }],
+        },
         options: { animation: false, responsive: true, scales: { y: { beginAtZero: true, max: 100 } } },
       })
     }

@@ -37,7 +37,8 @@ ${
     ? html`<p>Nenhum app ainda.</p>`
     : html`<table><thead><tr><th scope="col">Nome</th><th scope="col">Organização</th><th scope="col">Plano</th><th scope="col">Estado</th><th scope="col">Criado em</th></tr></thead>
 <tbody>${shown.map(
-        (a) => html`<tr><td><a href="/apps/${a.id}">${a.nome}</a></td><td>${a.org_name}</td><td>${a.plan}</td><td>${a.paused ? 'pausado' : 'ativo'}</td><td>${when(a.criado_em)}</td></tr>`,
+        (a) =>
+          html`<tr><td><a href="/apps/${a.id}">${a.nome}</a></td><td>${a.org_name}</td><td>${a.plan}</td><td>${a.paused ? 'pausado' : 'ativo'}</td><td>${when(a.criado_em)}</td></tr>`,
       )}</tbody></table>`
 }
 ${rows.length > PAGE && last ? html`<p><a href="/apps?apos=${encodeCursor(last.criado_em, last.id)}">Próxima página</a></p>` : ''}`

@@ -45,10 +45,17 @@ export function csrfField(v: Viewer): Html {
 }
 
 /** A one-button form posting to `action` (with hidden fields), optionally asking to confirm first. */
-export function button(v: Viewer, action: string, label: string, o: { fields?: Record<string, string>; confirm?: string; cls?: string } = {}): Html {
+export function button(
+  v: Viewer,
+  action: string,
+  label: string,
+  o: { fields?: Record<string, string>; confirm?: string; cls?: string } = {},
+): Html {
   return html`<form method="post" action="${action}" class="inline"${o.confirm ? html` data-confirmar="${o.confirm}"` : ''}>${csrfField(v)}${Object.entries(
     o.fields ?? {},
-  ).map(([k, val]) => html`<input type="hidden" name="${k}" value="${val}">`)}<button type="submit"${o.cls ? html` class="${o.cls}"` : ''}>${label}</button></form>`
+  ).map(
+    ([k, val]) => html`<input type="hidden" name="${k}" value="${val}">`,
+  )}<button type="submit"${o.cls ? html` class="${o.cls}"` : ''}>${label}</button></form>`
 }
 
 /** A form post about one app: the app is the viewer's (else 404); the handler answers a flash and an anchor. */

@@ -141,7 +141,9 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
     const label = platform === 'fcm' ? 'FCM' : 'APNs'
     if (!result) throw new DashError(404, `Nenhuma credencial ${label} para testar.`)
     return {
-      flash: result.ok ? { kind: 'ok', text: `${label}: Conexão OK` } : { kind: 'erro', text: `${label}: Falhou: ${result.motivo}` },
+      flash: result.ok
+        ? { kind: 'ok', text: `${label}: Conexão OK` }
+        : { kind: 'erro', text: `${label}: Falhou: ${result.motivo}` },
       anchor: 'credenciais',
     }
   })
@@ -149,6 +151,12 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
     const platform = parsePlatform(req.params[1])
     const removed = await d.credentials.delete(app.id, platform)
     const label = platform === 'fcm' ? 'FCM' : 'APNs'
-    return { flash: { kind: 'ok', text: removed ? `Credencial ${label} excluída: as entregas ${label} pararam.` : `Não havia credencial ${label}.` }, anchor: 'credenciais' }
+    return {
+      flash: {
+        kind: 'ok',
+        text: removed ? `Credencial ${label} excluída: as entregas ${label} pararam.` : `Não havia credencial ${label}.`,
+      },
+      anchor: 'credenciais',
+    }
   })
 }

@@ -36,11 +36,11 @@ async function findDevices(db: Db, appId: string, search: string, after: string 
       [appId, byId ? search.toLowerCase() : search, PAGE + 1],
     )
     if (r.rows.length > 0 || !byId) return r.rows
-    const u = await query<DeviceListRow>(db, `SELECT ${LIST_COLUMNS} FROM devices WHERE app_id = $1 AND external_user_id = $2 ORDER BY id LIMIT $3`, [
-      appId,
-      search,
-      PAGE + 1,
-    ])
+    const u = await query<DeviceListRow>(
+      db,
+      `SELECT ${LIST_COLUMNS} FROM devices WHERE app_id = $1 AND external_user_id = $2 ORDER BY id LIMIT $3`,
+      [appId, search, PAGE + 1],
+    )
     return u.rows
   }
   const r = await query<DeviceListRow>(
@@ -71,7 +71,9 @@ ${
     ? html`<p>${search ? 'Nenhum dispositivo encontrado.' : 'Nenhum dispositivo registrado.'}</p>`
     : html`<table><caption>Dispositivos</caption><thead><tr><th scope="col">player id</th><th scope="col">Tipo</th><th scope="col">external user id</th><th scope="col">Token</th><th scope="col">Último sinal</th><th scope="col">Ações</th></tr></thead>
 <tbody>${shown.map(
-        (x) => html`<tr><td><a href="${base}/dispositivos/${x.id}"><code>${x.id}</code></a></td><td>${TYPES[x.device_type] ?? x.device_type}</td><td>${x.external_user_id ?? '—'}</td>
+        (
+          x,
+        ) => html`<tr><td><a href="${base}/dispositivos/${x.id}"><code>${x.id}</code></a></td><td>${TYPES[x.device_type] ?? x.device_type}</td><td>${x.external_user_id ?? '—'}</td>
 <td><code>${shortToken(x.identifier)}</code>${x.invalid_identifier ? ' (inválido)' : ''}</td><td>${when(x.last_active)}</td>
 <td>${button(v, `${base}/dispositivos/${x.id}/excluir`, 'Excluir', { confirm: 'Excluir o dispositivo e todo o histórico de entregas dele?' })}</td></tr>`,
       )}</tbody></table>`
@@ -108,8 +110,12 @@ ${button(v, `/apps/${app.id}/dispositivos/${row.id}/excluir`, 'Excluir', { confi
     if (!isUuid(pid)) throw notFound()
     // Without the confirmation (no script ran to ask), the question is a page of its own.
     if (form.text('confirmar') !== '1') return htmlReply(200, confirmPage(app.id, pid.toLowerCase(), v))
-    if (!(await deleteDevice(d.db, app.id, pid.toLowerCase()))) throw new DashError(404, 'Dispositivo não encontrado (já excluído?).')
-    return { flash: { kind: 'ok', text: `Dispositivo ${pid.toLowerCase()} excluído com o histórico de entregas.` }, anchor: 'dispositivos' }
+    if (!(await deleteDevice(d.db, app.id, pid.toLowerCase())))
+      throw new DashError(404, 'Dispositivo não encontrado (já excluído?).')
+    return {
+      flash: { kind: 'ok', text: `Dispositivo ${pid.toLowerCase()} excluído com o histórico de entregas.` },
+      anchor: 'dispositivos',
+    }
   })
 
   appAction(d, r, '/apps/:id/exportar', async (app, _form, v) => {
@@ -131,10 +137,11 @@ ${button(v, `/apps/${app.id}/dispositivos/${row.id}/excluir`, 'Excluir', { confi
     const token = req.params[1] ?? ''
     if (!/^[0-9a-f]{64}$/.test(token)) throw notFound()
     const hash = createHash('sha256').update(token).digest('hex')
-    const x = await query<{ status: string; rows: string | null }>(d.db, 'SELECT status, rows FROM exports WHERE token_hash = $1 AND app_id = $2', [
-      hash,
-      app.id,
-    ])
+    const x = await query<{ status: string; rows: string | null }>(
+      d.db,
+      'SELECT status, rows FROM exports WHERE token_hash = $1 AND app_id = $2',
+      [hash, app.id],
+    )
     const row = x.rows[0]
     if (!row) throw notFound()
     return jsonReply({ estado: row.status, linhas: row.rows === null ? null : Number(row.rows) })

@@ -42,7 +42,12 @@ ${
 <label>cliques <meter min="0" max="${max}" value="${k.cliques}">${k.cliques}</meter> ${k.cliques}</label> <label>fechados ${k.fechados}</label></td>
 <td>${reach && reach.campanha_id === c.id ? html`<b>${reach.alcance_estimado}</b> dispositivos` : html`<a href="${base}?alcance=${c.id}#inapp">Calcular</a>`}</td>
 <td>${OPS.filter(([op]) => TRANSITIONS[op].from.includes(c.estado)).map(([op, label]) =>
-          button(v, `${base}/inapp/${c.id}/${op}`, label, op === 'encerrar' ? { confirm: `Encerrar a campanha ${c.nome}? Encerrar não tem volta.` } : {}),
+          button(
+            v,
+            `${base}/inapp/${c.id}/${op}`,
+            label,
+            op === 'encerrar' ? { confirm: `Encerrar a campanha ${c.nome}? Encerrar não tem volta.` } : {},
+          ),
         )}</td></tr>`
       })}</tbody></table>`
 }
@@ -55,11 +60,15 @@ export function inappRoutes(r: Router, d: AppPageDeps): void {
     const raw = form.text('cap_horas').trim()
     const cap = parseCapHours(/^\d{1,4}$/.test(raw) ? Number(raw) : raw === '' ? undefined : raw, d.cfg.limits.inappCapHoursMax)
     const out = await d.campaigns.setConfig(app.id, form.text('ativo') === '1', cap)
-    return { flash: { kind: 'ok', text: `In-app ${out.inapp_ativo ? 'ativo' : 'desligado'}, inapp_cap_horas ${out.inapp_cap_horas}.` }, anchor: 'inapp' }
+    return {
+      flash: { kind: 'ok', text: `In-app ${out.inapp_ativo ? 'ativo' : 'desligado'}, inapp_cap_horas ${out.inapp_cap_horas}.` },
+      anchor: 'inapp',
+    }
   })
   appAction(d, r, '/apps/:id/inapp/:cid/:op', async (app, _form, _v, req) => {
     const [, cid, op] = req.params
-    if (!isUuid(cid) || (op !== 'publicar' && op !== 'pausar' && op !== 'encerrar')) throw new DashError(404, 'Campanha não encontrada.')
+    if (!isUuid(cid) || (op !== 'publicar' && op !== 'pausar' && op !== 'encerrar'))
+      throw new DashError(404, 'Campanha não encontrada.')
     const c = await d.campaigns.apply(app.id, cid.toLowerCase(), op)
     return { flash: { kind: 'ok', text: `Campanha ${c.nome}: ${c.estado}.` }, anchor: 'inapp' }
   })

@@ -57,7 +57,9 @@ ${
 }
 <table><caption>Chaves da API</caption><thead><tr><th scope="col">kid</th><th scope="col">Ambiente</th><th scope="col">Criada em</th><th scope="col">Situação</th><th scope="col">Ações</th></tr></thead>
 <tbody>${keys.map(
-    (k) => html`<tr><td><code>${k.kid}</code></td><td>${k.sandbox ? 'sandbox' : 'produção'}</td><td>${when(k.created_at)}</td><td>${keyState(k, now)}</td>
+    (
+      k,
+    ) => html`<tr><td><code>${k.kid}</code></td><td>${k.sandbox ? 'sandbox' : 'produção'}</td><td>${when(k.created_at)}</td><td>${keyState(k, now)}</td>
 <td>${k.revoked_at ? '' : button(v, `${base}/revogar`, 'Revogar', { fields: { kid: k.kid }, confirm: `Revogar a chave ${k.kid}? Ela para de funcionar na hora.` })}</td></tr>`,
   )}</tbody></table>
 ${button(v, `${base}/girar`, 'Girar chave', { confirm: 'Criar uma chave nova? A atual continua valendo por 24 horas.' })}

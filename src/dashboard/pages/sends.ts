@@ -31,7 +31,8 @@ interface SendRow {
   problem: string | null
 }
 
-const COLUMNS = 'id, name, queued_at, completed_at, recipients, successful, failed, errored, remaining, recebidos, converted, problem'
+const COLUMNS =
+  'id, name, queued_at, completed_at, recipients, successful, failed, errored, remaining, recebidos, converted, problem'
 
 /** The counters as people see them; `recebidos` is withheld on the free plan, as in the API's read shape. */
 export function counters(s: SendRow, plan: Plan): Record<string, number | string | null> {
@@ -123,7 +124,11 @@ export function sendsRoutes(r: Router, d: AppPageDeps): void {
   // Live counters of the sends a page shows (at most 50 ids): one indexed query.
   viewerPage(d, r.get.bind(r), '/apps/:id/envios.json', async (req, v) => {
     const app = await appFor(d.db, v, req.params[0])
-    const ids = (req.query.get('ids') ?? '').split(',').filter(isUuid).slice(0, LIVE_MAX).map((s) => s.toLowerCase())
+    const ids = (req.query.get('ids') ?? '')
+      .split(',')
+      .filter(isUuid)
+      .slice(0, LIVE_MAX)
+      .map((s) => s.toLowerCase())
     if (ids.length === 0) return jsonReply({ envios: {} })
     const x = await query<SendRow>(d.db, `SELECT ${COLUMNS} FROM sends WHERE app_id = $1 AND id = ANY($2::uuid[])`, [app.id, ids])
     const out: Record<string, unknown> = {}

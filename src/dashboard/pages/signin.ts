@@ -32,10 +32,15 @@ function preToken(req: Request, secure: boolean): { token: string; headers: Reco
 function checkPre(req: Request, d: SigninDeps, formToken: string): void {
   if (!sameOrigin(req, d.dashboardUrl)) throw new DashError(403, 'Requisição recusada: origem de outro site.')
   const cookie = cookies(req.header('cookie')).get(PRE_COOKIE) ?? ''
-  if (!tokensEqual(formToken, cookie)) throw new DashError(403, 'Requisição recusada: formulário expirado. Recarregue a página e tente de novo.')
+  if (!tokensEqual(formToken, cookie))
+    throw new DashError(403, 'Requisição recusada: formulário expirado. Recarregue a página e tente de novo.')
 }
 
-function signinPage(token: string, o: { email?: string; error?: string; status?: number } = {}, headers: Record<string, string> = {}): Reply {
+function signinPage(
+  token: string,
+  o: { email?: string; error?: string; status?: number } = {},
+  headers: Record<string, string> = {},
+): Reply {
   const body = html`<h1>Entrar</h1>
 ${o.error ? html`<p role="alert" class="aviso erro">${o.error}</p>` : ''}
 <form method="post" action="/entrar" class="cartao">
@@ -49,7 +54,13 @@ ${o.error ? html`<p role="alert" class="aviso erro">${o.error}</p>` : ''}
   return htmlReply(o.status ?? 200, page({ title: 'Entrar' }, body), headers)
 }
 
-function invitePage(token: string, csrf: string, inv: { email: string; orgName: string }, error?: string, headers: Record<string, string> = {}): Reply {
+function invitePage(
+  token: string,
+  csrf: string,
+  inv: { email: string; orgName: string },
+  error?: string,
+  headers: Record<string, string> = {},
+): Reply {
   const body = html`<h1>Criar acesso</h1>
 <p>Convite para <b>${inv.email}</b> na organização <b>${inv.orgName}</b>.</p>
 ${error ? html`<p role="alert" class="aviso erro">${error}</p>` : ''}

@@ -54,7 +54,12 @@ const HOUR_MS = 3_600_000
  * `10`); `maior`/`menor` compare numbers only (a text value never matches); `diferente` needs a value to differ (a
  * key never signalled matches only `nao_existe`).
  */
-export function matches(cmp: Comparator | undefined, valor: TriggerValue | undefined, present: boolean, value: TriggerValue | undefined): boolean {
+export function matches(
+  cmp: Comparator | undefined,
+  valor: TriggerValue | undefined,
+  present: boolean,
+  value: TriggerValue | undefined,
+): boolean {
   switch (cmp) {
     case 'existe':
       return present
@@ -73,7 +78,9 @@ export function matches(cmp: Comparator | undefined, valor: TriggerValue | undef
   }
 }
 
-export type Verdict = { ok: true; n: number } | { ok: false; why: 'antes_do_inicio' | 'encerrada' | 'cap_total' | 'cooldown' | 'cap_global' }
+export type Verdict =
+  | { ok: true; n: number }
+  | { ok: false; why: 'antes_do_inicio' | 'encerrada' | 'cap_total' | 'cooldown' | 'cap_global' }
 
 function instant(v: string | null | undefined): number | null {
   if (!v) return null
@@ -103,7 +110,13 @@ export function eligible(m: InappMessage, h: History, capGlobalH: number, now: n
 
 /** The campaign to show among those due now: the eligible one with the highest `prioridade`, first in package order
  *  on a tie (the package is already ordered by the service). */
-export function choose(due: InappMessage[], order: string[], h: History, capGlobalH: number, now: number): { m: InappMessage; n: number } | null {
+export function choose(
+  due: InappMessage[],
+  order: string[],
+  h: History,
+  capGlobalH: number,
+  now: number,
+): { m: InappMessage; n: number } | null {
   let best: { m: InappMessage; n: number; p: number; i: number } | null = null
   for (const m of due) {
     const v = eligible(m, h, capGlobalH, now)
@@ -121,7 +134,10 @@ export function record(h: History, id: string, n: number, now: number): History 
 }
 
 /** The block of `conteudo` for a language: the device's, else `pt` (always present), else the first. */
-export function pickContent(conteudo: Record<string, unknown>, language: string | undefined): { idioma: string; bloco: Record<string, unknown> } {
+export function pickContent(
+  conteudo: Record<string, unknown>,
+  language: string | undefined,
+): { idioma: string; bloco: Record<string, unknown> } {
   const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
   for (const k of [language, 'pt', ...Object.keys(conteudo)]) {
     if (k !== undefined && isObj(conteudo[k])) return { idioma: k, bloco: conteudo[k] }
