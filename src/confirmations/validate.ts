@@ -11,6 +11,9 @@ export interface ConfigChange {
 }
 
 const URL_MAX = 2048
+/** `https://`, a host (and port) with no `@`, backslash or space, then a path, query or fragment without spaces:
+ * the same text docs/openapi.yaml's ConfirmationChange.url pattern accepts. */
+const HTTPS_AUTHORITY = /^https:\/\/[^/\\?#@\s]+([/?#]\S*)?$/i
 
 export function parseChange(body: Record<string, unknown>): ConfigChange {
   const out: ConfigChange = {}
@@ -26,6 +29,9 @@ export function parseChange(body: Record<string, unknown>): ConfigChange {
 
 function parseUrl(v: unknown): string {
   if (typeof v !== 'string' || v.length > URL_MAX) throw new ApiError('WEBHOOK_URL_NOT_HTTPS')
+  // The URL parser repairs what it reads (`https:host`, `https:/host`, `https:\\host`, `https://@host` all become
+  // https://host/); the text itself must already be an https URL with a host and no user part.
+  if (!HTTPS_AUTHORITY.test(v)) throw new ApiError('WEBHOOK_URL_NOT_HTTPS')
   let u: URL
   try {
     u = new URL(v)

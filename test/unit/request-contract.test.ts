@@ -318,6 +318,12 @@ const CONTRACTS: Contract[] = [
       'https://user@exemplo.com/h',
       'HTTPS://exemplo.com',
       `https://exemplo.com/${'a'.repeat(2100)}`,
+      // texts the URL parser would repair into https://exemplo.com/: both sides refuse them as written
+      'https:exemplo.com',
+      'https:/exemplo.com',
+      'https:\\\\exemplo.com',
+      'https://@exemplo.com',
+      'https://exemplo.com/a b',
     ].map((url): Body => ({ app_id: APP, url })),
     beyond: [[URL_PARSER, { app_id: APP, url: 'https://exemplo.com:99999/' }]],
     beyondRule: (err) => (err.key === 'WEBHOOK_URL_NOT_HTTPS' ? URL_PARSER : null),
