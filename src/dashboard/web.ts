@@ -6,6 +6,7 @@ import { ApiError } from '../core/errors'
 import type { Handler, RouteOptions } from '../http/router'
 import type { Reply } from '../http/reply'
 import type { Request } from '../http/request'
+import { PasswordBusyError } from '../people/password'
 import { PeopleError } from '../people/service'
 import { CredentialError } from '../credentials/validate'
 import { type Form, FormError, parseForm } from './form'
@@ -63,6 +64,10 @@ function errorPage(status: number, message: string, viewer: Viewer | null): Repl
 /** What a failure means for the person: validation messages as they are; anything else, a generic line. */
 function toPage(err: unknown, viewer: Viewer | null): Reply {
   if (err instanceof DashError) return errorPage(err.status, err.message, viewer)
+  if (err instanceof PasswordBusyError) {
+    const busy = errorPage(503, 'Muitas entradas ao mesmo tempo. Tente de novo em alguns segundos.', viewer)
+    return { ...busy, headers: { ...busy.headers, 'Retry-After': '5' } }
+  }
   if (err instanceof PeopleError || err instanceof CredentialError || err instanceof FormError)
     return errorPage(400, err.message, viewer)
   if (err instanceof ApiError) {

@@ -6,7 +6,7 @@ import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
 import { findOrg } from '../orgs/store'
 import type { Clock } from '../core/time'
-import { decoyHash, hashPassword, passwordProblem, verifyPassword } from './password'
+import { decoyHash, hashPassword, needsRehash, passwordProblem, verifyPassword } from './password'
 
 export class PeopleError extends Error {
   override name = 'PeopleError'
@@ -74,7 +74,11 @@ export class PeopleService {
     return { id, email, orgId, operator }
   }
 
-  /** The person when e-mail and password match; null otherwise (same work either way: no account probing by time). */
+  /**
+   * The person when e-mail and password match; null otherwise (same work either way: no account probing by time).
+   * A hash made with older scrypt parameters is replaced by one with the current parameters on this sign-in (only
+   * if it is still the stored one: a password changed meanwhile wins).
+   */
   async authenticate(emailRaw: string, password: string): Promise<Person | null> {
     let email: string
     try {
@@ -90,7 +94,15 @@ export class PeopleService {
     )
     const row = r.rows[0]
     const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash()))
-    return row && ok ? toPerson(row) : null
+    if (!row || !ok) return null
+    if (needsRehash(row.password_hash)) {
+      await query(this.db, 'UPDATE dashboard_users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [
+        row.id,
+        row.password_hash,
+        await hashPassword(password),
+      ])
+    }
+    return toPerson(row)
   }
 
   async find(id: string): Promise<Person | null> {

@@ -5,7 +5,17 @@ import { explainReason } from '../../src/credentials/connection-test'
 import { parseForm } from '../../src/dashboard/form'
 import { esc, html, jsonData, raw } from '../../src/dashboard/html'
 import { cookies } from '../../src/dashboard/session'
-import { hashPassword, passwordProblem, verifyPassword } from '../../src/people/password'
+import { scryptSync } from 'node:crypto'
+import {
+  HASH_CONCURRENCY,
+  HASH_QUEUE,
+  hashingLoad,
+  hashPassword,
+  needsRehash,
+  PasswordBusyError,
+  passwordProblem,
+  verifyPassword,
+} from '../../src/people/password'
 import { parseEmail } from '../../src/people/service'
 
 t.test('html escapes every value; only html and raw pass through', async (t) => {
@@ -58,12 +68,46 @@ t.test('passwords: scrypt, at least 12 characters, constant-time check', async (
   t.equal(passwordProblem('🐦'.repeat(12)), null, 'characters, not bytes')
   t.match(passwordProblem('x'.repeat(1025)), /no máximo/)
   const h = await hashPassword('uma-senha-bem-longa')
-  t.match(h, /^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/)
+  t.match(h, /^scrypt\$131072\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/, 'N=2^17 (128 MiB: maxmem is set)')
+  t.notOk(needsRehash(h))
   t.not(await hashPassword('uma-senha-bem-longa'), h, 'salted')
   t.ok(await verifyPassword('uma-senha-bem-longa', h))
   t.notOk(await verifyPassword('uma-senha-bem-longA', h))
   t.notOk(await verifyPassword('uma-senha-bem-longa', 'bcrypt$whatever'))
   t.notOk(await verifyPassword('\ud800', h), 'malformed text is never a match')
+  // A hash of the previous release (N=2^14) still verifies under its own parameters, and asks to be replaced.
+  const old = legacyHash('uma-senha-bem-longa')
+  t.ok(await verifyPassword('uma-senha-bem-longa', old))
+  t.notOk(await verifyPassword('outra-senha-longa', old))
+  t.ok(needsRehash(old))
+  // Parameters out of bounds are refused, never run: a stored row cannot make one check cost gigabytes.
+  const [, , r, p, salt, key] = old.split('$')
+  for (const N of ['2097152', '1000', '0', '1e9', '-16384']) {
+    t.notOk(await verifyPassword('uma-senha-bem-longa', ['scrypt', N, r, p, salt, key].join('$')), N)
+  }
+  t.notOk(await verifyPassword('uma-senha-bem-longa', ['scrypt', '16384', '8', '1', salt, 'AAAA'].join('$')))
+})
+
+/** A hash as the previous release stored it: scrypt N=2^14, r=8, p=1. */
+function legacyHash(password: string): string {
+  const salt = Buffer.from('0123456789abcdef')
+  const key = scryptSync(password, salt, 32, { N: 16384, r: 8, p: 1 })
+  return `scrypt$16384$8$1$${salt.toString('base64url')}$${key.toString('base64url')}`
+}
+
+t.test('password hashing: a bounded number at once, a bounded queue, refusal past it', async (t) => {
+  const h = legacyHash('uma-senha-bem-longa')
+  const n = HASH_CONCURRENCY + HASH_QUEUE + 3
+  const out = await Promise.allSettled(Array.from({ length: n }, () => verifyPassword('uma-senha-bem-longa', h)))
+  const busy = out.filter((o) => o.status === 'rejected')
+  t.ok(busy.length >= 3, `past the queue: refused (${busy.length})`)
+  for (const b of busy) t.type((b as PromiseRejectedResult).reason, PasswordBusyError)
+  t.ok(
+    out.every((o) => o.status === 'rejected' || o.value === true),
+    'the others verified',
+  )
+  t.ok(hashingLoad().peak <= HASH_CONCURRENCY, `never more than ${HASH_CONCURRENCY} at once (peak ${hashingLoad().peak})`)
+  t.same([hashingLoad().running, hashingLoad().waiting], [0, 0], 'nothing left behind')
 })
 
 t.test('e-mails, cookies, provider reasons in words', async (t) => {
