@@ -227,7 +227,8 @@ t.test('0019 on a database with rows: they read back under the English names', a
        VALUES ('${user}', 'op@example.com', NULL, true, 'scrypt$x', now());`,
   )
 
-  t.same((await migrate(DATABASE_URL, schema)).applied, ['0019_english_columns.sql'])
+  // 0019 first; the migrations after it follow.
+  t.same((await migrate(DATABASE_URL, schema)).applied.slice(0, 1), ['0019_english_columns.sql'])
   const one = (q: string) => inSchema(schema, q)
   t.same(await one('SELECT confirm_mode FROM apps'), [{ confirm_mode: 'webhook' }])
   t.same(await one('SELECT definition, uses_notification_settings FROM inapp_campaigns'), [
