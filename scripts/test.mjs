@@ -5,7 +5,8 @@
 //   integration  every other test file, against Postgres and Redis (see ensureTestServices) and a throw-away
 //                3-master Redis Cluster (scripts/redis-cluster.mjs), with DATABASE_URL, REDIS_URL and
 //                PM_TEST_REDIS_CLUSTER_NODES set; then the Redis-bound suites (CLUSTER_SUITES) a second time with
-//                every service on the cluster (PM_TEST_REDIS=cluster). `npm run test:integration`.
+//                every service on the cluster (PM_TEST_REDIS=cluster). Chromium, PgBouncer and Docker Compose are
+//                installed first when the files to run drive them (scripts/test-tools.mjs). `npm run test:integration`.
 // Extra arguments go to tap:
 //   npm test -- test/unit/foo.test.ts                       (unit files only: run as the unit tier, no services)
 //   npm test -- test/integration/delivery.test.ts           (any other file: with the services)
@@ -21,6 +22,7 @@ import { buildSdk } from './build-sdk.mjs'
 import { checkCoverage, coverageArgs, coverageWanted, keepCoverage, resetCoverage } from './coverage.mjs'
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
+import { ensureTestTools, toolsFor } from './test-tools.mjs'
 
 /** The suites a full run repeats against the Redis Cluster: delivery, sends, receipts and the shared pace. */
 const CLUSTER_SUITES = [
@@ -100,6 +102,8 @@ function unitTier(files, flags) {
 
 /** The integration tier: `files` (default every test file outside test/unit, then CLUSTER_SUITES on the cluster). */
 async function integrationTier(files, flags, { onCluster, full }) {
+  // Chromium, PgBouncer and Compose for the files that drive them (scripts/test-tools.mjs), before any service.
+  ensureTestTools(toolsFor(full ? null : files), { log })
   const { DATABASE_URL, REDIS_URL, stop } = await ensureTestServices({ log })
   if (interrupted) return 1
   log(`DATABASE_URL=${DATABASE_URL.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')} REDIS_URL=${REDIS_URL}`)

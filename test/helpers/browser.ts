@@ -1,5 +1,5 @@
 // Debian's Chromium driven by playwright-core, for every browser test. A missing browser fails the test loudly
-// (`.ci/run` installs the package): a browser test that skips proves nothing.
+// (`npm test` installs the package: scripts/test-tools.mjs): a browser test that skips proves nothing.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -29,7 +29,7 @@ const database = upstream.pathname.slice(1) || 'postgres'
 const direct = (user: string) => `postgres://${user}@${upstream.hostname}:${upstream.port || 5432}/${database}`
 
 if (!hasPgBouncer()) {
-  t.fail(`${PGBOUNCER} is not installed (.ci/run installs it: apt-get install pgbouncer)`)
+  t.fail(`${PGBOUNCER} is not installed (npm test installs it: scripts/test-tools.mjs)`)
 } else {
   const id = randomBytes(4).toString('hex')
   const role = `pgb_${id}`
