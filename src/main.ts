@@ -16,7 +16,9 @@ import { serveParent } from './group/member'
 import { GROUP_MEMBER_ENV } from './group/messages'
 import { groupBudget, WorkerGroup } from './group/supervisor'
 import { loadUws } from './http/uws'
+import { configSummary } from './core/config-summary'
 import { createLogger } from './core/log'
+import { prettyDestination } from './core/log-pretty'
 import { PeopleError } from './people/service'
 import { ResizeRefused } from './redis/partitions'
 import { ROOT } from './core/root'
@@ -64,7 +66,11 @@ function parseRoles(v: string | undefined): Role[] {
 async function serve(cfg: Config, argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { roles: { type: 'string' } } })
   const roles = parseRoles(values.roles)
-  const log = createLogger(cfg.logLevel)
+  const pretty = cfg.logFormat === 'pretty' || (cfg.logFormat === 'auto' && process.stdout.isTTY === true)
+  const log = createLogger(
+    cfg.logLevel,
+    pretty ? prettyDestination(process.stdout, process.stdout.isTTY === true && !process.env.NO_COLOR) : undefined,
+  )
   // The worker role beside another one runs in worker processes of this group (src/group/supervisor.ts).
   const member = process.env[GROUP_MEMBER_ENV] !== undefined
   const grouped = !member && cfg.serveWorkers > 0 && roles.includes('worker') && roles.length > 1
@@ -72,10 +78,14 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   const own = grouped ? roles.filter((r) => r !== 'worker') : roles
   // Refused before anything starts (migrations, connections) when no HTTP build fits this runtime.
   if (own.includes('api') || own.includes('dashboard')) loadUws()
-  log.info(
-    { config: redacted(cfg), roles: own, ...(budget ? { worker_processes: cfg.serveWorkers, pg_pool: budget } : {}) },
-    'starting',
-  )
+  // At a terminal the configuration is a few lines, once: a member of the group says only that it starts.
+  if (!pretty)
+    log.info(
+      { config: redacted(cfg), roles: own, ...(budget ? { worker_processes: cfg.serveWorkers, pg_pool: budget } : {}) },
+      'starting',
+    )
+  else if (member) log.info({ roles: own }, 'starting')
+  else log.info({ lines: configSummary(cfg, roles) }, 'starting')
   const svc = await Service.start(budget ? { ...cfg, limits: { ...cfg.limits, pgPool: budget.parent } } : cfg, {
     roles: own,
     log,

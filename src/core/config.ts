@@ -94,6 +94,8 @@ export interface Config {
   readonly dashboard: Dashboard
   readonly gitCommit: string
   readonly logLevel: string
+  /** PM_LOG_FORMAT: `json` lines, `pretty` short coloured lines for a person, `auto` pretty on a terminal only. */
+  readonly logFormat: 'json' | 'pretty' | 'auto'
 }
 
 export interface Dashboard {
@@ -627,6 +629,12 @@ function accessLog(raw: string | undefined): Config['accessLog'] {
   return raw
 }
 
+function logFormat(v: string | undefined): Config['logFormat'] {
+  if (v === undefined || v === '') return 'auto'
+  if (v === 'json' || v === 'pretty' || v === 'auto') return v
+  throw new ConfigError(`PM_LOG_FORMAT: "${v}" is not json, pretty or auto`)
+}
+
 /** Reads the environment once; throws ConfigError with a one-line reason. Only main.ts passes process.env. */
 export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
   const port = int(env, 'PORT', 8080)
@@ -842,6 +850,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
+    logFormat: logFormat(env.PM_LOG_FORMAT),
     ...overrides,
     limits,
   }
