@@ -1,4 +1,4 @@
-// HTTP/2 frame layout and codes (RFC 9113 §4.1, §6, §7, §11), as the provider client writes and reads them.
+// HTTP/2 frame layout and codes (RFC 9113 §4.1, §6, §7, §11), as the client writes and reads them.
 
 export const FRAME = {
   DATA: 0x0,
@@ -21,11 +21,20 @@ export const CODE = {
   PROTOCOL_ERROR: 0x1,
   INTERNAL_ERROR: 0x2,
   FLOW_CONTROL_ERROR: 0x3,
+  SETTINGS_TIMEOUT: 0x4,
+  STREAM_CLOSED: 0x5,
   FRAME_SIZE_ERROR: 0x6,
   REFUSED_STREAM: 0x7,
   CANCEL: 0x8,
   COMPRESSION_ERROR: 0x9,
+  ENHANCE_YOUR_CALM: 0xb,
 } as const
+
+/** The name of an error code, for messages ("code 11" tells an operator nothing). */
+export function codeName(code: number): string {
+  for (const [name, value] of Object.entries(CODE)) if (value === code) return name
+  return `code ${code}`
+}
 
 export const SETTING = {
   HEADER_TABLE_SIZE: 0x1,
@@ -33,6 +42,7 @@ export const SETTING = {
   MAX_CONCURRENT_STREAMS: 0x3,
   INITIAL_WINDOW_SIZE: 0x4,
   MAX_FRAME_SIZE: 0x5,
+  MAX_HEADER_LIST_SIZE: 0x6,
 } as const
 
 export const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1')

@@ -1,6 +1,6 @@
-// HPACK (RFC 7541), the header compression of the provider HTTP/2 client.
+// HPACK (RFC 7541), the header compression of the HTTP/2 client.
 //
-// - HpackDecoder reads the providers' response header blocks: all of §4–§6 (integers, raw and Huffman strings, every
+// - HpackDecoder reads response header blocks: all of §4–§6 (integers, raw and Huffman strings, every
 //   representation, the dynamic table with its size updates and evictions). Anything malformed throws HpackError, and
 //   the decoder then refuses further blocks, since its table may be out of step with the peer's.
 // - HpackEncoder writes our request header blocks with a small policy tuned for the same request repeated many times:
@@ -11,6 +11,12 @@
 /** A decoding failure: the peer's header block is malformed (a COMPRESSION_ERROR connection error for the caller). */
 export class HpackError extends Error {
   override name = 'HpackError'
+}
+
+/** A well-formed block whose header list is past the caller's limit (RFC 9113 §6.5.2, §10.5.1): decoding stops at
+ *  the first field beyond it, so a block of one-byte references to a large entry never grows past the limit. */
+export class HeaderListLimitError extends Error {
+  override name = 'HeaderListLimitError'
 }
 
 /** SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2), and the most our encoder ever uses. */
@@ -391,8 +397,12 @@ export class HpackDecoder {
     return out
   }
 
-  /** Decodes one complete header block. Throws HpackError on malformed input, after which every call throws. */
-  decode(block: Buffer): Array<[string, string]> {
+  /**
+   * Decodes one complete header block. Throws HpackError on malformed input, and HeaderListLimitError at the first
+   * field past `maxPairs` fields or `maxBytes` octets (name + value + 32 each, RFC 9113 §6.5.2); after either, every
+   * call throws.
+   */
+  decode(block: Buffer, maxPairs = Number.POSITIVE_INFINITY, maxBytes = Number.POSITIVE_INFINITY): Array<[string, string]> {
     if (this.broken) throw new HpackError('the header table is unusable after an earlier error')
     this.broken = true
     this.src = block
@@ -400,18 +410,20 @@ export class HpackDecoder {
     this.end = block.length
     const out: Array<[string, string]> = []
     let fieldSeen = false
+    let bytes = 0
     try {
       while (this.pos < this.end) {
         const b = block[this.pos]!
+        let field: [string, string]
         if (b & 0x80) {
           // §6.1 indexed header field
-          out.push(this.field(this.integer(7)))
+          field = this.field(this.integer(7))
         } else if (b & 0x40) {
           // §6.2.1 literal with incremental indexing
           const name = this.literalName(6)
           const value = this.string()
           this.insert(name, value)
-          out.push([name, value])
+          field = [name, value]
         } else if (b & 0x20) {
           // §6.3 dynamic table size update: only before the first field (§4.2)
           if (fieldSeen) throw new HpackError('dynamic table size update after a header field')
@@ -423,8 +435,12 @@ export class HpackDecoder {
         } else {
           // §6.2.2 without indexing (0000) and §6.2.3 never indexed (0001): the same to a decoder that forwards nothing
           const name = this.literalName(4)
-          out.push([name, this.string()])
+          field = [name, this.string()]
         }
+        bytes += field[0].length + field[1].length + ENTRY_OVERHEAD
+        if (out.length >= maxPairs) throw new HeaderListLimitError(`more than ${maxPairs} header fields`)
+        if (bytes > maxBytes) throw new HeaderListLimitError(`a header list over ${maxBytes} bytes`)
+        out.push(field)
         fieldSeen = true
       }
     } finally {

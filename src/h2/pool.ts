@@ -1,7 +1,7 @@
-// Pooled HTTP/2 client sessions per provider origin: several sessions per provider host, streams bounded by the
-// server's setting, reconnection on GOAWAY, timeouts (docs/design/delivery.md). Never throws and never hangs: a request
-// that gets no complete answer resolves as a failure (status 0), which providers turn into a transient outcome. The
-// sessions are our own HTTP/2 client (h2/session.ts), about a twelfth of node:http2's CPU per request.
+// Pooled HTTP/2 client sessions per origin: several sessions per host, streams bounded by the server's setting,
+// reconnection on GOAWAY, timeouts. Never throws and never hangs: a request that gets no complete answer resolves as a
+// failure (status 0) exactly once, classified (types.ts). The sessions are our own HTTP/2 client (session.ts), about a
+// twelfth of node:http2's CPU per request; node-pool.ts is node:http2 behind the same interface.
 //
 // - Sessions are grouped by origin plus an optional `group` (APNs keeps one signing key per connection, because
 //   Apple limits provider-token changes per connection: TooManyProviderTokenUpdates).
@@ -10,7 +10,8 @@
 //   each SETTINGS frame (none is started before the first); beyond that, requests wait in FIFO order.
 // - GOAWAY, close or error retires a session at once (new requests go to a new one); its in-flight streams end as
 //   failures, except streams the server refused unprocessed (REFUSED_STREAM, also what a GOAWAY's last-stream-id
-//   leaves behind): those are sent again once, since the server did not act on them (RFC 9113 §8.7).
+//   leaves behind): those are sent again once, since the server did not act on them (RFC 9113 §8.7). A session we
+//   ended for the peer's breach of the protocol or of a limit (limits.ts) fails its requests as 'protocol'.
 // - A request timing out makes its session answer a PING; no answer in time and the session is destroyed. A session
 //   idle for `idleMs` is closed. Requests with the pool's own timeout end in the order they began, so they wait in
 //   one list that one timer checks (a timer per request is a measurable share of a delivery's cost); a request
@@ -21,9 +22,24 @@ import type { OutgoingHttpHeaders } from 'node:http2'
 import { rootCertificates } from 'node:tls'
 import { CODE } from './frames'
 import { H2Session } from './session'
-import { failure, type GroupStats, type H2PoolOptions, type H2Result, type RequestOptions } from './types'
+import { type H2Limits, resolveLimits } from './limits'
+import {
+  failure,
+  type GroupStats,
+  type H2Client,
+  type H2Failure,
+  type H2PoolOptions,
+  H2ProtocolError,
+  type H2Result,
+  type RequestOptions,
+} from './types'
 
-export type { GroupStats, H2Failure, H2PoolOptions, H2Response, H2Result, RequestOptions } from './types'
+export type { GroupStats, H2Client, H2Failure, H2PoolOptions, H2Response, H2Result, RequestOptions } from './types'
+
+/** How a failure is classified from the error its session ended with. */
+function kindOf(err: Error | undefined): H2Failure['failure'] {
+  return err instanceof H2ProtocolError ? 'protocol' : 'connection'
+}
 
 interface Conn {
   session: H2Session
@@ -95,7 +111,7 @@ function headOf(h: OutgoingHttpHeaders): RequestHead {
   return head
 }
 
-export class H2Pool {
+export class H2Pool implements H2Client {
   readonly #groups = new Map<string, Group>()
   readonly #sessions: number
   readonly #timeoutMs: number
@@ -107,6 +123,7 @@ export class H2Pool {
   #oldest: Pending | null = null
   #newest: Pending | null = null
   readonly #ca: string[] | undefined
+  readonly #limits: Readonly<H2Limits>
   #closed = false
   /** Sessions ever opened: tests read it to see reconnections. */
   sessionsOpened = 0
@@ -119,6 +136,7 @@ export class H2Pool {
     this.#maxStreamsCap = o.maxStreamsCap ?? 1_000
     this.#pingTimeoutMs = o.pingTimeoutMs ?? 3_000
     this.#idleMs = o.idleMs ?? 5 * 60_000
+    this.#limits = resolveLimits(o.limits) // a bad limit throws here, not at the first connection
     this.#sweeper = setInterval(() => this.#sweep(), Math.min(this.#idleMs, 30_000)).unref()
     // A request times out at most an eighth of its timeout late (and at most 250 ms).
     this.#expiry = setInterval(() => this.#expire(), Math.max(5, Math.min(250, this.#timeoutMs / 8))).unref()
@@ -227,7 +245,7 @@ export class H2Pool {
   }
 
   #open(g: Group): void {
-    const session = new H2Session(g.origin, { ca: this.#ca })
+    const session = new H2Session(g.origin, { ca: this.#ca, limits: this.#limits })
     this.sessionsOpened++
     // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
     const c: Conn = {
@@ -274,7 +292,8 @@ export class H2Pool {
       if (c.active === 0 && !c.session.destroyed) c.session.close()
     }
     if (connectError) {
-      for (const p of g.waiting.splice(0)) this.#settle(p, failure('connection', `connect ${g.origin}: ${connectError.message}`))
+      const kind = kindOf(connectError)
+      for (const p of g.waiting.splice(0)) this.#settle(p, failure(kind, `connect ${g.origin}: ${connectError.message}`))
       return
     }
     this.#drain(g)
@@ -312,7 +331,7 @@ export class H2Pool {
           this.#settle(p, { status, headers, body: answer })
           this.#drain(p.group)
         },
-        onFail: (code, reason) => {
+        onFail: (code, reason, kind) => {
           this.#release(c, p)
           if (!p.settled) {
             if (code === CODE.REFUSED_STREAM && !p.resent) {
@@ -324,7 +343,10 @@ export class H2Pool {
               const why = err && err.message !== reason ? `: ${err.message}` : ''
               this.#settle(
                 p,
-                failure('connection', `stream closed without a complete answer (rst ${code ?? 'none'}): ${reason}${why}`),
+                failure(
+                  kind === 'protocol' ? 'protocol' : kindOf(err),
+                  `stream closed without a complete answer (rst ${code ?? 'none'}): ${reason}${why}`,
+                ),
               )
             }
           }
