@@ -44,7 +44,7 @@ t.test('the web example: registration, an in-app card, a push proved from the se
   await page.getByText(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/).waitFor({ timeout: 20_000 })
   const player = (await page.textContent('#player')) as string
   const [row] = await w.s.sql('SELECT device_type, sdk_versao, instalacao_id, app_version FROM devices WHERE id = $1', [player])
-  t.match(row, { device_type: 5, sdk_versao: '0.6.0', app_version: '1.0.0' }, 'registered by the SDK in the page')
+  t.match(row, { device_type: 5, sdk_versao: '0.7.0', app_version: '1.0.0' }, 'registered by the SDK in the page')
   t.ok(row?.instalacao_id)
 
   const card = page.getByRole('dialog', { name: 'Mensagem in-app' })

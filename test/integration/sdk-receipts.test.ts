@@ -16,7 +16,7 @@ t.test('Android, web and iOS devices registered by the SDK: every push proved on
   const row = await w.deviceRow(android.playerId as string)
   t.equal(row.identifier, ta)
   t.equal(row.app_version, '1.2.3')
-  t.equal(row.sdk_versao, '0.6.0')
+  t.equal(row.sdk_versao, '0.7.0')
   t.equal(row.instalacao_id, android.installId)
   t.equal(row.language, 'pt')
   t.equal(row.external_user_id, 'u-1')
@@ -139,7 +139,7 @@ t.test(
     const first = await launch()
     const id = first.playerId as string
     let row = await w.deviceRow(id)
-    t.match(row, { sessoes: 1, notif_permissoes: 0, fabricante: 'ACME', carrier: 'Vivo', sdk_versao: '0.6.0' })
+    t.match(row, { sessoes: 1, notif_permissoes: 0, fabricante: 'ACME', carrier: 'Vivo', sdk_versao: '0.7.0' })
     t.equal(row.timezone_id, Intl.DateTimeFormat().resolvedOptions().timeZone)
     t.ok(row.device_os, 'the platform')
     first.close()

@@ -2,7 +2,7 @@
 // service is away, the storage is full or a push is not one of ours.
 import type { Job } from './outbox.js'
 
-export type PomboErrorKind = 'register' | 'token' | 'receipt' | 'inapp' | 'storage' | 'push'
+export type PomboErrorKind = 'register' | 'token' | 'receipt' | 'inapp' | 'storage' | 'push' | 'display'
 
 export interface PomboError {
   kind: PomboErrorKind

@@ -80,6 +80,8 @@ export interface OutboxOptions {
   drop: (job: Job, reason: string) => void
   /** The service answered (and counted) a job for a player_id it has no device for: the device was deleted there. */
   unknownPlayer: (player: string) => void
+  /** Runs a read-modify-write of the stored queue under a lock other contexts sharing the storage also take. */
+  exclusive?: <T>(fn: () => Promise<T>) => Promise<T>
   random?: () => number
 }
 
@@ -127,9 +129,10 @@ export class Outbox {
 
   constructor(private readonly o: OutboxOptions) {}
 
-  /** Serialises read-modify-write of the stored state within this process. */
+  /** Serialises read-modify-write of the stored state within this instance, and across contexts where it can. */
   #locked<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.#lock.then(fn)
+    const ex = this.o.exclusive
+    const p = this.#lock.then(ex ? () => ex(fn) : fn)
     this.#lock = p.catch(() => {})
     return p
   }

@@ -6,6 +6,7 @@
 import { DEFAULT_RETRY, type RetryPolicy, backoffMs } from './backoff.js'
 import { detectLanguage } from './device-info.js'
 import { type ErrorHandler, messageOf, type PomboError, reporter } from './errors.js'
+import { crossContextLock, sharedWithServiceWorker, writeWorkerSettings } from './handoff.js'
 import { InappFeed } from './inapp/feed.js'
 import { type Job, type JobResult, Outbox, type ReceiptEvent, type ReceiptJob, type RoundReport } from './outbox.js'
 import { type ParsedPush, type PushDisplay, parsePush } from './push.js'
@@ -32,6 +33,11 @@ export interface PomboOptions extends IdentityOptions {
   storage?: StorageAdapter
   /** A run without UI (service worker, notification extension): counts no session and runs no in-app feed. */
   background?: boolean
+  /**
+   * Default true. False: this instance never registers; it sends receipts for the device another instance sharing
+   * its storage registered (a service worker beside its page), reading that registration from storage each time.
+   */
+  registers?: boolean
   /** Told about everything that went wrong; the SDK itself never throws into the host after `init`. */
   onError?: (err: PomboError) => void
   /** The fetch to use (default: the global one). */
@@ -130,6 +136,7 @@ export class Pombo {
       previousPlayers: () => this.#reg?.previous ?? [],
       drop: (job, reason) => this.#dropped(job, reason),
       unknownPlayer,
+      exclusive: crossContextLock(`pombo:${this.appId}:outbox`),
     })
     this.inapp = new InappFeed({
       appId: this.appId,
@@ -166,14 +173,26 @@ export class Pombo {
       await store.set(LAST_SESSION_KEY, now)
     }
     const p = new Pombo(o, previous, now, store, report)
+    if (!o.background && o.registers !== false && sharedWithServiceWorker(o.storage)) {
+      // The service worker of this origin learns here where its pushes' receipts go (handoff.ts).
+      try {
+        await writeWorkerSettings(o.storage as StorageAdapter, {
+          baseUrl: p.#t.baseUrl,
+          appId: p.appId,
+          appVersion: o.appVersion,
+          deviceType: o.deviceType,
+        })
+      } catch (err) {
+        report({ kind: 'storage', message: `configuração do service worker: ${messageOf(err)}`, cause: err })
+      }
+    }
     await p.#start()
     return p
   }
 
   async #start(): Promise<void> {
     this.#install = await installId(this.#store)
-    const reg = await this.#store.get<Stored>(REGISTRATION_KEY)
-    if (reg && typeof reg.playerId === 'string' && typeof reg.token === 'string') this.#reg = reg
+    await this.#loadRegistration()
     const sessions = await this.#store.get<number>(SESSIONS_KEY)
     this.#sessions = Number.isInteger(sessions) && (sessions as number) > 0 ? (sessions as number) : 0
     if (!this.#o.background) {
@@ -186,6 +205,11 @@ export class Pombo {
     } catch (err) {
       this.#report({ kind: 'receipt', message: messageOf(err), cause: err })
     }
+  }
+
+  async #loadRegistration(): Promise<void> {
+    const reg = await this.#store.get<Stored>(REGISTRATION_KEY)
+    if (reg && typeof reg.playerId === 'string' && typeof reg.token === 'string') this.#reg = reg
   }
 
   /** The device's `player_id` on the service; null until a registration succeeded (ever, on this install). */
@@ -232,6 +256,7 @@ export class Pombo {
   /** Sends everything queued now (only a Retry-After from the service delays it). Registers first if still owed. */
   async flush(): Promise<FlushReport> {
     try {
+      if (this.#o.registers === false) await this.#loadRegistration()
       await this.#rejoin.idle()
       if (!this.#reg || this.#regFailures > 0) await this.#ensureRegistered(true)
       await this.inapp.idle() // events of displays, clicks and closes already reported are queued first
@@ -264,6 +289,8 @@ export class Pombo {
     try {
       parsed = parsePush(data)
       if (!parsed) return null
+      // The registering instance may have changed the device since (a new token): its word is in storage.
+      if (this.#o.registers === false) await this.#loadRegistration()
       const now = this.#now()
       const job: ReceiptJob = {
         k: 'r',
@@ -302,6 +329,7 @@ export class Pombo {
   }
 
   #ensureRegistered(force: boolean): Promise<void> {
+    if (this.#o.registers === false) return Promise.resolve()
     this.#registering ??= this.#registerOnce(force).finally(() => {
       this.#registering = null
     })

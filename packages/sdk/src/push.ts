@@ -91,6 +91,11 @@ function flatten(input: unknown): Obj | null {
   return null
 }
 
+/** The push's flat key/value map (the wrappers `parsePush` reads taken off), or null for any other value. */
+export function pushMap(input: unknown): Record<string, unknown> | null {
+  return flatten(input)
+}
+
 /** The Pombo part of a push, or null when the push is not one of the service's (no `pm_msg_id` / `pm_rcpt`). */
 export function parsePush(input: unknown): ParsedPush | null {
   const m = flatten(input)
