@@ -76,8 +76,9 @@ export function guardedLookup(allowPrivate: boolean): LookupFunction {
       if (err) return callback(err, '', 0)
       const list = (addresses as LookupAddress[]).filter((a) => allowPrivate || !isPrivateAddress(a.address))
       if (list.length === 0) {
-        const shown = (addresses as LookupAddress[]).map((a) => a.address).join(', ')
-        return callback(new RefusedAddressError(`${hostname} resolve para endereço privado ou de loopback (${shown})`), '', 0)
+        // The host as given, never the addresses it resolved to: the reason reaches the tenant (the dashboard's
+        // attempts, logs), and those addresses would map our internal network for them.
+        return callback(new RefusedAddressError(`${hostname} resolve para endereço privado ou de loopback`), '', 0)
       }
       if ((options as { all?: boolean }).all) {
         ;(callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list)

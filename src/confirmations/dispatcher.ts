@@ -1,30 +1,37 @@
 // The webhook dispatcher (the spec, Events; docs/design/webhooks.md). Each destination drains the app's events after
 // its cursor, one at a time, in seq order; many destinations are worked on at once.
 //
-// Exclusion between dispatcher processes: a transaction-level advisory lock per app queue, taken with
-// pg_try_advisory_xact_lock (a busy destination is skipped, never waited for) by the transaction that carries one
-// batch: its attempts, then its cursor write, then COMMIT, which releases the lock. Unlike a Redis lease it cannot
-// lapse while an attempt is still in flight (a 10-second timeout, a paused process): it ends only with the
-// transaction, or with the connection, and a SIGKILLed process's connection dies with it. It never outlives its
-// transaction, so it holds behind PgBouncer in transaction mode, where a session lock would stay on whichever
-// server connection took it. Until the batch writes, the transaction has no transaction id, and at READ COMMITTED
-// it holds no snapshot between statements: waiting on a destination holds back no vacuum.
+// Turns, not transactions: a turn claims the app's queue with a lease (one statement: a lease id and an expiry on
+// the database's clock, and the next events), makes its calls with no transaction or lock open, and records their
+// outcome in one statement that writes only while the lease is still its own (src/confirmations/lease.ts). A slow
+// destination holds no connection, no transaction and no lock. The lease is renewed while a call is in flight; a
+// dispatcher that dies stops renewing and another takes the queue over once the lease has expired, from the last
+// recorded cursor. A turn whose lease was lost (taken over after it expired) writes nothing: the turn that holds
+// the queue now has the say, and no attempt is counted twice.
+//
+// Fair shares: one call in flight per app (the queue is serial, and the lease makes it one turn at a time across
+// processes); a turn is bounded (PM_WEBHOOK_BATCH events, PM_WEBHOOK_BATCH_MAX_MS) and then the app goes to the back
+// of the line (due destinations are taken oldest next_at first); destinations whose last turn had a call slower
+// than PM_WEBHOOK_SLOW_MS (or timed out) share at most half of PM_WEBHOOK_CONCURRENCY, so endpoints that answer in
+// time always find a free slot.
 //
 // Order: an app's events are numbered in commit order (src/confirmations/events.ts), so the cursor can pass every
 // event it sees: nothing with a lower seq can commit later. Only `canal = 'webhook'` events are this queue's.
 //
-// At-least-once: the cursor moves only after a 2xx or an abandon, and is written after the batch; a crash in the
-// middle of a batch redelivers that batch's events in order (same X-PM-Evento-Id).
+// At-least-once: the cursor moves only after a 2xx or an abandon, and is written at the end of the turn; a crash in
+// the middle of a turn redelivers that turn's events in order (same X-PM-Evento-Id).
+import { randomUUID } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import type { Config } from '../core/config'
-import { createPool, type Db, query, type Tx, tagPgError } from '../db/pool'
 import type { Clock } from '../core/time'
 import type { Vault } from '../core/vault'
+import { createPool, type Db, query } from '../db/pool'
 import { onFailure } from './ladder'
+import { type AttemptRecord, type Claim, claim, DUE, HeldLease, record, release, type TurnOutcome } from './lease'
 import { pruneEvents, pruneStreamPositions, pruneWebhookAttempts } from './retention'
-import { type AttemptResult, WebhookSender } from './sender'
-import { QUEUE_LOCK_CLASS, QUEUE_LOCK_KEY, secretAad } from './store'
+import { WebhookSecrets } from './secrets'
+import { WebhookSender } from './sender'
 
 export interface DispatcherDeps {
   cfg: Config
@@ -35,62 +42,42 @@ export interface DispatcherDeps {
   ca?: string
   /** Told of every attempt's result (metrics: ok, http, timeout, refused, network). */
   onAttempt?: (result: string) => void
-  /** Its pool's share of the process's connection budget (src/db/budget.ts): one per destination at work, plus
-   *  one for the look-up. Default: what PM_WEBHOOK_CONCURRENCY needs. */
+  /** Its pool's share of the process's connection budget (src/db/budget.ts). Turns use a connection only for their
+   *  short statements (claim, renewals, record), so it bounds no number of calls. Default: PM_WEBHOOK_CONCURRENCY + 1. */
   poolMax?: number
 }
 
-interface DestinationRow {
-  id: string
-  app_id: string
-  url: string
-  sealed_secret: Buffer
-  last_seq: string
-  head_attempts: number
-  consecutive_failures: number
-}
-
-interface EventRow {
-  seq: string
-  app_id: string
-  evento: string
-  body: Record<string, unknown>
-}
-
-interface AttemptRecord {
-  seq: string
-  n: number
-  r: AttemptResult
-  at: Date
-  nextAt: Date | null
-}
+/** Known-slow destinations counted beside the free slots when looking for due ones (they may be skipped). */
+const SLOW_LOOKAHEAD = 1_000
 
 export class WebhookDispatcher {
   readonly #db: Db
   readonly #sender: WebhookSender
+  readonly #secrets: WebhookSecrets
+  /** Destinations with a turn in this process; each turn makes one call at a time (the per-app cap). */
   readonly #running = new Map<string, Promise<void>>()
-  /** Opened signing secrets by destination: a destination's secret never changes (a new one is a new destination). */
-  readonly #secrets: LRUCache<string, string>
+  /** Of those, the ones known slow when their turn began. */
+  readonly #runningSlow = new Set<string>()
+  /** Destinations whose last turn had a call slower than PM_WEBHOOK_SLOW_MS, or one that timed out. */
+  readonly #slow: LRUCache<string, true>
   readonly #stop = new AbortController()
   #loop: Promise<void> | null = null
   #wake: (() => void) | null = null
+  /** A turn ended while the loop was looking for work: look again at once. */
+  #again = false
   #jobs: NodeJS.Timeout | null = null
-  /** Destinations worked on at once: PM_WEBHOOK_CONCURRENCY, or fewer when the pool's share is smaller. */
+  /** Calls in flight at once (PM_WEBHOOK_CONCURRENCY), and how many of them known-slow destinations may hold. */
   readonly #concurrency: number
+  readonly #slowSlots: number
 
   constructor(private readonly d: DispatcherDeps) {
     const w = d.cfg.webhook
-    const poolMax = Math.max(2, d.poolMax ?? w.concurrency + 1)
-    this.#concurrency = Math.min(w.concurrency, poolMax - 1)
-    if (this.#concurrency < w.concurrency) {
-      d.log.info(
-        { PM_WEBHOOK_CONCURRENCY: w.concurrency, destinos_simultaneos: this.#concurrency, conexoes: poolMax },
-        'webhook dispatcher: fewer destinations at once than PM_WEBHOOK_CONCURRENCY (its share of PM_PG_POOL)',
-      )
-    }
-    // Its own pool: connections held by destinations at work never starve the API's queries.
-    this.#db = createPool(d.cfg, poolMax)
-    this.#secrets = new LRUCache({ max: d.cfg.limits.appCacheMax })
+    this.#concurrency = w.concurrency
+    this.#slowSlots = Math.max(1, Math.floor(w.concurrency / 2))
+    // Its own pool: the dispatcher's statements never wait behind the API's queries, nor the reverse.
+    this.#db = createPool(d.cfg, Math.max(2, d.poolMax ?? w.concurrency + 1))
+    this.#secrets = new WebhookSecrets(d.vault, d.cfg.limits.appCacheMax)
+    this.#slow = new LRUCache({ max: d.cfg.limits.appCacheMax })
     this.#sender = new WebhookSender({
       timeoutMs: w.timeoutMs,
       allowPrivate: d.cfg.webhookAllowPrivate,
@@ -143,132 +130,148 @@ export class WebhookDispatcher {
 
   async #run(): Promise<void> {
     while (!this.#stop.signal.aborted) {
+      this.#again = false
       try {
         await this.#tick()
       } catch (err) {
         this.d.log.warn({ err: String(err) }, 'webhook dispatcher: looking for due destinations failed')
       }
+      if (this.#again) continue
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.d.cfg.webhook.pollMs)
-        this.#wake = () => {
+        const done = () => {
           clearTimeout(timer)
+          this.#wake = null
           resolve()
         }
+        const timer = setTimeout(done, this.d.cfg.webhook.pollMs)
+        this.#wake = done
       })
     }
   }
 
-  /** Starts a task for each due destination with events after its cursor, up to the concurrency. */
+  /** A slot was freed by a turn that worked: the next due destination need not wait for the poll. */
+  #kick(): void {
+    this.#again = true
+    this.#wake?.()
+  }
+
+  /** Starts a turn for due destinations nobody holds, oldest next_at first, up to the free slots. */
   async #tick(): Promise<void> {
     const free = this.#concurrency - this.#running.size
-    if (free <= 0) return
-    const due = await query<{ id: string; app_id: string }>(
-      this.#db,
-      `SELECT d.id, d.app_id FROM webhook_destinations d
-        WHERE d.active AND d.disabled_at IS NULL AND d.next_at <= $1
-          AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook')
-        ORDER BY d.next_at LIMIT $2`,
-      [new Date(this.d.clock()), free + this.#running.size],
-    )
-    for (const { id, app_id } of due.rows) {
-      if (this.#running.size >= this.#concurrency) break
-      if (this.#running.has(id) || this.#stop.signal.aborted) continue
-      const task = this.#work(id, app_id).catch((err) =>
-        this.d.log.warn({ err: String(err), destino: id }, 'webhook dispatcher: batch failed; it will be retried'),
-      )
-      this.#running.set(
-        id,
-        task.finally(() => this.#running.delete(id)),
-      )
+    if (free <= 0 || this.#stop.signal.aborted) return
+    const due = await query<{ id: string }>(this.#db, DUE, [
+      new Date(this.d.clock()),
+      free + Math.min(this.#slow.size, SLOW_LOOKAHEAD),
+    ])
+    for (const { id } of due.rows) {
+      if (this.#running.size >= this.#concurrency || this.#stop.signal.aborted) break
+      if (this.#running.has(id)) continue
+      const slow = this.#slow.has(id)
+      // Slow destinations wait for a slow slot; the others keep theirs.
+      if (slow && this.#runningSlow.size >= this.#slowSlots) continue
+      if (slow) this.#runningSlow.add(id)
+      let worked = false
+      const task = this.#turn(id)
+        .then((w) => {
+          worked = w
+        })
+        .catch((err) => this.d.log.warn({ err: String(err), destino: id }, 'webhook dispatcher: turn failed; it will be retried'))
+        .finally(() => {
+          this.#running.delete(id)
+          this.#runningSlow.delete(id)
+          if (worked) this.#kick()
+        })
+      this.#running.set(id, task)
     }
   }
 
-  async #work(id: string, appId: string): Promise<void> {
-    while (!this.#stop.signal.aborted && (await this.#holdAndDeliver(id, appId))) {}
-  }
-
-  /** One batch under the destination's lock; answers whether it should go on at once (more events may wait). */
-  async #holdAndDeliver(id: string, appId: string): Promise<boolean> {
-    let c: Tx
-    try {
-      c = await this.#db.connect()
-    } catch (err) {
-      return tagPgError(err)
-    }
-    let healthy = true
-    try {
-      await c.query('BEGIN')
-      // Per app, not per destination: a URL change hands the queue over without a second sender beside the first.
-      const got = await c.query<{ ok: boolean }>(`SELECT pg_try_advisory_xact_lock($1, ${QUEUE_LOCK_KEY}) AS ok`, [
-        QUEUE_LOCK_CLASS,
-        appId,
-      ])
-      if (!got.rows[0]?.ok) {
-        await c.query('ROLLBACK') // another dispatcher has it
-        return false
-      }
-      const more = await this.#batch(c, id)
-      await c.query('COMMIT')
-      return more
-    } catch (err) {
-      await c.query('ROLLBACK').catch(() => {
-        healthy = false
-      })
-      return tagPgError(err)
-    } finally {
-      // A connection whose transaction may still be open (and hold the lock) is destroyed, which ends both.
-      c.release(healthy ? undefined : true)
-    }
-  }
-
-  async #batch(c: Tx, id: string): Promise<boolean> {
+  /** One turn: lease, calls, record. Answers whether it claimed the queue. */
+  async #turn(id: string): Promise<boolean> {
     const w = this.d.cfg.webhook
+    const sentAt = performance.now()
+    const got = await claim(this.#db, id, new Date(this.d.clock()), randomUUID(), w.leaseMs, w.batch)
+    if (!got) return false
+    const lease = new HeldLease(this.#db, got, w.leaseMs, sentAt)
+    let out: { outcome: TurnOutcome; calls: number; slow: boolean }
+    try {
+      out = await this.#calls(got, lease)
+    } finally {
+      lease.end()
+    }
+    const { outcome, calls, slow } = out
+    if (slow) this.#slow.set(id, true)
+    else if (calls > 0) this.#slow.delete(id)
+    if (!lease.held || (calls > 0 && !(await record(this.#db, outcome)))) {
+      this.d.log.warn(
+        { evento: 'webhook_lease_perdido', destino: id, app_id: got.dest.app_id, tentativas: calls },
+        'webhook turn lost its lease; the dispatcher holding the queue now records instead',
+      )
+      return true
+    }
+    if (calls === 0) {
+      await release(this.#db, id, got.leaseId)
+      return true
+    }
+    const ab = outcome.abandoned
+    if (ab)
+      this.d.log.error(
+        { evento: 'webhook_abandonado', destino: id, app_id: got.dest.app_id, seq: ab.ev.seq, tentativas: ab.attempts },
+        'webhook event abandoned',
+      )
+    if (outcome.disable)
+      this.d.log.error(
+        { evento: 'webhook_desativado', destino: id, app_id: got.dest.app_id, falhas: outcome.consecutive },
+        'webhook destination disabled',
+      )
+    return true
+  }
+
+  /** The turn's calls, in seq order, with no transaction open: until a failure, the turn's bound, or a lost lease. */
+  async #calls(c: Claim, lease: HeldLease): Promise<{ outcome: TurnOutcome; calls: number; slow: boolean }> {
+    const w = this.d.cfg.webhook
+    const { dest } = c
     const now = new Date(this.d.clock())
-    // Read again under the lock: another dispatcher may have moved the cursor since the look-up.
-    const dr = await c.query<DestinationRow>(
-      `SELECT id, app_id, url, sealed_secret, last_seq, head_attempts, consecutive_failures FROM webhook_destinations
-        WHERE id = $1 AND active AND disabled_at IS NULL AND next_at <= $2`,
-      [id, now],
-    )
-    const dest = dr.rows[0]
-    if (!dest) return false
-    const er = await c.query<EventRow>(
-      `SELECT seq, app_id, evento, body FROM events
-        WHERE app_id = $1 AND seq > $2 AND canal = 'webhook'
-        ORDER BY seq LIMIT $3`,
-      [dest.app_id, dest.last_seq, w.batch],
-    )
-    if (er.rows.length === 0) return false
-    const secret = this.#secret(dest)
-    const started = Date.now()
-    let cursor = dest.last_seq
-    let headAttempts = dest.head_attempts
-    let consecutive = dest.consecutive_failures
-    let nextAt = now
-    let disable = false
-    let failed = false
-    const attempts: AttemptRecord[] = []
-    const abandoned: Array<{ ev: EventRow; attempts: number; reason: string }> = []
-    for (const ev of er.rows) {
-      if (this.#stop.signal.aborted || Date.now() - started > this.d.cfg.webhook.batchMaxMs) break
+    const secret = this.#secrets.get(dest)
+    const started = performance.now()
+    const o: TurnOutcome = {
+      destinationId: dest.id,
+      leaseId: c.leaseId,
+      cursor: dest.last_seq,
+      headAttempts: dest.head_attempts,
+      consecutive: dest.consecutive_failures,
+      nextAt: now,
+      disable: false,
+      at: now,
+      attempts: [] as AttemptRecord[],
+      abandoned: null,
+    }
+    let calls = 0
+    let slow = false
+    for (const ev of c.events) {
+      if (this.#stop.signal.aborted || !lease.held || performance.now() - started > w.batchMaxMs) break
       if (ev.body.canal === undefined) ev.body.canal = 'webhook' // spec: inside the signed bytes
       const body = Buffer.from(JSON.stringify(ev.body))
-      const r = await this.#sender.send({ url: dest.url, secret, event: ev.evento, eventId: ev.seq, body })
+      const t0 = performance.now()
+      const r = await this.#sender.send({ url: dest.url, secret, event: ev.evento, eventId: ev.seq, body }, lease.signal)
+      if (!lease.held) break // aborted or lost during the call: this result is not ours to record
+      calls++
+      if (performance.now() - t0 >= w.slowMs || (!r.ok && r.result === 'timeout')) slow = true
       this.d.onAttempt?.(r.ok ? 'ok' : r.result)
       const at = new Date(this.d.clock())
-      const n = headAttempts + 1
+      o.at = at
+      const n = o.headAttempts + 1
       if (r.ok) {
-        if (headAttempts > 0) attempts.push({ seq: ev.seq, n, r, at, nextAt: null })
-        cursor = ev.seq
-        headAttempts = 0
-        consecutive = 0
+        if (o.headAttempts > 0) o.attempts.push({ seq: ev.seq, n, r, at, nextAt: null })
+        o.cursor = ev.seq
+        o.headAttempts = 0
+        o.consecutive = 0
         continue
       }
-      consecutive++
-      const decision = onFailure(w, { attempts: n, consecutive })
-      nextAt = new Date(at.getTime() + decision.delayMs)
-      disable = decision.disable
-      attempts.push({ seq: ev.seq, n, r, at, nextAt: decision.abandon ? null : nextAt })
+      o.consecutive++
+      const decision = onFailure(w, { attempts: n, consecutive: o.consecutive })
+      o.nextAt = new Date(at.getTime() + decision.delayMs)
+      o.disable = decision.disable
+      o.attempts.push({ seq: ev.seq, n, r, at, nextAt: decision.abandon ? null : o.nextAt })
       this.d.log.warn(
         {
           evento: 'webhook_falhou',
@@ -283,64 +286,14 @@ export class WebhookDispatcher {
         'webhook attempt failed',
       )
       if (decision.abandon) {
-        abandoned.push({ ev, attempts: n, reason: r.reason })
-        cursor = ev.seq
-        headAttempts = 0
+        o.abandoned = { ev, attempts: n, reason: r.reason }
+        o.cursor = ev.seq
+        o.headAttempts = 0
       } else {
-        headAttempts = n
+        o.headAttempts = n
       }
-      failed = true
       break
     }
-    // In the lock's transaction (committed by the caller): the cursor and the lock end together.
-    if (attempts.length > 0) {
-      await c.query(
-        `INSERT INTO webhook_attempts (destination_id, event_seq, n, attempt_id, result, http_status, reason, at, next_at)
-         SELECT $1, * FROM unnest($2::bigint[], $3::int[], $4::uuid[], $5::text[], $6::int[], $7::text[], $8::timestamptz[], $9::timestamptz[])`,
-        [
-          dest.id,
-          attempts.map((a) => a.seq),
-          attempts.map((a) => a.n),
-          attempts.map((a) => a.r.attemptId),
-          attempts.map((a) => (a.r.ok ? 'ok' : a.r.result)),
-          attempts.map((a) => (a.r.ok ? a.r.status : (a.r.status ?? null))),
-          attempts.map((a) => (a.r.ok ? null : a.r.reason)),
-          attempts.map((a) => a.at),
-          attempts.map((a) => a.nextAt),
-        ],
-      )
-    }
-    for (const a of abandoned) {
-      await c.query(
-        `INSERT INTO webhook_abandoned (destination_id, event_seq, app_id, evento, body, attempts, last_reason, abandoned_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-        [dest.id, a.ev.seq, a.ev.app_id, a.ev.evento, a.ev.body, a.attempts, a.reason, new Date(this.d.clock())],
-      )
-      this.d.log.error(
-        { evento: 'webhook_abandonado', destino: dest.id, app_id: dest.app_id, seq: a.ev.seq, tentativas: a.attempts },
-        'webhook event abandoned',
-      )
-    }
-    await c.query(
-      `UPDATE webhook_destinations SET last_seq = $2, head_attempts = $3, consecutive_failures = $4, next_at = $5,
-              disabled_at = CASE WHEN $6 THEN $7 ELSE disabled_at END
-        WHERE id = $1`,
-      [dest.id, cursor, headAttempts, consecutive, nextAt, disable, new Date(this.d.clock())],
-    )
-    if (disable)
-      this.d.log.error(
-        { evento: 'webhook_desativado', destino: dest.id, app_id: dest.app_id, falhas: consecutive },
-        'webhook destination disabled',
-      )
-    return !failed && !this.#stop.signal.aborted
-  }
-
-  #secret(dest: DestinationRow): string {
-    let s = this.#secrets.get(dest.id)
-    if (!s) {
-      s = this.d.vault.open(dest.sealed_secret, secretAad(dest.app_id, dest.id)).toString()
-      this.#secrets.set(dest.id, s)
-    }
-    return s
+    return { outcome: o, calls, slow }
   }
 }

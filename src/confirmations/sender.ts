@@ -45,7 +45,8 @@ export class WebhookSender {
     })
   }
 
-  send(a: Attempt): Promise<AttemptResult> {
+  /** `signal` ends the attempt at once (the dispatcher's lease is lost or about to lapse); its result is then unused. */
+  send(a: Attempt, signal?: AbortSignal): Promise<AttemptResult> {
     const attemptId = randomUUID()
     let url: URL
     try {
@@ -62,7 +63,12 @@ export class WebhookSender {
         if (settled) return
         settled = true
         clearTimeout(timer)
+        signal?.removeEventListener('abort', abort)
         resolve(r)
+      }
+      const abort = () => {
+        done({ ok: false, attemptId, result: 'network', reason: 'interrompida pelo despachante' })
+        req.destroy()
       }
       const req = request(
         url,
@@ -100,6 +106,8 @@ export class WebhookSender {
         const refused = err instanceof RefusedAddressError
         done({ ok: false, attemptId, result: refused ? 'refused' : 'network', reason: err.message.slice(0, 300) })
       })
+      if (signal?.aborted) abort()
+      else signal?.addEventListener('abort', abort, { once: true })
       req.end(a.body)
     })
   }

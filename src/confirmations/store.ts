@@ -6,13 +6,6 @@ import { ApiError } from '../core/errors'
 import type { Vault } from '../core/vault'
 import type { ConfigChange, ConfirmMode } from './validate'
 
-/**
- * Advisory lock of an app's webhook queue (two-key form; this class id keeps it apart from other locks): held by
- * the dispatcher working on the app's destination, and by a URL change while it hands the queue over.
- */
-export const QUEUE_LOCK_CLASS = 0x77686b // "whk"
-export const QUEUE_LOCK_KEY = 'hashtext($2::text)'
-
 /** The vault's AAD of a destination's secret: a sealed secret cannot be moved to another row or app. */
 export function secretAad(appId: string, destinationId: string): string {
   return `webhook:${appId}:${destinationId}`
@@ -34,11 +27,12 @@ export interface Applied {
  * Applies a PUT in one transaction (concurrent PUTs of one app serialize): the URL first (a new destination with a
  * new secret; the previous one deactivated and its queue taken over), then the mode. A refusal rolls everything back.
  *
- * Lock order, always: the queue's advisory lock, then the app's row. The advisory lock may be held for a whole
- * webhook batch (a slow destination: seconds); waiting for it while holding the row would stall every send batch
- * that holds one of the app's sends (their foreign keys take KEY SHARE on the row). The row is taken FOR NO KEY
- * UPDATE, which serializes PUTs without conflicting with KEY SHARE at all. `lock_timeout` bounds any wait: past
- * it the PUT answers 503 and writes nothing.
+ * A URL change first waits, with no transaction open, for a dispatcher's turn in flight on the app's queue (at most
+ * one attempt's timeout), so the new destination starts from the cursor that turn recorded and is never sent to
+ * beside the previous one; while it waits, no new turn is claimed (handover_until). Lock order in the transaction,
+ * always: the active destination's row, then the app's row, both FOR NO KEY UPDATE, which serializes PUTs without
+ * conflicting with the KEY SHARE that the app's sends take on the app's row. `lock_timeout` bounds any lock wait and
+ * `lockTimeoutMs` the wait for the turn: past either the PUT answers 503 and writes nothing.
  */
 export async function applyChange(
   db: Db,
@@ -48,34 +42,91 @@ export async function applyChange(
   now: Date,
   lockTimeoutMs: number,
 ): Promise<Applied> {
-  if (change.url !== undefined) vault.require()
-  return tx(db, async (c) => {
-    await query(c, `SELECT set_config('lock_timeout', $1, true)`, [`${lockTimeoutMs}ms`])
-    if (change.url !== undefined) {
-      // Waits for a batch in flight to the previous URL (at most one attempt's timeout past the batch): the new
-      // destination starts from the cursor that batch wrote, and never runs beside it.
-      await locked(query(c, `SELECT pg_advisory_xact_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId]))
-    }
-    const app = await locked(
-      query<{ confirm_mode: ConfirmMode }>(c, 'SELECT confirm_mode FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]),
-    )
-    let mode = app.rows[0]?.confirm_mode ?? 'consulta'
-    let secret: string | null = null
-    let destinationId: string | null = null
-    if (change.url !== undefined) {
-      secret = mintSecret()
-      destinationId = randomUUID()
-      await registerDestination(c, vault, appId, destinationId, change.url, secret, now)
-    }
-    if (change.mode !== undefined) {
-      if (change.mode === 'webhook' && destinationId === null && !(await activeDestination(c, appId))) {
-        throw new ApiError('WEBHOOK_DESTINATION_MISSING')
+  if (change.url !== undefined) {
+    vault.require()
+    await waitForTurn(db, appId, lockTimeoutMs)
+  }
+  try {
+    return await tx(db, async (c) => {
+      await query(c, `SELECT set_config('lock_timeout', $1, true)`, [`${lockTimeoutMs}ms`])
+      if (change.url !== undefined) {
+        const held = await locked(
+          query<{ busy: boolean }>(
+            c,
+            `SELECT leased_until IS NOT NULL AND leased_until >= clock_timestamp() AS busy FROM webhook_destinations
+              WHERE app_id = $1 AND active FOR NO KEY UPDATE`,
+            [appId],
+          ),
+        )
+        if (held.rows[0]?.busy) throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'postgres' })
       }
-      mode = change.mode
-      await query(c, 'UPDATE apps SET confirm_mode = $2 WHERE id = $1', [appId, mode])
-    }
-    return { mode, secret, destinationId }
+      const app = await locked(
+        query<{ confirm_mode: ConfirmMode }>(c, 'SELECT confirm_mode FROM apps WHERE id = $1 FOR NO KEY UPDATE', [appId]),
+      )
+      let mode = app.rows[0]?.confirm_mode ?? 'consulta'
+      let secret: string | null = null
+      let destinationId: string | null = null
+      if (change.url !== undefined) {
+        secret = mintSecret()
+        destinationId = randomUUID()
+        await registerDestination(c, vault, appId, destinationId, change.url, secret, now)
+      }
+      if (change.mode !== undefined) {
+        if (change.mode === 'webhook' && destinationId === null && !(await activeDestination(c, appId))) {
+          throw new ApiError('WEBHOOK_DESTINATION_MISSING')
+        }
+        mode = change.mode
+        await query(c, 'UPDATE apps SET confirm_mode = $2 WHERE id = $1', [appId, mode])
+      }
+      return { mode, secret, destinationId }
+    })
+  } catch (err) {
+    // The queue goes back to its dispatchers at once, not when the pause would have ended by itself.
+    if (change.url !== undefined) await resumeTurns(db, appId).catch(() => {})
+    throw err
+  }
+}
+
+/** How often a URL change looks whether the turn in flight has ended. */
+const TURN_POLL_MS = 20
+
+/**
+ * Pauses new turns on the app's queue (until the deadline at most) and waits for the one in flight, if any, to
+ * record its outcome or lose its lease. Past the deadline: 503, and the pause is lifted.
+ */
+async function waitForTurn(db: Db, appId: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  const paused = await tx(db, async (c) => {
+    await query(c, `SELECT set_config('lock_timeout', $1, true)`, [`${timeoutMs}ms`])
+    return locked(
+      query<{ busy: boolean }>(
+        c,
+        `UPDATE webhook_destinations SET handover_until = clock_timestamp() + $2 * interval '1 millisecond'
+          WHERE app_id = $1 AND active
+        RETURNING leased_until IS NOT NULL AND leased_until >= clock_timestamp() AS busy`,
+        [appId, timeoutMs],
+      ),
+    )
   })
+  let busy = paused.rows[0]?.busy ?? false
+  while (busy) {
+    if (Date.now() >= deadline) {
+      await resumeTurns(db, appId).catch(() => {})
+      throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'postgres' })
+    }
+    await new Promise((r) => setTimeout(r, TURN_POLL_MS))
+    const r = await query<{ busy: boolean }>(
+      db,
+      `SELECT leased_until IS NOT NULL AND leased_until >= clock_timestamp() AS busy FROM webhook_destinations
+        WHERE app_id = $1 AND active`,
+      [appId],
+    )
+    busy = r.rows[0]?.busy ?? false
+  }
+}
+
+async function resumeTurns(db: Db, appId: string): Promise<void> {
+  await query(db, 'UPDATE webhook_destinations SET handover_until = NULL WHERE app_id = $1 AND active', [appId])
 }
 
 /** A lock wait past `lock_timeout` (55P03) is answered as Postgres being unavailable for this change: 503. */
@@ -91,12 +142,14 @@ async function locked<T>(p: Promise<T>): Promise<T> {
 /**
  * The new destination takes over the previous one's cursor and retry state (its pending events go to the new URL,
  * signed with the new secret: nothing is dropped by a URL change); a first destination starts after the app's
- * newest event. Waits for a dispatcher holding the previous row to finish its batch.
+ * newest event. The previous row's lease is cleared: a turn whose lease had expired records nothing on it.
  */
 async function registerDestination(c: Tx, vault: Vault, appId: string, id: string, url: string, secret: string, now: Date) {
   const prev = await query<{ last_seq: string; head_attempts: number }>(
     c,
-    `UPDATE webhook_destinations SET active = false, deactivated_at = $2 WHERE app_id = $1 AND active
+    `UPDATE webhook_destinations SET active = false, deactivated_at = $2, lease_id = NULL, leased_until = NULL,
+            handover_until = NULL
+      WHERE app_id = $1 AND active
      RETURNING last_seq, head_attempts`,
     [appId, now],
   )

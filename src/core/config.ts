@@ -334,6 +334,12 @@ export interface Webhook {
   readonly batch: number
   /** A batch stops taking new events after this long, so the cursor is written regularly (PM_WEBHOOK_BATCH_MAX_MS). */
   readonly batchMaxMs: number
+  /** A dispatcher's lease on an app's queue (PM_WEBHOOK_LEASE_MS): renewed while a call is in flight; a dispatcher
+   *  that died is taken over this long after its last renewal. */
+  readonly leaseMs: number
+  /** A destination whose call took this long (or timed out) shares the slow half of the concurrency until one of
+   *  its calls is quicker (PM_WEBHOOK_SLOW_MS). */
+  readonly slowMs: number
 }
 
 /** The confirmation stream: presence in Redis (`streams_ativos`), positions in Postgres, reading events. */
@@ -405,6 +411,8 @@ export const DEFAULT_WEBHOOK: Webhook = Object.freeze({
   concurrency: 32,
   batch: 100,
   batchMaxMs: 1_000,
+  leaseMs: 5_000,
+  slowMs: 1_000,
 })
 
 function pgBouncer(v: string | undefined): boolean {
@@ -820,6 +828,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       disableAfter: int(env, 'PM_WEBHOOK_DISABLE_AFTER', DEFAULT_WEBHOOK.disableAfter, 1),
       batch: int(env, 'PM_WEBHOOK_BATCH', DEFAULT_WEBHOOK.batch, 1),
       batchMaxMs: int(env, 'PM_WEBHOOK_BATCH_MAX_MS', DEFAULT_WEBHOOK.batchMaxMs, 1),
+      leaseMs: int(env, 'PM_WEBHOOK_LEASE_MS', DEFAULT_WEBHOOK.leaseMs, 100),
+      slowMs: int(env, 'PM_WEBHOOK_SLOW_MS', DEFAULT_WEBHOOK.slowMs, 1),
     }),
     stream: Object.freeze({
       heartbeatMs: int(env, 'PM_GRPC_HEARTBEAT_MS', DEFAULT_STREAM.heartbeatMs, 1),

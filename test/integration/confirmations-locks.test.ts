@@ -1,47 +1,54 @@
-// Lock order of PUT /api/v1/confirmacoes: the webhook queue's advisory lock first, then the app's row (FOR NO KEY
-// UPDATE), with lock_timeout as a guard. A URL change waiting for a dispatcher's slow batch must never stall the
-// app's sends, whose foreign keys take KEY SHARE on the same row.
-import pg from 'pg'
+// A URL change of PUT /api/v1/confirmacoes waits for a dispatcher's turn in flight on the app's webhook queue (its
+// lease, src/confirmations/lease.ts) with no transaction open, pausing new turns meanwhile; it never stalls the app's
+// sends, and past PM_CONFIG_LOCK_TIMEOUT_MS it answers 503, writes nothing and lifts the pause.
 import t from 'tap'
-import { QUEUE_LOCK_CLASS, QUEUE_LOCK_KEY } from '../../src/confirmations/store'
-import { basic, DATABASE_URL, startService, type TestService } from '../helpers/service'
+import { basic, startService, type TestService } from '../helpers/service'
 import { until } from '../helpers/until'
 
-/** Holds the app's webhook-queue lock, as a dispatcher posting to a slow destination does. */
-async function holdQueueLock(
-  s: TestService,
-  appId: string,
-): Promise<{ release: () => Promise<void>; waiters: () => Promise<number> }> {
-  const c = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${s.cfg.dbSchema}` })
-  await c.connect()
-  await c.query(`SELECT pg_advisory_lock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId])
+type App = Awaited<ReturnType<TestService['createApp']>>
+
+/** Registers a first destination, then holds its lease, as a dispatcher in the middle of a slow call does. */
+async function holdLease(s: TestService, app: App): Promise<{ release: () => Promise<unknown> }> {
+  const first = await s.call('PUT', '/api/v1/confirmacoes', {
+    body: { app_id: app.id, url: 'https://example.com/first' },
+    headers: basic(app.api_key),
+  })
+  if (first.status !== 200) throw new Error(`PUT: ${first.status} ${first.text}`)
+  await s.sql(
+    `UPDATE webhook_destinations SET lease_id = gen_random_uuid(), leased_until = clock_timestamp() + interval '1 hour'
+      WHERE app_id = $1 AND active`,
+    [app.id],
+  )
   return {
-    release: async () => {
-      await c.query(`SELECT pg_advisory_unlock($1, ${QUEUE_LOCK_KEY})`, [QUEUE_LOCK_CLASS, appId])
-      await c.end()
-    },
-    /** Sessions waiting for the lock this one holds. */
-    waiters: async () =>
-      (
-        await c.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_locks w JOIN pg_locks h USING (locktype, database, classid, objid, objsubid)
-            WHERE w.locktype = 'advisory' AND NOT w.granted AND h.granted AND h.pid = pg_backend_pid()`,
-        )
-      ).rows[0]?.n ?? 0,
+    release: () =>
+      s.sql('UPDATE webhook_destinations SET lease_id = NULL, leased_until = NULL WHERE app_id = $1 AND active', [app.id]),
   }
 }
 
-t.test('a URL change waiting for the queue lock does not stall the app sends', async (t) => {
+const paused = async (s: TestService, app: App) =>
+  (
+    await s.sql<{ p: boolean }>(
+      'SELECT handover_until > clock_timestamp() AS p FROM webhook_destinations WHERE app_id = $1 AND active',
+      [app.id],
+    )
+  )[0]?.p === true
+
+t.test('a URL change waits for the turn in flight, pausing new turns, and does not stall the app sends', async (t) => {
   const s = await startService(t, { limits: { ipPerMin: 0 } })
   const app = await s.createApp()
   const reg = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: 'tok-1' } })
   t.equal(reg.status, 200)
-  const lock = await holdQueueLock(s, app.id)
-  const put = s.call('PUT', '/api/v1/confirmacoes', {
-    body: { app_id: app.id, url: 'https://example.com/hook' },
-    headers: basic(app.api_key),
-  })
-  await until('the PUT waits for the queue lock', async () => (await lock.waiters()) === 1)
+  const lease = await holdLease(s, app)
+  let answered = false
+  const put = s
+    .call('PUT', '/api/v1/confirmacoes', {
+      body: { app_id: app.id, url: 'https://example.com/hook' },
+      headers: basic(app.api_key),
+    })
+    .finally(() => {
+      answered = true
+    })
+  await until('the PUT pauses new turns on the queue', () => paused(s, app))
   const started = Date.now()
   const send = await s.call('POST', '/api/v1/notifications', {
     body: { app_id: app.id, include_player_ids: [reg.json.id], contents: { en: 'oi' } },
@@ -51,17 +58,29 @@ t.test('a URL change waiting for the queue lock does not stall the app sends', a
   t.equal(send.status, 200, send.text)
   t.equal(send.json.recipients, 1)
   t.ok(tookMs < 2_000, `the send did not wait for the URL change (${tookMs} ms)`)
-  await lock.release()
+  t.notOk(answered, 'the URL change still waits for the turn')
+  await lease.release()
   const r = await put
-  t.equal(r.status, 200, 'the URL change completes once the batch in flight is done')
+  t.equal(r.status, 200, 'the URL change completes once the turn has recorded')
   t.match(r.json.segredo, /^pm_whsec_/)
+  const rows = await s.sql<{ url: string; active: boolean; handover_until: Date | null }>(
+    'SELECT url, active, handover_until FROM webhook_destinations WHERE app_id = $1 ORDER BY created_at, active',
+    [app.id],
+  )
+  t.same(
+    rows.map((x) => [x.url, x.active, x.handover_until]),
+    [
+      ['https://example.com/first', false, null],
+      ['https://example.com/hook', true, null],
+    ],
+  )
 })
 
-t.test('lock_timeout guards the wait: past it the PUT answers 503 and writes nothing', async (t) => {
+t.test('the wait is bounded: past it the PUT answers 503, writes nothing and lifts the pause', async (t) => {
   const s = await startService(t, { limits: { configLockTimeoutMs: 400 } })
   const app = await s.createApp()
-  const lock = await holdQueueLock(s, app.id)
-  t.teardown(lock.release)
+  const lease = await holdLease(s, app)
+  t.teardown(lease.release)
   const started = Date.now()
   const r = await s.call('PUT', '/api/v1/confirmacoes', {
     body: { app_id: app.id, url: 'https://example.com/hook', modo: 'webhook' },
@@ -70,6 +89,11 @@ t.test('lock_timeout guards the wait: past it the PUT answers 503 and writes not
   t.equal(r.status, 503, r.text)
   t.equal(r.json.explain.dependencia, 'postgres', 'named')
   t.ok(Date.now() - started < 5_000, 'answered soon after the timeout')
-  t.same(await s.sql('SELECT id FROM webhook_destinations'), [], 'no destination written')
+  t.same(
+    await s.sql('SELECT url FROM webhook_destinations WHERE app_id = $1', [app.id]),
+    [{ url: 'https://example.com/first' }],
+    'no destination written',
+  )
   t.same(await s.sql('SELECT confirm_mode FROM apps WHERE id = $1', [app.id]), [{ confirm_mode: 'consulta' }], 'mode unchanged')
+  t.notOk(await paused(s, app), 'turns may be claimed again at once')
 })
