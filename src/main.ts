@@ -42,6 +42,10 @@ const USAGE = `usage:
   pombo org create --nome NAME [--plan free|pro]
   pombo user create --email EMAIL (--org ORG_ID | --operador) --senha-stdin
   pombo user invite --email EMAIL --org ORG_ID   (prints a one-time sign-up link, valid 72 h)
+  pombo user invites [--org ORG_ID]               (pending invitations, one JSON object a line)
+  pombo user invite cancel (--id INVITE_ID | --email EMAIL [--org ORG_ID])
+  pombo user remove --email EMAIL                 (the person and every session of theirs, at once)
+  pombo user signout --email EMAIL                (ends every session of the person; the person stays)
   pombo partitions                 (each partition: owner, stream length, pending, oldest pending age)
   pombo partitions resize N        (every process of the deployment stopped first)
   ${SIMULATE_USAGE}`

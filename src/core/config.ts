@@ -106,10 +106,17 @@ export interface Dashboard {
   readonly secret: Buffer | null
   /** PM_DASHBOARD_SESSION_H: a session ends this long after sign-in. */
   readonly sessionTtlMs: number
-  /** PM_DASHBOARD_SIGNIN_PER_ACCOUNT / PM_DASHBOARD_SIGNIN_PER_IP: sign-in attempts per 15 minutes. */
+  /** PM_DASHBOARD_IDLE_MIN: a session also ends after this long without use. */
+  readonly idleTtlMs: number
+  /** PM_DASHBOARD_SIGNIN_PER_ACCOUNT: failed sign-ins of an account (from one source) before delays start. */
   readonly signinPerAccount: number
+  /** PM_DASHBOARD_SIGNIN_PER_IP: sign-in attempts per 15 minutes per IPv4 address or IPv6 /64. */
   readonly signinPerIp: number
   readonly signinWindowMs: number
+  /** PM_DASHBOARD_SIGNIN_DELAY_MAX_S: the longest delay a failing source (network or browser) reaches. */
+  readonly signinDelayMaxMs: number
+  /** PM_DASHBOARD_SIGNIN_ACCOUNT_WAIT_S: the longest a source without failures waits while its account is attacked. */
+  readonly signinAccountWaitMaxMs: number
   /** PM_DASHBOARD_INVITE_H: a sign-up invitation (`pombo user invite`) is valid this long (the contract: 72 h). */
   readonly inviteTtlMs: number
 }
@@ -853,9 +860,12 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       url: (env.PM_DASHBOARD_URL || `http://${host}:${int(env, 'PM_DASHBOARD_PORT', 8081)}`).replace(/\/+$/, ''),
       secret: hexKey('PM_DASHBOARD_SECRET', env.PM_DASHBOARD_SECRET),
       sessionTtlMs: int(env, 'PM_DASHBOARD_SESSION_H', 12, 1) * 3_600_000,
-      signinPerAccount: int(env, 'PM_DASHBOARD_SIGNIN_PER_ACCOUNT', 10),
+      idleTtlMs: int(env, 'PM_DASHBOARD_IDLE_MIN', 30, 1) * 60_000,
+      signinPerAccount: int(env, 'PM_DASHBOARD_SIGNIN_PER_ACCOUNT', 5),
       signinPerIp: int(env, 'PM_DASHBOARD_SIGNIN_PER_IP', 60),
       signinWindowMs: 15 * 60_000,
+      signinDelayMaxMs: int(env, 'PM_DASHBOARD_SIGNIN_DELAY_MAX_S', 900, 1) * 1000,
+      signinAccountWaitMaxMs: int(env, 'PM_DASHBOARD_SIGNIN_ACCOUNT_WAIT_S', 60, 1) * 1000,
       inviteTtlMs: int(env, 'PM_DASHBOARD_INVITE_H', 72, 1) * 3_600_000,
     }),
     gitCommit: env.PM_GIT_COMMIT || '',

@@ -31,6 +31,8 @@ export function page(f: Frame, body: Html): string {
 ${
   v
     ? html`<nav aria-label="Conta"><a href="/apps">Apps</a>
+${v.operator ? html`<a href="/pessoas">Pessoas</a> <a href="/convites">Convites</a>` : ''}
+<a href="/conta">Conta</a>
 <span class="quem">${v.email}${v.operator ? ' (operador)' : ''}</span>
 <form method="post" action="/sair" class="inline"><input type="hidden" name="_csrf" value="${v.csrf}"><button type="submit">Sair</button></form></nav>`
     : ''

@@ -22,6 +22,7 @@ import { html } from './html'
 import { page } from './layout'
 import { appPageRoutes } from './pages/app'
 import { appsRoutes } from './pages/apps'
+import { peopleRoutes } from './pages/people'
 import { signinRoutes } from './pages/signin'
 import { cookieSecret, Sessions } from './session'
 import { SigninLimiter } from './signin-limit'
@@ -72,9 +73,10 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     d.cfg.dashboard.sessionTtlMs,
     d.clock,
     d.cfg.dashboard.url,
+    d.cfg.dashboard.idleTtlMs,
   )
   const web = { sessions, dashboardUrl: d.cfg.dashboard.url }
-  const people = new PeopleService(d.db, d.clock, d.cfg.dashboard.inviteTtlMs)
+  const people = new PeopleService(d.db, d.clock, d.cfg.dashboard.inviteTtlMs, d.cfg.dashboard.idleTtlMs)
   const limiter = new SigninLimiter(d.redis, d.keys, d.clock, {
     perAccount: d.cfg.dashboard.signinPerAccount,
     perIp: d.cfg.dashboard.signinPerIp,
@@ -82,6 +84,7 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
   })
   signinRoutes(r, { ...web, people, limiter })
   appsRoutes(r, { ...web, db: d.db, apps: d.apps, cfg: d.cfg })
+  peopleRoutes(r, { ...web, people })
 
   // One session per provider host is plenty: tests are one request at a time, by hand.
   const pool = new H2Pool({ ca: d.providerCa, sessionsPerOrigin: 1, timeoutMs: 10_000 })

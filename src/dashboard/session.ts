@@ -1,7 +1,9 @@
 // Dashboard sessions. The cookie carries a random id and its HMAC under the dashboard secret (a forged or altered
 // cookie is refused before the database is asked); the database keeps only a digest of the id, the person, the
-// session's synchroniser token against cross-site requests, and its expiry. Sign-out deletes the row: the cookie
-// is then worthless even if it was copied.
+// session's synchroniser token against cross-site requests, its expiry and its last use. Every request reads the
+// row, so a session ends on every instance at once when its row goes: sign-out, "sign out everywhere", a person's
+// removal (the rows cascade). A session ends at its absolute expiry (PM_DASHBOARD_SESSION_H) or after
+// PM_DASHBOARD_IDLE_MIN without use, whichever comes first.
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Config } from '../core/config'
 import { type Db, query } from '../db/pool'
@@ -67,9 +69,15 @@ export class Sessions {
     private readonly ttlMs: number,
     private readonly clock: Clock,
     dashboardUrl: string,
+    private readonly idleMs = 30 * 60_000,
   ) {
     this.secure = dashboardUrl.startsWith('https:')
+    // The last use is written at most this often: a page view costs no write, and a session ends at most this much
+    // before its idle time is really up.
+    this.#touchEveryMs = Math.min(60_000, Math.floor(idleMs / 10))
   }
+
+  readonly #touchEveryMs: number
 
   #sign(id: string): string {
     return createHmac('sha256', this.secret).update(id).digest('base64url')
@@ -79,17 +87,24 @@ export class Sessions {
   async create(p: Person): Promise<string> {
     const id = randomBytes(32).toString('base64url')
     const now = this.clock()
-    await query(this.db, 'DELETE FROM dashboard_sessions WHERE expires_at < $1', [new Date(now)])
+    await query(this.db, 'DELETE FROM dashboard_sessions WHERE expires_at < $1 OR last_seen_at < $2', [
+      new Date(now),
+      new Date(now - this.idleMs),
+    ])
     await query(
       this.db,
-      'INSERT INTO dashboard_sessions (id_hash, user_id, csrf, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
+      `INSERT INTO dashboard_sessions (id_hash, user_id, csrf, created_at, expires_at, last_seen_at)
+       VALUES ($1, $2, $3, $4, $5, $4)`,
       [digest(id), p.id, randomBytes(32).toString('base64url'), new Date(now), new Date(now + this.ttlMs)],
     )
     return cookieHeader(SESSION_COOKIE, `${id}.${this.#sign(id)}`, Math.floor(this.ttlMs / 1000), this.secure)
   }
 
-  /** The signed-in person of a request's cookies, or null (no cookie, forged, expired or signed out). */
-  async read(cookieHeaderValue: string | undefined): Promise<Viewer | null> {
+  /**
+   * The signed-in person of a request's cookies, or null (no cookie, forged, expired, idle too long, signed out or
+   * removed). `activity` false (a page's script polling in the background) reads without counting as use.
+   */
+  async read(cookieHeaderValue: string | undefined, activity = true): Promise<Viewer | null> {
     const v = cookies(cookieHeaderValue).get(SESSION_COOKIE)
     if (!v) return null
     const dot = v.indexOf('.')
@@ -105,14 +120,26 @@ export class Sessions {
       operator: boolean
       csrf: string
       expires_at: Date
+      last_seen_at: Date
     }>(
       this.db,
-      `SELECT u.id, u.email, u.org_id, u.operator, s.csrf, s.expires_at
+      `SELECT u.id, u.email, u.org_id, u.operator, s.csrf, s.expires_at, s.last_seen_at
          FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.user_id WHERE s.id_hash = $1`,
       [hash],
     )
     const row = r.rows[0]
-    if (!row || row.expires_at.getTime() <= this.clock()) return null
+    if (!row) return null
+    const now = this.clock()
+    if (row.expires_at.getTime() <= now || row.last_seen_at.getTime() + this.idleMs <= now) {
+      await query(this.db, 'DELETE FROM dashboard_sessions WHERE id_hash = $1', [hash])
+      return null
+    }
+    if (activity && now - row.last_seen_at.getTime() >= this.#touchEveryMs) {
+      await query(this.db, 'UPDATE dashboard_sessions SET last_seen_at = $2 WHERE id_hash = $1 AND last_seen_at < $2', [
+        hash,
+        new Date(now),
+      ])
+    }
     return {
       userId: row.id,
       email: row.email,

@@ -119,8 +119,20 @@ export function publicPage(route: Route, path: string, opts: RouteOptions, h: (r
 
 /** A page for a signed-in person; a signed-out visitor is sent to /entrar. */
 export function viewerPage(w: Web, route: Route, path: string, h: (req: Request, v: Viewer) => Promise<Reply>): void {
+  signedIn(w, route, path, h, true)
+}
+
+/**
+ * What a page's script polls (live counters, an export's progress): like a page, but not counted as use, so an open
+ * tab alone does not hold off the idle timeout.
+ */
+export function pollPage(w: Web, route: Route, path: string, h: (req: Request, v: Viewer) => Promise<Reply>): void {
+  signedIn(w, route, path, h, false)
+}
+
+function signedIn(w: Web, route: Route, path: string, h: (req: Request, v: Viewer) => Promise<Reply>, activity: boolean): void {
   route(path, { headers: DASH_HEADERS }, async (req) => {
-    const v = await w.sessions.read(req.header('cookie'))
+    const v = await w.sessions.read(req.header('cookie'), activity)
     if (!v) return redirect('/entrar')
     try {
       return await h(req, v)

@@ -39,6 +39,22 @@ interface UserRow {
   password_hash: string
 }
 
+export interface PersonListed extends Person {
+  orgName: string | null
+  /** Sessions open now. */
+  sessions: number
+  createdAt: Date
+}
+
+export interface Invite {
+  id: string
+  email: string
+  orgId: string
+  orgName: string
+  createdAt: Date
+  expiresAt: Date
+}
+
 const toPerson = (r: UserRow): Person => ({ id: r.id, email: r.email, orgId: r.org_id, operator: r.operator })
 
 export class PeopleService {
@@ -47,6 +63,8 @@ export class PeopleService {
     private readonly clock: Clock,
     /** How long an invitation is valid (PM_DASHBOARD_INVITE_H; the contract: 72 h). */
     private readonly inviteTtlMs = 72 * 3_600_000,
+    /** How long a session lasts without use (PM_DASHBOARD_IDLE_MIN): the people list counts the open ones. */
+    private readonly idleMs = 30 * 60_000,
   ) {}
 
   /** A person of `orgId`, or an operator (orgId null). The e-mail is unique; the password at least 12 characters. */
@@ -103,6 +121,112 @@ export class PeopleService {
       ])
     }
     return toPerson(row)
+  }
+
+  /** The person behind an e-mail, or a PeopleError naming it (commands act on people by e-mail). */
+  async byEmail(emailRaw: string): Promise<Person> {
+    const email = parseEmail(emailRaw)
+    const r = await query<UserRow>(
+      this.db,
+      'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE email = $1',
+      [email],
+    )
+    if (!r.rows[0]) throw new PeopleError(`Nenhuma pessoa com o e-mail ${email}.`)
+    return toPerson(r.rows[0])
+  }
+
+  /**
+   * Removes a person. Their sessions go with them (the rows cascade in the same statement), and every instance
+   * reads the session row on each request: each of their sessions ends at once, everywhere. Answers how many were open.
+   */
+  async remove(id: string): Promise<{ person: Person; sessions: number }> {
+    return tx(this.db, async (c) => {
+      const r = await query<UserRow>(
+        c,
+        'SELECT id, email, org_id, operator, password_hash FROM dashboard_users WHERE id = $1 FOR UPDATE',
+        [id],
+      )
+      if (!r.rows[0]) throw new PeopleError('Pessoa não encontrada.')
+      const n = await query(c, 'DELETE FROM dashboard_sessions WHERE user_id = $1', [id])
+      await query(c, 'DELETE FROM dashboard_users WHERE id = $1', [id])
+      return { person: toPerson(r.rows[0]), sessions: n.rowCount ?? 0 }
+    })
+  }
+
+  /** Ends every session of a person on every instance (sign out everywhere); the person stays. Answers how many. */
+  async endSessions(id: string): Promise<number> {
+    const r = await query(this.db, 'DELETE FROM dashboard_sessions WHERE user_id = $1', [id])
+    return r.rowCount ?? 0
+  }
+
+  /** One page of people, by e-mail (keyset: as fast on the last page), with their open sessions. */
+  async list(after: string | null, limit: number): Promise<PersonListed[]> {
+    const r = await query<UserRow & { org_name: string | null; sessions: number; created_at: Date }>(
+      this.db,
+      `SELECT u.id, u.email, u.org_id, u.operator, u.password_hash, u.created_at, o.nome AS org_name,
+              (SELECT count(*)::int FROM dashboard_sessions s
+                WHERE s.user_id = u.id AND s.expires_at > $3 AND s.last_seen_at > $4) AS sessions
+         FROM dashboard_users u LEFT JOIN orgs o ON o.id = u.org_id
+        WHERE ($1::text IS NULL OR u.email > $1) ORDER BY u.email LIMIT $2`,
+      [after, limit, new Date(this.clock()), new Date(this.clock() - this.idleMs)],
+    )
+    return r.rows.map((x) => ({ ...toPerson(x), orgName: x.org_name, sessions: x.sessions, createdAt: x.created_at }))
+  }
+
+  /** Invitations still usable (unused, unexpired), newest first; of one organisation when `orgId` is given. */
+  async invites(o: { orgId?: string; after?: { at: Date; id: string } | null; limit: number }): Promise<Invite[]> {
+    const params: unknown[] = [new Date(this.clock()), o.limit]
+    const where = ['i.used_at IS NULL', 'i.expires_at > $1']
+    if (o.orgId) {
+      params.push(o.orgId)
+      where.push(`i.org_id = $${params.length}`)
+    }
+    if (o.after) {
+      params.push(o.after.at, o.after.id)
+      where.push(`(i.created_at, i.id) < ($${params.length - 1}, $${params.length})`)
+    }
+    const r = await query<{ id: string; email: string; org_id: string; nome: string; created_at: Date; expires_at: Date }>(
+      this.db,
+      `SELECT i.id, i.email, i.org_id, o.nome, i.created_at, i.expires_at FROM dashboard_invites i JOIN orgs o ON o.id = i.org_id
+        WHERE ${where.join(' AND ')} ORDER BY i.created_at DESC, i.id DESC LIMIT $2`,
+      params,
+    )
+    return r.rows.map((x) => ({
+      id: x.id,
+      email: x.email,
+      orgId: x.org_id,
+      orgName: x.nome,
+      createdAt: x.created_at,
+      expiresAt: x.expires_at,
+    }))
+  }
+
+  /**
+   * Cancels invitations still usable: the one with `id`, or every one for `email` (in `orgId` when given). Their
+   * links stop working at once. Answers the cancelled ones (none: nothing matched).
+   */
+  async cancelInvites(o: { id?: string; email?: string; orgId?: string }): Promise<Array<{ id: string; email: string }>> {
+    const params: unknown[] = [new Date(this.clock())]
+    const where = ['used_at IS NULL', 'expires_at > $1']
+    if (o.id !== undefined) {
+      params.push(o.id)
+      where.push(`id = $${params.length}`)
+    }
+    if (o.email !== undefined) {
+      params.push(parseEmail(o.email))
+      where.push(`email = $${params.length}`)
+    }
+    if (o.orgId !== undefined) {
+      params.push(o.orgId)
+      where.push(`org_id = $${params.length}`)
+    }
+    if (params.length === 1) throw new PeopleError('Diga qual convite cancelar.')
+    const r = await query<{ id: string; email: string }>(
+      this.db,
+      `DELETE FROM dashboard_invites WHERE ${where.join(' AND ')} RETURNING id, email`,
+      params,
+    )
+    return r.rows
   }
 
   async find(id: string): Promise<Person | null> {

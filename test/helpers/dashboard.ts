@@ -12,6 +12,8 @@ export interface Page {
 
 export class DashClient {
   readonly jar = new Map<string, string>()
+  /** Sent with every request (X-Forwarded-For behind a trusted proxy, Sec-Fetch-Mode of a page's script…). */
+  headers: Record<string, string> = {}
 
   constructor(
     readonly base: string,
@@ -34,7 +36,7 @@ export class DashClient {
   }
 
   async get(path: string): Promise<Page> {
-    const res = await fetch(this.base + path, { headers: { cookie: this.#cookieHeader() }, redirect: 'manual' })
+    const res = await fetch(this.base + path, { headers: { ...this.headers, cookie: this.#cookieHeader() }, redirect: 'manual' })
     this.#keep(res)
     return { status: res.status, headers: res.headers, text: await res.text() }
   }
@@ -44,7 +46,7 @@ export class DashClient {
     fields: Record<string, string>,
     o: { origin?: string | null; multipart?: FormData } = {},
   ): Promise<Page> {
-    const headers: Record<string, string> = { cookie: this.#cookieHeader() }
+    const headers: Record<string, string> = { ...this.headers, cookie: this.#cookieHeader() }
     const origin = o.origin === undefined ? this.origin : o.origin
     if (origin !== null) headers.origin = origin
     let body: FormData | string

@@ -9,7 +9,7 @@ import { isUuid, type Router } from '../../http/router'
 import { appFor } from '../access'
 import { html, type Html, when } from '../html'
 import { page } from '../layout'
-import { DashError, htmlReply, jsonReply, notFound, viewerPage } from '../web'
+import { DashError, htmlReply, jsonReply, notFound, pollPage, viewerPage } from '../web'
 import { type AppPageDeps, type AppView, appAction, button, csrfField } from './context'
 
 const PAGE = 25
@@ -132,7 +132,7 @@ ${button(v, `/apps/${app.id}/dispositivos/${row.id}/excluir`, 'Excluir', { confi
   })
 
   // The export's progress, polled by the page: building, ready (with its row count) or failed.
-  viewerPage(d, r.get.bind(r), '/apps/:id/exportacao/:token', async (req, v) => {
+  pollPage(d, r.get.bind(r), '/apps/:id/exportacao/:token', async (req, v) => {
     const app = await appFor(d.db, v, req.params[0])
     const token = req.params[1] ?? ''
     if (!/^[0-9a-f]{64}$/.test(token)) throw notFound()
