@@ -10,6 +10,8 @@ import { Keys } from '../../src/redis/keys'
 import { DeviceProfiles } from '../../src/inapp/device-profiles'
 import { PackageCache } from '../../src/inapp/packages'
 import { ReceiptKeys } from '../../src/receipts/keys'
+import { WebhookSecrets } from '../../src/confirmations/secrets'
+import { secretAad } from '../../src/confirmations/store'
 
 const vault = new Vault(Buffer.alloc(32, 7))
 
@@ -90,3 +92,36 @@ t.test('in-app packages: the least recently polled app leaves first; expiry stil
   now += 60_000
   t.equal(packs.peek('a'), undefined, 'expired after a minute')
 })
+
+t.test(
+  'webhook secrets: opened once per destination, the least recently used leaves first; never more than the bound',
+  async (t) => {
+    const opened: string[] = []
+    const counting = {
+      open: (sealed: Buffer, aad: string) => {
+        opened.push(aad)
+        return vault.open(sealed, aad)
+      },
+    } as unknown as Vault
+    const dest = (id: string) => ({
+      id,
+      app_id: `app-${id}`,
+      sealed_secret: vault.seal(`pm_whsec_${id}`, secretAad(`app-${id}`, id)),
+    })
+    const [a, b, c] = [dest('a'), dest('b'), dest('c')]
+    const secrets = new WebhookSecrets(counting, 2)
+    t.equal(secrets.get(a), 'pm_whsec_a')
+    secrets.get(b)
+    secrets.get(a) // a is now the most recent
+    secrets.get(c) // evicts b
+    t.equal(secrets.get(a), 'pm_whsec_a')
+    t.equal(secrets.get(b), 'pm_whsec_b')
+    t.same(
+      opened.map((x) => x.split(':')[2]),
+      ['a', 'b', 'c', 'b'],
+      'a opened once; b again after its eviction',
+    )
+    for (let i = 0; i < 50; i++) secrets.get(dest(`x${i}`))
+    t.equal(secrets.size, 2, 'bounded')
+  },
+)

@@ -75,6 +75,7 @@ t.test('a literal is checked before connecting; the lookup checks every resolved
   const refused = await lookup(false, false)
   t.equal(refused.err?.code, 'EPM_PRIVATE_ADDRESS')
   t.match(refused.err?.message, /localhost resolve para endereço privado/)
+  t.notMatch(refused.err?.message, /127\.0\.0\.1|::1/, 'the host as given, not the addresses it resolved to')
   const allowed = await lookup(true, false)
   t.equal(allowed.err, null)
   t.ok(isPrivateAddress(allowed.addr as string))
