@@ -57,6 +57,11 @@ export interface Config {
   readonly pgConnLifetimeS: number
   /** PM_OPS_CHECK_TIMEOUT_MS: `/readyz` waits this long for each dependency before calling it not ready. */
   readonly opsCheckTimeoutMs: number
+  /** PM_OPS_TOKEN: when set, `/metrics` answers only `Authorization: Bearer <token>` (`/healthz`, `/readyz` stay open). */
+  readonly opsToken: string | null
+  /** PM_OPS_METRICS_CACHE_MS: `/metrics` answers the text computed at most this long ago; one scrape at a time
+   *  computes it (a scrape costs a Postgres query and two Redis commands per partition). 0: every scrape computes. */
+  readonly opsMetricsCacheMs: number
   /** PM_MIGRATE_ON_START (default 1): `serve` applies pending migrations at start; 0: it refuses to start on a
    *  schema behind its release (a deployment runs `pombo migrate` once instead). */
   readonly migrateOnStart: boolean
@@ -603,6 +608,15 @@ function vaultKey(raw: string | undefined): Buffer | null {
   return Buffer.from(raw, 'hex')
 }
 
+/** A bearer token travels in a header: printable ASCII without spaces, long enough not to be guessed. */
+function opsToken(raw: string | undefined): string | null {
+  if (raw === undefined || raw === '') return null
+  if (!/^[\x21-\x7e]{16,512}$/.test(raw)) {
+    throw new ConfigError('PM_OPS_TOKEN: expected 16-512 printable ASCII characters without spaces')
+  }
+  return raw
+}
+
 function hexKey(name: string, raw: string | undefined): Buffer | null {
   if (raw === undefined || raw === '') return null
   if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(`${name}: expected 64 hex characters`)
@@ -769,6 +783,8 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     statementTimeoutMs: int(env, 'PM_STATEMENT_TIMEOUT_MS', STATEMENT_TIMEOUT_MS, 0),
     pgConnLifetimeS: int(env, 'PM_PG_CONN_LIFETIME_S', PG_CONN_LIFETIME_S, 0),
     opsCheckTimeoutMs: int(env, 'PM_OPS_CHECK_TIMEOUT_MS', 1_000, 1),
+    opsToken: opsToken(env.PM_OPS_TOKEN),
+    opsMetricsCacheMs: int(env, 'PM_OPS_METRICS_CACHE_MS', 5_000, 0),
     migrateOnStart: flag(env, 'PM_MIGRATE_ON_START', true),
     redisUrl: env.REDIS_URL || DEFAULT_REDIS_URL,
     redisClusterNodes: clusterNodes(env.REDIS_CLUSTER_NODES),
@@ -896,6 +912,7 @@ export function redacted(cfg: Config): Record<string, unknown> {
     databaseDirectUrl: cfg.databaseDirectUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
     redisUrl: cfg.redisUrl.replace(/\/\/([^@/]*)@/, '//***@'),
     platformKey: cfg.platformKey ? 'set' : 'unset',
+    opsToken: cfg.opsToken ? 'set' : 'unset',
     vaultKey: cfg.vaultKey ? 'set' : 'unset',
     dashboard: { ...cfg.dashboard, secret: cfg.dashboard.secret ? 'set' : 'unset' },
   }

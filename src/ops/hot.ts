@@ -2,6 +2,7 @@
 // inc()/observe(), a cost the cheapest routes (no I/O, ~10 µs a request) feel on every request; these keep one plain
 // series object per label set, bound once, and hand prom-client's registry their values only when it is scraped.
 import type { Registry } from 'prom-client'
+import type { LabelSets } from './labels'
 
 type Values = Array<{ labels: Record<string, string | number>; value: number; metricName?: string }>
 
@@ -23,6 +24,8 @@ abstract class Family<S> implements Exposed {
     readonly help: string,
     readonly labelNames: readonly string[],
     registry: Registry,
+    /** Each label's fixed set of values (src/ops/labels.ts): anything else is `other`. */
+    private readonly sets?: LabelSets,
   ) {
     registry.registerMetric(this as never)
   }
@@ -31,7 +34,8 @@ abstract class Family<S> implements Exposed {
   protected abstract values(labels: Record<string, string>, s: S, out: Values): void
 
   /** The series of these label values (in labelNames order), created on first use; bind it once where it is hot. */
-  labels(...values: string[]): S {
+  labels(...raw: string[]): S {
+    const values = this.sets ? this.sets.boundAll(this.labelNames, raw) : raw
     const key = values.length === 1 ? (values[0] as string) : values.join('\u0000')
     let hit = this.#series.get(key)
     if (!hit) {
@@ -97,8 +101,9 @@ export class HotHistogram extends Family<HistogramSeries> {
     labelNames: readonly string[],
     private readonly buckets: readonly number[],
     registry: Registry,
+    sets?: LabelSets,
   ) {
-    super(name, help, labelNames, registry)
+    super(name, help, labelNames, registry, sets)
   }
   protected fresh(): HistogramSeries {
     return new HistogramSeries(this.buckets)

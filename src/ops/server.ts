@@ -2,6 +2,12 @@
 // (Prometheus text), GET /healthz (the process lives and its event loop turns), GET /readyz (Postgres and Redis
 // answer, and the process is not draining). Plain node:http: it is scraped every few seconds, never on a hot path,
 // and it must answer while the API's uWS server is closing.
+//
+// /metrics costs a Postgres query and two Redis commands per partition to compute, so it answers the text computed at
+// most PM_OPS_METRICS_CACHE_MS ago, and one scrape at a time computes it (the others wait for that one): a flood of
+// scrapes costs what one scrape every few seconds does. With PM_OPS_TOKEN it answers only that bearer token; the
+// probes stay open (a load balancer's or an orchestrator's health check carries no token).
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Logger } from 'pino'
@@ -14,8 +20,27 @@ export interface Readiness {
   redis(): Promise<unknown>
 }
 
+export interface OpsOptions {
+  /** PM_OPS_METRICS_CACHE_MS: how old the /metrics text may be; 0 computes it for every scrape (one at a time). */
+  metricsCacheMs?: number
+  /** PM_OPS_TOKEN: the bearer token /metrics asks for; null or absent: /metrics is open. */
+  token?: string | null
+  /** Wall-clock milliseconds (the cache's age; never a test's fake business clock). */
+  now?: () => number
+}
+
+const sha256 = (s: string): Buffer => createHash('sha256').update(s).digest()
+
 export class OpsServer {
   readonly #server: Server
+  readonly #cacheMs: number
+  readonly #tokenHash: Buffer | null
+  readonly #now: () => number
+  /** The last text, and when its computation ended. */
+  #text: { body: string; at: number } | null = null
+  /** The computation in progress: scrapes that arrive meanwhile wait for it instead of starting their own. */
+  #computing: Promise<string> | null = null
+  #waiting = 0
   #draining = false
   /** False while the process starts (migrations, listeners): not ready yet. */
   #up = false
@@ -28,7 +53,11 @@ export class OpsServer {
     /** `/readyz` never waits longer than this for a dependency (PM_OPS_CHECK_TIMEOUT_MS; a load balancer's probe
      *  times out at ~1-5 s). */
     private readonly checkTimeoutMs = 1_000,
+    o: OpsOptions = {},
   ) {
+    this.#cacheMs = o.metricsCacheMs ?? 0
+    this.#tokenHash = o.token ? sha256(o.token) : null
+    this.#now = o.now ?? Date.now
     this.#server = createServer((req, res) => {
       this.#handle(req, res).catch((err) => {
         this.log.error({ err, path: 'ops' }, 'ops request failed')
@@ -39,6 +68,11 @@ export class OpsServer {
     // Probes are short requests; a client that holds a socket open must not keep the process from exiting.
     this.#server.keepAliveTimeout = 5_000
     this.#server.on('clientError', (_err, socket) => socket.destroy())
+  }
+
+  /** /metrics requests waiting for their text now (diagnostics, tests: scrapes that share one computation). */
+  get metricsWaiting(): number {
+    return this.#waiting
   }
 
   /** True from the start of a graceful stop: /readyz answers 503 so load balancers stop sending first. */
@@ -79,7 +113,22 @@ export class OpsServer {
     if (req.method !== 'GET' && req.method !== 'HEAD') return answer(res, 405, { erro: 'método não permitido' })
     switch (path) {
       case '/metrics': {
-        const text = await this.metrics.render()
+        if (!this.#authorized(req)) {
+          res.writeHead(401, {
+            'content-type': 'application/json; charset=utf-8',
+            'cache-control': 'no-store',
+            'www-authenticate': 'Bearer realm="pombo-ops"',
+          })
+          res.end(JSON.stringify({ erro: 'token de operações ausente ou inválido' }))
+          return
+        }
+        let text: string
+        this.#waiting++
+        try {
+          text = await this.#metricsText()
+        } finally {
+          this.#waiting--
+        }
         res.writeHead(200, { 'content-type': this.metrics.registry.contentType })
         res.end(req.method === 'HEAD' ? undefined : text)
         return
@@ -98,6 +147,30 @@ export class OpsServer {
       default:
         return answer(res, 404, { erro: 'não encontrado' })
     }
+  }
+
+  /** True when no token is set, or the request carries it (compared as digests: equal lengths, constant time). */
+  #authorized(req: IncomingMessage): boolean {
+    if (!this.#tokenHash) return true
+    const m = /^\s*bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')
+    return m !== null && timingSafeEqual(sha256(m[1] as string), this.#tokenHash)
+  }
+
+  #metricsText(): Promise<string> {
+    const cached = this.#text
+    if (cached && this.#now() - cached.at < this.#cacheMs) return Promise.resolve(cached.body)
+    this.#computing ??= this.metrics.render().then(
+      (body) => {
+        this.#text = { body, at: this.#now() }
+        this.#computing = null
+        return body
+      },
+      (err) => {
+        this.#computing = null
+        throw err
+      },
+    )
+    return this.#computing
   }
 }
 

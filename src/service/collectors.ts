@@ -11,6 +11,8 @@ import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
 import { pipelineBySlot } from '../redis/slots'
 import type { Metrics } from '../ops/metrics'
+import type { Config } from '../core/config'
+import { APNS_PRODUCTION, APNS_SANDBOX } from '../providers/apns'
 
 /** deliveries' device_type as the spec's counters name it (android_*, ios_*); web pushes go through FCM. */
 export function devicePlatform(deviceType: number): string {
@@ -41,15 +43,29 @@ export function deliveryCounter(m: Metrics): (rows: readonly OutcomeRow[]) => vo
   }
 }
 
-/** Provider reasons are the providers' own codes (FCM's status, APNs' reason): bounded sets, but capped anyway. */
-const REASON_MAX = 64
-
+/** A provider's reason is labelled by its code (src/ops/labels.ts): the message after it, or a code the providers do
+ *  not document, is a remote server's text and never a label value. */
 export function providerObserver(m: Metrics): (platform: string, o: Outcome, seconds: number) => void {
   return (platform, o, seconds) => {
     m.providerDuration.labels(platform).observe(seconds)
-    const reason = 'reason' in o ? o.reason.slice(0, REASON_MAX) : ''
-    m.providerOutcomes.labels(platform, o.kind, reason).inc()
+    m.providerOutcomes.labels(platform, o.kind, 'reason' in o ? o.reason : '').inc()
   }
+}
+
+/** Google's OAuth token endpoint, where FCM access tokens come from. */
+const GOOGLE_OAUTH = 'https://oauth2.googleapis.com'
+
+/** The origins provider requests go to by this process's settings (FCM, its OAuth endpoint, APNs); a credential's
+ *  own token_uri elsewhere is `other` in the HTTP/2 gauges. */
+export function providerOrigins(cfg: Pick<Config, 'fcmBaseUrl' | 'apnsBaseUrl'>): string[] {
+  const origins = [GOOGLE_OAUTH, cfg.fcmBaseUrl, ...(cfg.apnsBaseUrl ? [cfg.apnsBaseUrl] : [APNS_PRODUCTION, APNS_SANDBOX])]
+  return origins.flatMap((u) => {
+    try {
+      return [new URL(u).origin]
+    } catch {
+      return []
+    }
+  })
 }
 
 /** Pacing waits as the actors start them (cause: rate, retry_after): series bound once. */
@@ -102,6 +118,10 @@ export function collectStreams(m: Metrics, redis: RedisClient, keys: Keys, parti
     ['partition'],
     'max',
   )
+  m.allow(
+    'partition',
+    Array.from({ length: partitions }, (_, p) => String(p)),
+  )
   m.onScrape('streams', async () => {
     // One pipeline per partition slot (a cluster keeps partitions apart), sent together.
     const res = await pipelineBySlot(
@@ -127,7 +147,8 @@ export function collectStreams(m: Metrics, redis: RedisClient, keys: Keys, parti
   })
 }
 
-export function collectDelivery(m: Metrics, delivery: () => DeliveryModule | null): void {
+export function collectDelivery(m: Metrics, delivery: () => DeliveryModule | null, origins: readonly string[] = []): void {
+  m.allow('origin', origins)
   const actors = m.gauge('pombo_actors_running', 'App actors alive in this worker.', [])
   const owned = m.gauge('pombo_partitions_owned', 'Work partitions whose lease this worker holds.', [])
   const held = m.gauge(
@@ -196,6 +217,10 @@ export function collectWebhooks(m: Metrics, db: Db): void {
 export function collectGroupCommits(m: Metrics, writers: Array<[string, GroupCommitStats]>): void {
   // One collector per call (the outcome writer is added when the worker role starts): named by its writers.
   const key = `group_commits:${writers.map(([n]) => n).join(',')}`
+  m.allow(
+    'writer',
+    writers.map(([n]) => n),
+  )
   const queued = m.gauge('pombo_group_commit_queued', 'Jobs waiting for a group-commit batch, per writer.', ['writer'])
   const inflight = m.gauge('pombo_group_commit_inflight', 'Group-commit batches being written, per writer.', ['writer'])
   for (const [name, gc] of writers) {

@@ -34,6 +34,7 @@ import {
   deliveryCounter,
   paceObserver,
   providerObserver,
+  providerOrigins,
 } from './collectors'
 import { Metrics } from '../ops/metrics'
 import { OpsServer } from '../ops/server'
@@ -185,6 +186,7 @@ export class Service {
           { postgres: () => query(db, 'SELECT 1'), redis: () => pingAll(redis) },
           log,
           cfg.opsCheckTimeoutMs,
+          { metricsCacheMs: cfg.opsMetricsCacheMs, token: cfg.opsToken },
         )
         await svc.ops.listen(cfg.host, cfg.opsPort)
       }
@@ -272,7 +274,7 @@ export class Service {
     })
     if (roles.has('worker')) {
       collectStreams(metrics, redis, keys, cfg.partitions, clock)
-      collectDelivery(metrics, () => this.delivery)
+      collectDelivery(metrics, () => this.delivery, providerOrigins(cfg))
     }
     collectWebhooks(metrics, db)
     const d = this.deps

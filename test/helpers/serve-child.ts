@@ -61,6 +61,8 @@ export async function serveChild(
         PORT: String(port),
         PM_DASHBOARD_PORT: String(await freePort()),
         PM_OPS_PORT: String(opsPort),
+        // Tests read /metrics right after what they measure: every scrape computes (a test of the cache sets it).
+        PM_OPS_METRICS_CACHE_MS: '0',
         PM_GRPC_PORT: '0',
         PM_DB_SCHEMA: schema,
         PM_REDIS_PREFIX: `pmt_${schema}`,

@@ -177,6 +177,8 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
       PM_GIT_COMMIT: 'test-commit',
       PM_EXPORT_DIR: `/tmp/pombo-test-exports/${id}`,
       REDIS_CLUSTER_NODES: clusterNodes,
+      // Tests read /metrics right after what they measure: every scrape computes (a test of the cache sets it).
+      PM_OPS_METRICS_CACHE_MS: '0',
       ...o.env,
     },
     {
