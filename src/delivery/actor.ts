@@ -640,7 +640,7 @@ export class AppActor {
    *  delivery that never asks the provider gives its slot back when it ends). */
   async #deliver(s: Active, c: Candidate, attempts: number, answered: () => void): Promise<void> {
     let providerAnswered = false
-    const record = (status: OutcomeRow['status'], tries: number, invalidate?: string) =>
+    const record = (status: OutcomeRow['status'], tries: number, reason?: string, invalidate?: string) =>
       this.d.recorder.record({
         appId: this.appId,
         sendId: s.meta.id,
@@ -649,21 +649,22 @@ export class AppActor {
         status,
         attempts: tries,
         invalidate,
+        reason,
       })
     try {
       // spec: a delivery past its deadline is not attempted (ttl 0 means "now or never" and is left to the provider).
       if (s.meta.ttlS > 0 && this.#clock() > s.meta.startMs + s.meta.ttlS * 1000)
-        return void (await record(STATUS.errored, attempts))
-      if (!c.token || !c.valid) return void (await record(STATUS.failed, attempts))
+        return void (await record(STATUS.errored, attempts, 'expired'))
+      if (!c.token || !c.valid) return void (await record(STATUS.failed, attempts, 'invalid_token'))
       const platform: Platform = c.transport === 'apns' ? 'apns' : 'fcm'
-      if (s.broken.has(platform)) return void (await record(STATUS.errored, attempts))
+      if (s.broken.has(platform)) return void (await record(STATUS.errored, attempts, `credential:${platform}`))
       // At thousands of deliveries a second, a wait for an answer already at hand is a measurable cost.
       const known = this.d.providers.peek?.(this.appId, platform)
       const provider = known === undefined ? await this.d.providers.get(this.appId, platform) : known
       if (!provider) {
         s.broken.add(platform)
         await setProblem(this.d.db, this.appId, s.meta.id, `credencial_ausente:${platform}`)
-        return void (await record(STATUS.errored, attempts))
+        return void (await record(STATUS.errored, attempts, `no_credential:${platform}`))
       }
       this.#receiptKey ??= await this.d.receiptKey(this.appId)
       if (c.proof === undefined) this.#proveAhead(s, this.#receiptKey, c)
@@ -689,7 +690,7 @@ export class AppActor {
       // Our own failure before the provider was asked (database, decryption): the device is retried like a
       // transient provider failure.
       this.d.log.warn({ err: String(err), app: this.appId, send: s.meta.id }, 'delivery attempt failed locally')
-      await this.#retry(s, c, attempts + 1, undefined, record)
+      await this.#retry(s, c, attempts + 1, undefined, 'local_error', record)
     }
   }
 
@@ -728,7 +729,7 @@ export class AppActor {
     attempts: number,
     platform: Platform,
     o: Outcome,
-    record: (status: OutcomeRow['status'], tries: number, invalidate?: string) => Promise<boolean>,
+    record: (status: OutcomeRow['status'], tries: number, reason?: string, invalidate?: string) => Promise<boolean>,
   ): Promise<void> {
     switch (o.kind) {
       case 'accepted':
@@ -736,20 +737,20 @@ export class AppActor {
         await record(STATUS.successful, attempts)
         return
       case 'dead-token':
-        await record(STATUS.failed, attempts, o.reason)
+        await record(STATUS.failed, attempts, `dead_token:${o.reason}`, o.reason)
         return
       case 'bad-device-token':
         // Invalidated only when the app's recent answers show it is not an environment mismatch (decided at the end).
         s.badTokens.push(c.deviceId)
-        await record(STATUS.failed, attempts)
+        await record(STATUS.failed, attempts, `bad_device_token:${o.reason}`)
         return
       case 'rejected':
-        await record(STATUS.failed, attempts)
+        await record(STATUS.failed, attempts, `rejected:${o.reason}`)
         return
       case 'credential':
         s.broken.add(platform)
         await setProblem(this.d.db, this.appId, s.meta.id, `credencial_recusada:${platform}:${o.reason}`)
-        await record(STATUS.errored, attempts)
+        await record(STATUS.errored, attempts, `credential:${o.reason}`)
         return
       case 'quota':
         // Back-pressure on the whole app; this attempt does not count against the device.
@@ -757,7 +758,7 @@ export class AppActor {
         s.retries.push(c, attempts - 1, this.#clock())
         return
       case 'transient':
-        await this.#retry(s, c, attempts, o.retryAfterMs, record)
+        await this.#retry(s, c, attempts, o.retryAfterMs, o.reason, record)
         return
     }
   }
@@ -768,10 +769,11 @@ export class AppActor {
     c: Candidate,
     attempts: number,
     retryAfterMs: number | undefined,
-    record: (status: OutcomeRow['status'], tries: number) => Promise<boolean>,
+    reason: string,
+    record: (status: OutcomeRow['status'], tries: number, reason?: string) => Promise<boolean>,
   ): Promise<void> {
     if (attempts >= this.d.maxAttempts) {
-      await record(STATUS.errored, attempts)
+      await record(STATUS.errored, attempts, `provider_error:${reason}`)
       return
     }
     const delay = Math.max(retryAfterMs ?? 0, this.d.retryDelaysMs[Math.min(attempts, this.d.retryDelaysMs.length) - 1] ?? 1_000)

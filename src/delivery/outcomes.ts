@@ -44,6 +44,8 @@ export interface OutcomeRow {
   attempts: number
   /** Mark the device's token dead (it leaves every audience). */
   invalidate?: string
+  /** Why it did not end accepted, `<category>:<provider's reason>` (deliveries.reason, migration 0022). */
+  reason?: string
 }
 
 export interface Closed {
@@ -147,11 +149,13 @@ async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Close
   const r = await queryPrepared<{ id: string; app_id: string }>(
     db,
     `WITH up AS (
-       INSERT INTO deliveries AS d (send_id, device_id, app_id, device_type, status, attempts, updated_at)
-       SELECT s, dv, a, ty, st, att, $7::timestamptz
-         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::smallint[], $5::smallint[], $6::smallint[]) AS x(s, dv, a, ty, st, att)
+       INSERT INTO deliveries AS d (send_id, device_id, app_id, device_type, status, attempts, updated_at, reason)
+       SELECT s, dv, a, ty, st, att, $7::timestamptz, rs
+         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::smallint[], $5::smallint[], $6::smallint[], $12::text[])
+              AS x(s, dv, a, ty, st, att, rs)
        ON CONFLICT (send_id, device_id) DO UPDATE
-          SET status = excluded.status, attempts = excluded.attempts, updated_at = excluded.updated_at
+          SET status = excluded.status, attempts = excluded.attempts, updated_at = excluded.updated_at,
+              reason = excluded.reason
         WHERE d.status = 0
        RETURNING send_id, device_id, app_id, device_type, status
      ), inv AS (
@@ -193,6 +197,7 @@ async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Close
       arrayLiteral(dead.map((x) => x.deviceId)),
       dead.map((x) => x.invalidate as string),
       isoWithOffset(now),
+      rows.map((x) => x.reason ?? null),
     ],
   )
   return r.rows.map((x) => ({ sendId: x.id, appId: x.app_id }))

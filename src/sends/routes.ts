@@ -11,11 +11,10 @@ import type { Request } from '../http/request'
 import { isUuid, type Router } from '../http/router'
 import type { WindowCounter } from '../redis/window-counter'
 import type { Clock } from '../core/time'
-import { bodyHash } from './canonical'
+import { acceptSend } from './accept'
 import { readNewest, readOne, readShape, windowStats } from './read'
 import type { SendService } from './service'
-import { parseSend } from './validate'
-import { byteLength, statsWindow } from '../core/validation'
+import { statsWindow } from '../core/validation'
 
 export interface SendRouteDeps {
   cfg: Config
@@ -27,31 +26,11 @@ export interface SendRouteDeps {
   metrics?: Metrics
 }
 
-/**
- * The idempotency key (the spec, Sends: header, then body `idempotency_key`, then `external_id`). Every source present
- * is checked, used or not: at most `maxBytes` UTF-8 bytes, and the header in visible ASCII only (HTTP header bytes
- * beyond ASCII cannot be read back exactly, so two different keys could become one).
- */
-function idempotencyKeyOf(
-  header: string | undefined,
-  idempotencyKey: string | undefined,
-  externalId: string | undefined,
-  maxBytes: number,
-) {
-  if (header !== undefined && header !== '') {
-    if (!/^[\x20-\x7e]+$/.test(header)) throw fieldError('Idempotency-Key', 'aceita apenas caracteres ASCII visíveis')
-    if (header.length > maxBytes) throw fieldError('Idempotency-Key', `excede ${maxBytes} bytes`)
-  }
-  if (idempotencyKey !== undefined && byteLength(idempotencyKey) > maxBytes)
-    throw fieldError('idempotency_key', `excede ${maxBytes} bytes`)
-  if (externalId !== undefined && byteLength(externalId) > maxBytes) throw fieldError('external_id', `excede ${maxBytes} bytes`)
-  return header || idempotencyKey || externalId || undefined
-}
-
 export function sendRoutes(r: Router, d: SendRouteDeps): void {
   const readCache = new Map<string, { body: string; at: number }>()
   // Bound once per lane: the hot path increments without label hashing.
   const accepted = d.metrics ? [d.metrics.sendsAccepted.labels('0'), d.metrics.sendsAccepted.labels('1')] : null
+  const acceptDeps = { cfg: d.cfg, sends: d.sends, clock: d.clock, accepted }
 
   r.post(
     '/api/v1/notifications',
@@ -60,16 +39,14 @@ export function sendRoutes(r: Router, d: SendRouteDeps): void {
       const key = await d.auth.appKey(req)
       const body = await req.json()
       const app = await d.auth.appOf(req, key, body.app_id, 'corpo')
-      const input = parseSend(body, { priority: req.header('x-pm-priority') }, d.clock(), d.cfg.limits) // 400/422, size included
-      const idemKey = idempotencyKeyOf(
-        req.header('idempotency-key'),
-        input.idempotencyKey,
-        input.externalId,
-        d.cfg.limits.idempotencyKeyMaxBytes,
-      )
-      const dryRun = (req.header('x-dry-run') ?? '').toLowerCase() === 'true'
-      const answer = await d.sends.create({ app, input, bodyHash: idemKey ? bodyHash(await req.body()) : '', idemKey, dryRun })
-      if (!answer.replay && !dryRun) accepted?.[answer.lane]?.inc()
+      const answer = await acceptSend(acceptDeps, {
+        app,
+        body,
+        raw: await req.body(),
+        idempotencyHeader: req.header('idempotency-key'),
+        priorityHeader: req.header('x-pm-priority'),
+        dryRun: (req.header('x-dry-run') ?? '').toLowerCase() === 'true',
+      })
       const headers: Record<string, string> = {
         'X-Pm-Lane': String(answer.lane),
         'X-Pm-Recipients-Exato': String(answer.exact),

@@ -91,6 +91,11 @@
   const data = document.getElementById('dados-graficos')
   if (data && window.Chart) {
     const d = JSON.parse(data.textContent)
+    // A bar or point opens the sends list of its day (the same links are in the table under the charts).
+    const toDay = (_ev, items) => {
+      const day = items.length > 0 ? d.dias[items[0].index] : null
+      if (day && d.url) window.location.assign(`${d.url}?desde=${day}&ate=${day}`)
+    }
     const volume = document.getElementById('grafico-volume')
     const prova = document.getElementById('grafico-prova')
     if (volume) {
@@ -104,7 +109,7 @@
             { label: 'cliques', data: d.cliques, backgroundColor: '#e59a2f' },
           ].filter((x) => x.data), // without proof of arrival on the app's plan, the page sends no receipts' series
         },
-        options: { animation: false, responsive: true, scales: { y: { beginAtZero: true } } },
+        options: { animation: false, responsive: true, onClick: toDay, scales: { y: { beginAtZero: true } } },
       })
     }
     if (prova) {
@@ -114,7 +119,7 @@
           labels: d.dias,
           datasets: [{ label: '% provadas por recibo', data: d.provados, borderColor: '#1e7a3c', tension: 0.2 }],
         },
-        options: { animation: false, responsive: true, scales: { y: { beginAtZero: true, max: 100 } } },
+        options: { animation: false, responsive: true, onClick: toDay, scales: { y: { beginAtZero: true, max: 100 } } },
       })
     }
   }

@@ -90,6 +90,7 @@ export async function sendsSection(d: AppPageDeps, { app, q }: AppView): Promise
   const t = stats.totais
   return html`<section aria-labelledby="sec-envios" id="envios">
 <h2 id="sec-envios">Envios</h2>
+<p class="linha"><a class="botao" href="/apps/${app.id}/envios/novo">Nova notificação</a> <a href="/apps/${app.id}/envios">Todos os envios, com filtros</a></p>
 ${
   proof
     ? html`<p>Últimos ${CHART_DAYS} dias: ${t.disparos} envios, ${t.enviados} aceitos pelos provedores, ${t.entregues} com recibo de chegada, ${t.cliques} cliques.</p>`
@@ -104,7 +105,17 @@ ${
     : html`<figure><canvas id="grafico-volume" aria-label="Envios por dia (UTC-03): aceitos e cliques" role="img"></canvas><figcaption>Por dia (UTC-03): aceitos e cliques</figcaption></figure>`
 }
 </div>
-<script type="application/json" id="dados-graficos">${jsonData(chart)}</script>
+<script type="application/json" id="dados-graficos">${jsonData({ ...chart, url: `/apps/${app.id}/envios` })}</script>
+${
+  stats.por_dia.length > 0
+    ? html`<details><summary>Os dias dos gráficos</summary><table><caption>Por dia (UTC-03): cada dia leva aos envios dele</caption>
+<thead><tr><th scope="col">Dia</th><th scope="col">Aceitos</th><th scope="col">Cliques</th></tr></thead>
+<tbody>${stats.por_dia.map(
+        (x) =>
+          html`<tr><td><a href="/apps/${app.id}/envios?desde=${x.dia}&ate=${x.dia}">${x.dia}</a></td><td>${x.enviados}</td><td>${x.cliques}</td></tr>`,
+      )}</tbody></table></details>`
+    : ''
+}
 ${
   shown.length === 0
     ? html`<p>Nenhum envio ainda.</p>`
@@ -112,7 +123,7 @@ ${
 <thead><tr><th scope="col">Enviado em</th><th scope="col">Nome</th>${FIELDS.map((f) => html`<th scope="col">${f}</th>`)}<th scope="col">Funil</th></tr></thead>
 <tbody>${shown.map((s) => {
         const c = counters(s, app.plan)
-        return html`<tr data-envio="${s.id}"><td>${when(s.queued_at)}</td><td>${s.name ?? s.id.slice(0, 8)}${s.problem ? html`<br><small class="erro">${s.problem}</small>` : ''}</td>
+        return html`<tr data-envio="${s.id}"><td>${when(s.queued_at)}</td><td><a href="/apps/${app.id}/envios/${s.id}">${s.name ?? s.id.slice(0, 8)}</a>${s.problem ? html`<br><small class="erro">${s.problem}</small>` : ''}</td>
 ${FIELDS.map((f) => html`<td data-campo="${f}">${c[f] ?? '—'}</td>`)}<td>${funnel(s, app.plan)}</td></tr>`
       })}</tbody></table>`
 }
