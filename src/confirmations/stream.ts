@@ -10,7 +10,11 @@
 // buffer, and nothing is dropped; it simply reads later. Revocation, pause and mode changes reach open streams
 // through the directory's invalidation (AppDirectory.onDrop): every open stream of the app checks its key and app
 // again and ends at once (no further event is written) with the status a new call would get.
+//
+// API keys travel in the metadata: with PM_GRPC_TLS_CERT / PM_GRPC_TLS_KEY the server speaks TLS; without them it is
+// plaintext and belongs behind a TLS proxy (compose.yaml's nginx terminates TLS and passes it on with grpc_pass).
 import { randomUUID } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import * as grpc from '@grpc/grpc-js'
 import pg from 'pg'
 import type { Logger } from 'pino'
@@ -39,6 +43,22 @@ export interface StreamDeps {
   dir: AppDirectory
   auth: Auth
   clock: Clock
+}
+
+/** TLS with the configured PEM files (no client certificate asked: callers authenticate with their API key), or
+ *  plaintext. An unreadable file stops the start with the setting's name. */
+function serverCredentials(tls: Config['grpcTls']): grpc.ServerCredentials {
+  if (!tls) return grpc.ServerCredentials.createInsecure()
+  const read = (name: string, file: string): Buffer => {
+    try {
+      return readFileSync(file)
+    } catch (err) {
+      throw new Error(`${name}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    }
+  }
+  const cert = read('PM_GRPC_TLS_CERT', tls.certFile)
+  const key = read('PM_GRPC_TLS_KEY', tls.keyFile)
+  return grpc.ServerCredentials.createSsl(null, [{ cert_chain: cert, private_key: key }], false)
 }
 
 export class ConfirmationStreamServer implements SessionHost {
@@ -75,10 +95,9 @@ export class ConfirmationStreamServer implements SessionHost {
   }
 
   async listen(host: string, port: number): Promise<number> {
+    const credentials = serverCredentials(this.d.cfg.grpcTls)
     this.port = await new Promise<number>((resolve, reject) =>
-      this.#server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, p) =>
-        err ? reject(err) : resolve(p),
-      ),
+      this.#server.bindAsync(`${host}:${port}`, credentials, (err, p) => (err ? reject(err) : resolve(p))),
     )
     this.#unsubscribe = this.d.dir.onDrop((appId) => this.#recheck(appId))
     await this.#listen()

@@ -24,6 +24,9 @@ export interface Config {
   readonly dashboardPort: number
   /** The confirmation stream's gRPC port (PM_GRPC_PORT); null: off (`0` in the environment). 0 here (tests): any. */
   readonly grpcPort: number | null
+  /** PM_GRPC_TLS_CERT / PM_GRPC_TLS_KEY: PEM files; the confirmation stream serves TLS with them. null: plaintext
+   *  (API keys travel in its metadata: put it behind TLS, as compose.yaml's nginx does). */
+  readonly grpcTls: { readonly certFile: string; readonly keyFile: string } | null
   /** The operations port (PM_OPS_PORT: /metrics, /healthz, /readyz) of every process; null: off (`0` in the
    *  environment). 0 here (tests): any free port. */
   readonly opsPort: number | null
@@ -608,6 +611,13 @@ function vaultKey(raw: string | undefined): Buffer | null {
   return Buffer.from(raw, 'hex')
 }
 
+/** Both files or neither: a certificate without its key (or the reverse) is a mistake, not plaintext. */
+function grpcTls(cert: string | undefined, key: string | undefined): Config['grpcTls'] {
+  if (!cert && !key) return null
+  if (!cert || !key) throw new ConfigError('PM_GRPC_TLS_CERT and PM_GRPC_TLS_KEY: set both (PEM files) or neither')
+  return Object.freeze({ certFile: cert, keyFile: key })
+}
+
 /** A bearer token travels in a header: printable ASCII without spaces, long enough not to be guessed. */
 function opsToken(raw: string | undefined): string | null {
   if (raw === undefined || raw === '') return null
@@ -771,6 +781,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     port,
     dashboardPort: int(env, 'PM_DASHBOARD_PORT', 8081),
     grpcPort: int(env, 'PM_GRPC_PORT', 8082) || null,
+    grpcTls: grpcTls(env.PM_GRPC_TLS_CERT, env.PM_GRPC_TLS_KEY),
     opsPort: int(env, 'PM_OPS_PORT', 9464) || null,
     accessLog: accessLog(env.PM_ACCESS_LOG),
     drainTimeoutMs: int(env, 'PM_DRAIN_TIMEOUT_MS', 30_000, 1),

@@ -211,6 +211,10 @@ export class Service {
         if (cfg.grpcPort !== null) {
           svc.grpc = new ConfirmationStreamServer(deps)
           await svc.grpc.listen(cfg.host, cfg.grpcPort)
+          log.info(
+            { port: svc.grpc.port, tls: cfg.grpcTls !== null },
+            cfg.grpcTls ? 'confirmation stream listening (TLS)' : 'confirmation stream listening (plaintext: keep it behind TLS)',
+          )
         }
       }
       if (opts.jobs !== false && (roles.has('api') || roles.has('worker'))) {
