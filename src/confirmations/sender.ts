@@ -40,6 +40,10 @@ export class WebhookSender {
       maxSockets: o.maxSockets,
       maxFreeSockets: o.maxSockets,
       scheduling: 'lifo',
+      // An idle socket is closed by us after 4 s, before the usual 5 s keep-alive timeout of servers (Node's own
+      // included): reusing one the server is closing at that moment fails the attempt with "socket hang up". The
+      // agent applies this to idle sockets only; a call in flight keeps its own deadline.
+      timeout: 4_000,
       ca: o.ca,
       lookup: guardedLookup(o.allowPrivate),
     })

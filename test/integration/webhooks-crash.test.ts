@@ -1,7 +1,7 @@
 // A dispatcher killed in the middle of an attempt loses no event (the spec, Events: at-least-once, serial per
 // destination): a `pombo serve --roles worker` process is SIGKILLed while the receiver holds one of its requests;
-// another dispatcher takes the destination over (its advisory lock died with the connection) and redelivers from
-// the last written cursor, in order.
+// another dispatcher takes the destination over (the victim's lease expires, no longer renewed) and redelivers
+// from the last written cursor, in order.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { startPombo } from '../../bench/lib/pombo'
