@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { ensurePostgres, ensureRedis, ownedServiceNames, portOpen, REPO_ROOT, stopAllServices } from './local-services.mjs'
+import { redactUrl } from './redact-url.mjs'
 
 const DATA_DIR = path.join(REPO_ROOT, '.data')
 const SECRETS_FILE = path.join(DATA_DIR, 'secrets.json')
@@ -89,8 +90,9 @@ function banner({ host, port, dashboardPort, platformKey, keySource, databaseUrl
     `   Dashboard      ${dashboard}`,
     `   Platform key   ${platformKey}`,
     `                  (${keySource})`,
-    `   Postgres       ${databaseUrl}`,
-    `   Redis          ${redisUrl}`,
+    // A DATABASE_URL or REDIS_URL given by the person may carry a password: never printed.
+    `   Postgres       ${redactUrl(databaseUrl)}`,
+    `   Redis          ${redactUrl(redisUrl)}`,
     '',
     ' Create your first app:',
     '',

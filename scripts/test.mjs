@@ -21,6 +21,7 @@ import { pathToFileURL } from 'node:url'
 import { buildSdk } from './build-sdk.mjs'
 import { checkCoverage, coverageArgs, coverageWanted, keepCoverage, resetCoverage } from './coverage.mjs'
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
+import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
 
@@ -106,7 +107,7 @@ async function integrationTier(files, flags, { onCluster, full }) {
   ensureTestTools(toolsFor(full ? null : files), { log })
   const { DATABASE_URL, REDIS_URL, stop } = await ensureTestServices({ log })
   if (interrupted) return 1
-  log(`DATABASE_URL=${DATABASE_URL.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')} REDIS_URL=${REDIS_URL}`)
+  log(`DATABASE_URL=${redactUrl(DATABASE_URL)} REDIS_URL=${redactUrl(REDIS_URL)}`)
   const env = { ...process.env, DATABASE_URL, REDIS_URL }
   // Started once for the run (about 2 s) when something will use it; files run alone start their own.
   if (!env.PM_TEST_REDIS_CLUSTER_NODES && (full || onCluster || files.some((f) => /cluster/.test(f)))) {

@@ -1,11 +1,13 @@
 // The configuration as a person starting Pombo at a terminal wants it: where each role answers and what it uses, in
 // a few lines (the JSON log format carries the whole redacted configuration instead).
 import type { Config } from './config'
+import { redactUrl } from './redact'
 
-/** `scheme://host:port/db` with no user or password: the summary names where, never who. */
+/** `scheme://host:port/db` with no user or password: the summary names where, never who. Parsed after redaction: a
+ *  password holding `#` or `/` would otherwise be read as part of the host or the port. */
 function where(url: string): string {
   try {
-    const u = new URL(url)
+    const u = new URL(redactUrl(url))
     return `${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? 6379 : 5432)}${u.pathname === '/' ? '' : u.pathname}`
   } catch {
     return '(unreadable URL)'

@@ -1,6 +1,7 @@
 // Configuration: one table of defaults (the Limits table of docs/spec/push-delivery-spec.md, the environment of
 // docs/spec/contract.md, and every tuning number), read once, frozen. Every variable is listed in docs/configuration.md.
 import { isIP } from 'node:net'
+import { redactUrl } from './redact'
 
 // Defaults of the Postgres settings that the pool and the budget also read (src/db/pool.ts, src/db/budget.ts).
 /** The least PM_PG_POOL accepts: the dispatcher's 2, the listener's 1, and 3 for the main pool. */
@@ -611,6 +612,15 @@ function vaultKey(raw: string | undefined): Buffer | null {
   return Buffer.from(raw, 'hex')
 }
 
+/** The driver reads only URLs: a libpq `key=value` string would become a database name, password included, that
+ *  Postgres then quotes in its refusal. Refused here, without echoing the value (it holds the password). */
+function postgresUrl(name: string, url: string): string {
+  if (!/^postgres(?:ql)?:\/\//i.test(url)) {
+    throw new ConfigError(`${name}: expected a postgres:// or postgresql:// URL (the value is not shown: it may hold a password)`)
+  }
+  return url
+}
+
 /** Both files or neither: a certificate without its key (or the reverse) is a mistake, not plaintext. */
 function grpcTls(cert: string | undefined, key: string | undefined): Config['grpcTls'] {
   if (!cert && !key) return null
@@ -788,8 +798,11 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     serveWorkers: atMost('PM_SERVE_WORKERS', int(env, 'PM_SERVE_WORKERS', 1), 64),
     nodeOptions: env.NODE_OPTIONS ?? '',
     host,
-    databaseUrl: env.DATABASE_URL || DEFAULT_DATABASE_URL,
-    databaseDirectUrl: env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    databaseUrl: postgresUrl('DATABASE_URL', env.DATABASE_URL || DEFAULT_DATABASE_URL),
+    databaseDirectUrl: postgresUrl(
+      env.PM_DATABASE_DIRECT_URL ? 'PM_DATABASE_DIRECT_URL' : 'DATABASE_URL',
+      env.PM_DATABASE_DIRECT_URL || env.DATABASE_URL || DEFAULT_DATABASE_URL,
+    ),
     pgBouncer: pgBouncer(env.PM_PGBOUNCER),
     statementTimeoutMs: int(env, 'PM_STATEMENT_TIMEOUT_MS', STATEMENT_TIMEOUT_MS, 0),
     pgConnLifetimeS: int(env, 'PM_PG_CONN_LIFETIME_S', PG_CONN_LIFETIME_S, 0),
@@ -919,9 +932,9 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
 export function redacted(cfg: Config): Record<string, unknown> {
   return {
     ...cfg,
-    databaseUrl: cfg.databaseUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
-    databaseDirectUrl: cfg.databaseDirectUrl.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@'),
-    redisUrl: cfg.redisUrl.replace(/\/\/([^@/]*)@/, '//***@'),
+    databaseUrl: redactUrl(cfg.databaseUrl),
+    databaseDirectUrl: redactUrl(cfg.databaseDirectUrl),
+    redisUrl: redactUrl(cfg.redisUrl),
     platformKey: cfg.platformKey ? 'set' : 'unset',
     opsToken: cfg.opsToken ? 'set' : 'unset',
     vaultKey: cfg.vaultKey ? 'set' : 'unset',
