@@ -182,12 +182,25 @@ async function main() {
     PM_HOST: host,
     PORT: port,
     PM_DASHBOARD_PORT: dashboardPort,
+    // A development instance: `pombo simulate` works against it with no other setting, and its worker delivers the
+    // pushes of apps holding simulator credentials to their simulators. `pombo serve` and the image keep it off.
+    PM_ALLOW_SIMULATORS: process.env.PM_ALLOW_SIMULATORS || '1',
   }
 
   // `pombo app create …` run from this checkout reads these, so the CLI talks to what npm start brought up.
   await writeFile(
     path.join(DATA_DIR, 'local-env.json'),
-    `${JSON.stringify({ DATABASE_URL: pg.url, REDIS_URL: redis.url, PM_PLATFORM_KEY: platformKey, PM_VAULT_KEY: vaultKey }, null, 2)}\n`,
+    `${JSON.stringify(
+      {
+        DATABASE_URL: pg.url,
+        REDIS_URL: redis.url,
+        PM_PLATFORM_KEY: platformKey,
+        PM_VAULT_KEY: vaultKey,
+        PM_ALLOW_SIMULATORS: env.PM_ALLOW_SIMULATORS,
+      },
+      null,
+      2,
+    )}\n`,
     { mode: 0o600 },
   )
 

@@ -35,7 +35,7 @@ function extraPositionals(p: string[], n: number): void {
 
 function withService<T>(cfg: Config, fn: (s: CredentialService) => Promise<T>): Promise<T> {
   return withOperatorTools(cfg, (t) =>
-    fn(new CredentialService({ db: t.db, vault: t.vault, dir: t.dir, redis: t.redis, keys: t.keys, now: systemClock })),
+    fn(new CredentialService({ db: t.db, vault: t.vault, dir: t.dir, redis: t.redis, keys: t.keys, now: systemClock, cfg })),
   )
 }
 
@@ -56,7 +56,7 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
         throw new CredentialError('--package: only meaningful with --config google-services.json')
       }
       const { credential, meta, params } = parseFcmUpload(
-        { text: readInput(positionals[1], 'SERVICE_ACCOUNT.json') },
+        { text: readInput(positionals[1], 'SERVICE_ACCOUNT.json'), fcmBaseUrl: cfg.fcmBaseUrl },
         values.config === undefined
           ? undefined
           : { text: readInput(values.config, '--config'), what: '--config', packageName: values.package },

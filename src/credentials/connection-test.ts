@@ -4,13 +4,16 @@
 //         `validate_only: true` message to a topic: FCM checks the credential and the message and delivers nothing.
 //   APNs  a push to a placeholder device token signed with the key (the engine's own ApnsTokens): `BadDeviceToken`
 //         means Apple accepted the key, team and topic and only refused the made-up token.
-// A refusal is told in words a person understands, with the provider's own reason in front (e.g.
-// BadEnvironmentKeyIdInToken).
+// A refusal is told in words a person understands, with the provider's own reason code in front (e.g.
+// BadEnvironmentKeyIdInToken). Nothing else of a remote answer is ever shown: no message, no description, no body,
+// no network error text (issue #31: a page that echoes what an address answered is a probe of that address).
 import type { Db } from '../db/pool'
 import { ApnsTokens, signingKeyId } from '../providers/apns-token'
 import { APNS_PRODUCTION, APNS_SANDBOX } from '../providers/apns'
 import { apnsReason, parseFcmError } from '../providers/classify'
-import { FcmAuth, googleTokenHost } from '../providers/fcm-auth'
+import { FcmAuth } from '../providers/fcm-auth'
+import { providerRoute } from '../providers/index'
+import type { Outcome } from '../providers/types'
 import type { H2Pool } from '../h2/pool'
 import type { H2Failure } from '../h2/types'
 import { type Clock, systemClock } from '../core/time'
@@ -68,8 +71,30 @@ function failed(reason: string): ConnectionResult {
   return { ok: false, motivo: explainReason(reason) }
 }
 
-function network(r: H2Failure): ConnectionResult {
-  return { ok: false, motivo: `sem resposta do provedor (${r.failure}: ${r.detail}). Confira a rede e tente de novo.` }
+/** A provider's reason code as it may be shown: FCM's and gRPC's enums, APNs's reasons, OAuth's error codes. */
+const CODE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/
+
+/** `v` when it has the form of a reason code; null for anything else a remote answer put there. */
+export function reasonCode(v: string | undefined): string | null {
+  return v !== undefined && CODE.test(v) ? v : null
+}
+
+/** No answer: only which of our failure kinds (timeout, connection, closed), never the error's text. */
+function network(kind: H2Failure['failure']): ConnectionResult {
+  return { ok: false, motivo: `sem resposta do provedor (${kind}). Confira a rede e tente de novo.` }
+}
+
+/**
+ * The token step's outcome (src/providers/fcm-auth.ts): a failure to reach the endpoint shows its kind only; the
+ * endpoint's refusal `oauth <code>[: <description>]` shows the code only; anything else is our own words (the
+ * token_uri refused by the rule, a key that does not sign, a simulator credential refused).
+ */
+function tokenFailed(o: Outcome): ConnectionResult {
+  const reason = 'reason' in o ? o.reason : o.kind
+  const kind = /^(timeout|connection|closed):/.exec(reason)?.[1] as H2Failure['failure'] | undefined
+  if (o.kind === 'transient' && kind) return network(kind)
+  if (reason.startsWith('oauth ')) return failed((reason.split(': ')[0] as string).slice(0, 80))
+  return failed(reason)
 }
 
 export interface ConnectionTestDeps {
@@ -79,6 +104,9 @@ export interface ConnectionTestDeps {
   fcmBaseUrl: string
   apnsBaseUrl: string | null
   clock?: Clock
+  /** cfg.allowSimulators, and the pools of simulator credentials (src/providers/index.ts providerRoute). */
+  allowSimulators?: boolean
+  simulatorPool?: (ca: string) => H2Pool
 }
 
 export class ConnectionTester {
@@ -97,36 +125,38 @@ export class ConnectionTester {
     const stored = await loadCredential(this.d.db, this.d.vault, appId, 'fcm')
     if (!stored) return null
     const cred = stored.credential
-    const base = new URL(this.d.fcmBaseUrl)
-    // As in delivery: Google's FCM is reached with Google's tokens only (the token_uri comes from an uploaded file).
-    const pinned = base.hostname === 'fcm.googleapis.com' ? { tokenHostAllowed: googleTokenHost } : {}
-    const auth = new FcmAuth(cred, this.d.pool, { clock: this.#clock, ...pinned })
+    const route = providerRoute(cred, this.d)
+    if ('refused' in route) return failed(route.refused)
+    const base = new URL(route.fcmBaseUrl)
+    // As in delivery, the token_uri is checked against the base URL before the request (src/providers/endpoints.ts).
+    const auth = new FcmAuth(cred, route.pool, { clock: this.#clock, fcmBaseUrl: route.fcmBaseUrl })
     const t = await auth.token()
-    if ('outcome' in t) return failed('reason' in t.outcome ? t.outcome.reason : t.outcome.kind)
+    if ('outcome' in t) return tokenFailed(t.outcome)
     const path = `${base.pathname.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(cred.project_id)}/messages:send`
     const body = JSON.stringify({ validate_only: true, message: { topic: TEST_TOPIC, data: { pm_teste: '1' } } })
-    const r = await this.d.pool.request(
+    const r = await route.pool.request(
       base.origin,
       { ':method': 'POST', ':path': path, authorization: `Bearer ${t.token}`, 'content-type': 'application/json' },
       body,
     )
-    if ('failure' in r) return network(r)
+    if ('failure' in r) return network(r.failure)
     if (r.status >= 200 && r.status < 300) return { ok: true }
     const e = parseFcmError(r.body)
-    const code = e.errorCode ?? (e.status || `HTTP ${r.status}`)
-    return failed(e.message ? `${code}: ${e.message.slice(0, 200)}` : code)
+    return failed(reasonCode(e.errorCode) ?? reasonCode(e.status) ?? `HTTP ${r.status}`)
   }
 
   async #apns(appId: string): Promise<ConnectionResult | null> {
     const stored = await loadCredential(this.d.db, this.d.vault, appId, 'apns')
     if (!stored) return null
     const cred = stored.credential
-    const origin = new URL(this.d.apnsBaseUrl ?? (cred.env === 'production' ? APNS_PRODUCTION : APNS_SANDBOX)).origin
+    const route = providerRoute(cred, this.d)
+    if ('refused' in route) return failed(route.refused)
+    const origin = new URL(route.apnsBaseUrl ?? (cred.env === 'production' ? APNS_PRODUCTION : APNS_SANDBOX)).origin
     const now = this.#clock()
     // A token of its own (not the engine's shared cache): the test must sign with exactly the stored key.
     const t = new ApnsTokens().get(cred, signingKeyId(cred), now)
     if ('outcome' in t) return failed('reason' in t.outcome ? t.outcome.reason : t.outcome.kind)
-    const r = await this.d.pool.request(
+    const r = await route.pool.request(
       origin,
       {
         ':method': 'POST',
@@ -140,11 +170,11 @@ export class ConnectionTester {
       JSON.stringify({ aps: { alert: { body: 'Teste de conexão do Pombo' } } }),
       { group: `teste:${signingKeyId(cred)}` },
     )
-    if ('failure' in r) return network(r)
-    const reason = apnsReason(r.body)
+    if ('failure' in r) return network(r.failure)
+    const reason = reasonCode(apnsReason(r.body))
     // BadDeviceToken: key, team and topic accepted, only the placeholder token refused. 200 (a test double that
     // accepts any token) proves the same.
     if (r.status === 200 || (r.status === 400 && reason === 'BadDeviceToken')) return { ok: true }
-    return failed(reason || `HTTP ${r.status}`)
+    return failed(reason ?? `HTTP ${r.status}`)
   }
 }

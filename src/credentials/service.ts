@@ -10,7 +10,7 @@ import type { Clock } from '../core/time'
 import type { Vault } from '../core/vault'
 import * as store from './store'
 import type { ApnsEnv, CredentialOf, FirebaseParams, MetaOf, Platform } from './validate'
-import { CredentialError } from './validate'
+import { CredentialError, checkStorable } from './validate'
 
 export interface CredentialDeps {
   db: Db
@@ -19,6 +19,8 @@ export interface CredentialDeps {
   redis: RedisClient
   keys: Keys
   now: Clock
+  /** Where a stored credential may point (cfg.fcmBaseUrl) and whether simulator credentials may be stored. */
+  cfg: { fcmBaseUrl: string; allowSimulators: boolean }
 }
 
 export interface Saved<P extends Platform> {
@@ -37,6 +39,7 @@ export class CredentialService {
     meta: MetaOf<P>,
     firebaseParams?: FirebaseParams,
   ): Promise<Saved<P>> {
+    checkStorable(platform, credential, this.d.cfg)
     this.d.vault.require()
     const at = new Date(this.d.now())
     await tx(this.d.db, async (c) => {

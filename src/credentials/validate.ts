@@ -3,6 +3,7 @@
 // message is one line and never quotes a secret.
 import { createPrivateKey, type KeyObject } from 'node:crypto'
 import type { ApnsCredential, FcmCredential, Platform } from '../providers/credentials'
+import { checkTokenUri, simulatorTargetRefusal } from '../providers/endpoints'
 import { findUnstorable, pathText } from '../core/json-guard'
 
 /** Bad credential input; the message is one line, safe to print (it never contains key material). */
@@ -20,6 +21,8 @@ export interface FcmMeta {
   token_uri: string
   /** Google's id of the key inside the file (public: it names the key's certificate), when the file has it. */
   private_key_id?: string
+  /** A simulator credential's (`pombo simulate`). */
+  simulator?: true
 }
 
 /** What may be shown about a stored APNs credential. */
@@ -28,6 +31,8 @@ export interface ApnsMeta {
   team_id: string
   bundle_id: string
   env: ApnsEnv
+  /** A simulator credential's (`pombo simulate`). */
+  simulator?: true
 }
 
 export type CredentialOf<P extends Platform> = P extends 'fcm' ? FcmCredential : ApnsCredential
@@ -75,7 +80,15 @@ function storable(doc: unknown, what: string): void {
   if (p) throw new CredentialError(`${what}: ${pathText(p.path) || 'the document'} ${p.motivo}`)
 }
 
-export function parseServiceAccount(text: string, what = 'SERVICE_ACCOUNT.json'): { credential: FcmCredential; meta: FcmMeta } {
+/**
+ * With `fcmBaseUrl` (the CLI and the dashboard: cfg.fcmBaseUrl) the token_uri must also be one Pombo may call
+ * (src/providers/endpoints.ts), refused here naming the file; CredentialService.save checks it again for every path.
+ */
+export function parseServiceAccount(
+  text: string,
+  what = 'SERVICE_ACCOUNT.json',
+  fcmBaseUrl?: string,
+): { credential: FcmCredential; meta: FcmMeta } {
   const body = text.replace(/^\uFEFF/, '').trim()
   if (body === '') throw new CredentialError(`${what}: the file is empty`)
   let doc: unknown
@@ -131,6 +144,14 @@ export function parseServiceAccount(text: string, what = 'SERVICE_ACCOUNT.json')
     } catch {}
     if (url?.protocol !== 'https:') throw new CredentialError(`${what}: token_uri must be an https URL`)
     tokenUri = doc.token_uri as string
+  }
+  if (fcmBaseUrl !== undefined) {
+    const allowed = checkTokenUri(doc.token_uri, fcmBaseUrl)
+    if (!allowed.ok) throw new CredentialError(`${what}: ${allowed.reason}`)
+  }
+  // The mark of `pombo simulate`'s own credentials (src/providers/credentials.ts): never taken from a file.
+  if (Object.hasOwn(doc, 'simulator')) {
+    throw new CredentialError(`${what}: "simulator" is not a service-account field (it marks pombo simulate's own credentials)`)
   }
 
   const credential: FcmCredential = {
@@ -254,10 +275,10 @@ export function parseApns(
  * sender id would all be refused, so a mismatch is a setup mistake caught here rather than at the first send.
  */
 export function parseFcmUpload(
-  account: { text: string; what?: string },
+  account: { text: string; what?: string; fcmBaseUrl?: string },
   config?: { text: string; what?: string; packageName?: string },
 ): { credential: FcmCredential; meta: FcmMeta; params?: FirebaseParams } {
-  const { credential, meta } = parseServiceAccount(account.text, account.what)
+  const { credential, meta } = parseServiceAccount(account.text, account.what, account.fcmBaseUrl)
   if (!config) return { credential, meta }
   const params = parseGoogleServices(config.text, config.packageName, config.what)
   if (params.project_id !== meta.project_id) {
@@ -266,6 +287,30 @@ export function parseFcmUpload(
     )
   }
   return { credential, meta, params }
+}
+
+/**
+ * The addresses inside a credential about to be stored, whatever path it came by: the token_uri against the FCM base
+ * URL in effect (the instance's, or a simulator credential's own simulator), and a simulator credential only where
+ * the instance allows simulators, with an https loopback address. The same rule is applied again at every use
+ * (src/providers/fcm-auth.ts, src/providers/index.ts providerRoute).
+ */
+export function checkStorable(
+  platform: Platform,
+  credential: FcmCredential | ApnsCredential,
+  cfg: { fcmBaseUrl: string; allowSimulators: boolean },
+): void {
+  const target = credential.simulator
+  if (target !== undefined) {
+    if (!cfg.allowSimulators) {
+      throw new CredentialError('simulator credentials are stored only where PM_ALLOW_SIMULATORS is on')
+    }
+    const bad = simulatorTargetRefusal(target.url)
+    if (bad) throw new CredentialError(bad)
+  }
+  if (platform !== 'fcm') return
+  const allowed = checkTokenUri((credential as FcmCredential).token_uri, target?.url ?? cfg.fcmBaseUrl)
+  if (!allowed.ok) throw new CredentialError(`service account: ${allowed.reason}`)
 }
 
 export function parseApnsEnv(v: string | undefined, what = 'environment'): ApnsEnv {

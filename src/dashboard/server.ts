@@ -9,6 +9,7 @@ import type { AppDirectory } from '../apps/directory'
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import { H2Pool } from '../h2/pool'
+import { SimulatorPools } from '../providers/index'
 import type { DeviceService } from '../devices/service'
 import type { Router } from '../http/router'
 import type { InappModule } from '../inapp/module'
@@ -88,7 +89,16 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
 
   // One session per provider host is plenty: tests are one request at a time, by hand.
   const pool = new H2Pool({ ca: d.providerCa, sessionsPerOrigin: 1, timeoutMs: 10_000 })
-  const credentials = new CredentialService({ db: d.db, vault: d.vault, dir: d.dir, redis: d.redis, keys: d.keys, now: d.clock })
+  const credentials = new CredentialService({
+    db: d.db,
+    vault: d.vault,
+    dir: d.dir,
+    redis: d.redis,
+    keys: d.keys,
+    now: d.clock,
+    cfg: d.cfg,
+  })
+  const simulatorPools = new SimulatorPools((ca) => new H2Pool({ ca, sessionsPerOrigin: 1, timeoutMs: 10_000 }))
   const tester = new ConnectionTester({
     db: d.db,
     vault: d.vault,
@@ -96,6 +106,8 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     fcmBaseUrl: d.cfg.fcmBaseUrl,
     apnsBaseUrl: d.cfg.apnsBaseUrl,
     clock: d.clock,
+    allowSimulators: d.cfg.allowSimulators,
+    simulatorPool: simulatorPools.get,
   })
   appPageRoutes(r, {
     ...web,
@@ -110,5 +122,5 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     devices: d.devices,
     campaigns: d.inapp.campaigns,
   })
-  return { close: () => pool.close() }
+  return { close: () => Promise.all([pool.close(), simulatorPools.close()]).then(() => undefined) }
 }

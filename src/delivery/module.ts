@@ -14,7 +14,7 @@ import { type PaceCause, SharedBucket } from './pacer'
 import { SendBatches } from './send-batches'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from '../h2/pool'
-import { ProviderCache, type ProviderObserver } from '../providers/index'
+import { ProviderCache, type ProviderObserver, SimulatorPools } from '../providers/index'
 import type { Provider } from '../providers/types'
 import { ReceiptKeys } from '../receipts/keys'
 import { DeliveryWorker } from './worker'
@@ -43,6 +43,8 @@ export class DeliveryModule implements ProviderSource {
   readonly worker: DeliveryWorker
   readonly apnsAnswers: ApnsAnswers
   readonly #providers: ProviderCache
+  /** Pools of simulator credentials (PM_ALLOW_SIMULATORS), apart from the providers' own pool. */
+  readonly #simulatorPools = new SimulatorPools()
   /** By `app:platform`. */
   readonly #credentials: LRUCache<string, CredentialEntry>
   readonly #receiptKeys: ReceiptKeys
@@ -58,6 +60,8 @@ export class DeliveryModule implements ProviderSource {
       pool: this.pool,
       fcmBaseUrl: cfg.fcmBaseUrl,
       apnsBaseUrl: cfg.apnsBaseUrl,
+      allowSimulators: cfg.allowSimulators,
+      simulatorPool: this.#simulatorPools.get,
       clock,
       observe: d.observeProvider,
       max: 2 * cfg.limits.appCacheMax,
@@ -163,6 +167,7 @@ export class DeliveryModule implements ProviderSource {
     this.#unsubscribe?.()
     await this.#providers.close()
     await this.pool.close()
+    await this.#simulatorPools.close()
   }
 
   /** ProviderSource: null when the app has no credential for the platform (its deliveries stop at once). */

@@ -5,13 +5,27 @@
  *  that use FCM) and APNs. The one definition, used by credentials, delivery and the CLI alike. */
 export type Platform = 'fcm' | 'apns'
 
+/**
+ * Where a simulator credential's deliveries go (written only by `pombo simulate`, never by an upload): the provider
+ * simulator's https address on this machine and the certificate it is trusted by. Honoured only by an instance that
+ * allows simulators (PM_ALLOW_SIMULATORS); anywhere else the credential is refused at use (src/providers/index.ts).
+ */
+export interface SimulatorTarget {
+  url: string
+  /** PEM of the simulators' CA: the simulator's TLS is checked against it alone. */
+  ca: string
+}
+
 /** A Google service-account JSON (the fields the FCM HTTP v1 flow uses; others are kept as they came). */
 export interface FcmCredential {
   project_id: string
   client_email: string
   private_key: string
-  /** OAuth token endpoint; Google's clients use the one inside the file (docs/spec/contract.md). */
+  /** OAuth token endpoint; Google's clients use the one inside the file (docs/spec/contract.md). Only Google's, or
+   *  one on the test provider's host, is ever called (src/providers/endpoints.ts). */
   token_uri: string
+  /** Present only on the credentials `pombo simulate` stores. */
+  simulator?: SimulatorTarget
   [k: string]: unknown
 }
 
@@ -22,4 +36,6 @@ export interface ApnsCredential {
   teamId: string
   bundleId: string
   env: 'sandbox' | 'production'
+  /** Present only on the credentials `pombo simulate` stores. */
+  simulator?: SimulatorTarget
 }

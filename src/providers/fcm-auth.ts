@@ -6,6 +6,7 @@
 import jwt from 'jsonwebtoken'
 import { type Clock, systemClock } from '../core/time'
 import type { FcmCredential } from './credentials'
+import { checkTokenUri, GOOGLE_FCM_HOST } from './endpoints'
 import { failureOutcome } from './classify'
 import type { H2Pool } from '../h2/pool'
 import type { Outcome } from './types'
@@ -22,24 +23,18 @@ export interface FcmAuthOptions {
   /** Refresh this long before the token expires (default 5 min), so no send goes out with a dying token. */
   earlyMs?: number
   /**
-   * Token endpoints this process may call. Sending to Google's FCM (the default base URL), only Google's own
-   * hosts: the token_uri comes from a file an app owner uploads, and without a pin it would make the worker POST
-   * a signed assertion to any https address (a request forgery into the operator's network). Unset: any https
-   * host (fakes and test doubles).
+   * The FCM base URL these tokens are for (cfg.fcmBaseUrl, or a simulator's): the token_uri is checked against it
+   * before every token request (src/providers/endpoints.ts). Default: Google's FCM, so only Google's token endpoint.
    */
-  tokenHostAllowed?: (host: string) => boolean
+  fcmBaseUrl?: string
 }
-
-/** Google's token endpoints: oauth2.googleapis.com (today's service accounts), accounts.google.com (older ones). */
-export const googleTokenHost = (host: string): boolean =>
-  host === 'oauth2.googleapis.com' || host === 'accounts.google.com' || host === 'www.googleapis.com'
 
 export class FcmAuth {
   #cached: { token: string; expiresAtMs: number } | undefined
   #inflight: Promise<TokenResult> | undefined
   readonly #clock: Clock
   readonly #earlyMs: number
-  readonly #hostAllowed: (host: string) => boolean
+  readonly #fcmBaseUrl: string
   /** Access tokens fetched so far (tests: "obtained once and reused"). */
   fetches = 0
 
@@ -50,7 +45,7 @@ export class FcmAuth {
   ) {
     this.#clock = o.clock ?? systemClock
     this.#earlyMs = o.earlyMs ?? 5 * 60_000
-    this.#hostAllowed = o.tokenHostAllowed ?? (() => true)
+    this.#fcmBaseUrl = o.fcmBaseUrl ?? `https://${GOOGLE_FCM_HOST}`
   }
 
   /** The cached token while it is usable, without waiting: the per-delivery path (token() when undefined). */
@@ -76,24 +71,23 @@ export class FcmAuth {
 
   async #fetch(): Promise<TokenResult> {
     const startedMs = this.#clock()
+    // Before every request, whatever was checked when the credential was stored: a credential stored before the
+    // rule, or under another PM_FCM_BASE_URL, is refused here (a credential problem of the app, told in pm_problema).
+    const endpoint = checkTokenUri(this.cred.token_uri, this.#fcmBaseUrl)
+    if (!endpoint.ok) return { outcome: { kind: 'credential', reason: `service account refused: ${endpoint.reason}` } }
     let assertion: string
     let url: URL
     try {
-      url = new URL(this.cred.token_uri)
+      url = new URL(endpoint.uri)
       const iat = Math.floor(startedMs / 1000)
       const keyid = typeof this.cred.private_key_id === 'string' ? this.cred.private_key_id : undefined
       assertion = jwt.sign(
-        { iss: this.cred.client_email, scope: FCM_SCOPE, aud: this.cred.token_uri, iat, exp: iat + ASSERTION_TTL_S },
+        { iss: this.cred.client_email, scope: FCM_SCOPE, aud: endpoint.uri, iat, exp: iat + ASSERTION_TTL_S },
         this.cred.private_key,
         { algorithm: 'RS256', ...(keyid ? { keyid } : {}) },
       )
     } catch (err) {
       return { outcome: { kind: 'credential', reason: `service account unusable: ${(err as Error).message}` } }
-    }
-    if (!this.#hostAllowed(url.hostname)) {
-      return {
-        outcome: { kind: 'credential', reason: `service account token_uri is not a Google token endpoint: ${url.hostname}` },
-      }
     }
     this.fetches++
     const form = new URLSearchParams({ grant_type: JWT_BEARER, assertion }).toString()

@@ -5,7 +5,7 @@ import type { OutgoingHttpHeaders } from 'node:http2'
 import { type Clock, systemClock } from '../core/time'
 import type { FcmCredential } from './credentials'
 import { classifyFcm, failureOutcome, fcmTokenRefused, parseFcmError } from './classify'
-import { FcmAuth, googleTokenHost } from './fcm-auth'
+import { FcmAuth } from './fcm-auth'
 import { fcmMessage } from './fcm-body'
 import type { H2Pool } from '../h2/pool'
 import type { Outcome, Provider, Push, Target } from './types'
@@ -75,9 +75,8 @@ export class FcmProvider implements Provider {
     this.#clock = d.clock ?? systemClock
     this.#pool = d.pool
     const base = new URL(d.baseUrl)
-    // Google's FCM is reached with Google's tokens only (fcm-auth.ts tokenHostAllowed).
-    const pinned = base.hostname === 'fcm.googleapis.com' ? { tokenHostAllowed: googleTokenHost } : {}
-    this.auth = d.auth ?? new FcmAuth(cred, d.pool, { clock: this.#clock, ...pinned })
+    // The token_uri is checked against this base URL before every token request (src/providers/endpoints.ts).
+    this.auth = d.auth ?? new FcmAuth(cred, d.pool, { clock: this.#clock, fcmBaseUrl: d.baseUrl })
     this.#origin = base.origin
     const prefix = base.pathname.replace(/\/+$/, '')
     this.#path = `${prefix}/v1/projects/${encodeURIComponent(cred.project_id)}/messages:send`

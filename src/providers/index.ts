@@ -5,11 +5,12 @@
 import { LRUCache } from 'lru-cache'
 import { DEFAULT_LIMITS } from '../core/config'
 import { type Clock, systemClock } from '../core/time'
-import type { ApnsCredential, FcmCredential, Platform } from './credentials'
+import type { ApnsCredential, FcmCredential, Platform, SimulatorTarget } from './credentials'
+import { simulatorTargetRefusal } from './endpoints'
 import { ApnsProvider } from './apns'
 import { ApnsTokens } from './apns-token'
 import { FcmProvider } from './fcm'
-import type { H2Pool } from '../h2/pool'
+import { H2Pool } from '../h2/pool'
 import type { Outcome, Provider } from './types'
 
 export interface ProviderDeps {
@@ -25,6 +26,14 @@ export interface ProviderDeps {
   observe?: ProviderObserver
   /** ProviderCache: (app, platform) pairs kept; default two per app of the app cache's bound. */
   max?: number
+  /**
+   * cfg.allowSimulators (PM_ALLOW_SIMULATORS): simulator credentials are delivered to their simulator through
+   * `simulatorPool`. Off (the default), such a credential is refused at use, so no push of any app ever goes to a
+   * simulator on an instance that does not allow them.
+   */
+  allowSimulators?: boolean
+  /** The pool for a simulator's address, trusting that simulator's CA (one per CA, owned by the caller). */
+  simulatorPool?: (ca: string) => H2Pool
 }
 
 export type ProviderObserver = (platform: Platform, outcome: Outcome, seconds: number) => void
@@ -45,16 +54,74 @@ export function observed(platform: Platform, p: Provider, observe: ProviderObser
   }
 }
 
+/** Why a simulator credential is not honoured here, as a send's pm_problema says it. */
+export const SIMULATORS_OFF = 'simulator credential refused: this instance does not allow simulators (PM_ALLOW_SIMULATORS is off)'
+
+/** A provider that answers every send with one credential outcome and calls nobody. */
+function refusing(reason: string, apnsEnv?: 'sandbox' | 'production'): Provider {
+  return {
+    apnsEnv,
+    send: () => Promise.resolve({ kind: 'credential', reason }),
+    close: () => Promise.resolve(),
+  }
+}
+
+/** Where a credential's requests go: the configured providers, or, for a simulator credential, its simulator. */
+export type ProviderRoute = { pool: H2Pool; fcmBaseUrl: string; apnsBaseUrl: string | null } | { refused: string }
+
+/**
+ * The route of a credential. A simulator credential goes to its simulator only where the instance allows simulators
+ * and its address is an https loopback URL (src/providers/endpoints.ts); anywhere else it is refused, never sent to
+ * the configured providers either (its key is the simulator's). The delivery engine and the connection test both
+ * route through here.
+ */
+export function providerRoute(
+  credential: FcmCredential | ApnsCredential,
+  deps: Pick<ProviderDeps, 'pool' | 'fcmBaseUrl' | 'apnsBaseUrl' | 'allowSimulators' | 'simulatorPool'>,
+): ProviderRoute {
+  const target: SimulatorTarget | undefined = credential.simulator
+  if (target === undefined) return { pool: deps.pool, fcmBaseUrl: deps.fcmBaseUrl, apnsBaseUrl: deps.apnsBaseUrl }
+  if (!deps.allowSimulators || !deps.simulatorPool) return { refused: SIMULATORS_OFF }
+  const bad = simulatorTargetRefusal(target.url)
+  if (bad || typeof target.ca !== 'string') return { refused: `simulator credential refused: ${bad ?? 'no CA'}` }
+  return { pool: deps.simulatorPool(target.ca), fcmBaseUrl: target.url, apnsBaseUrl: target.url }
+}
+
+/** One HTTP/2 pool per simulator CA, each trusting that CA besides Node's roots; closed with their owner. The
+ *  providers' own pool never trusts a simulator's CA. */
+export class SimulatorPools {
+  readonly #byCa = new Map<string, H2Pool>()
+
+  constructor(private readonly make: (ca: string) => H2Pool = (ca) => new H2Pool({ ca })) {}
+
+  get = (ca: string): H2Pool => {
+    let pool = this.#byCa.get(ca)
+    if (!pool) {
+      pool = this.make(ca)
+      this.#byCa.set(ca, pool)
+    }
+    return pool
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#byCa.values()]
+    this.#byCa.clear()
+    await Promise.all(all.map((p) => p.close()))
+  }
+}
+
 export function providerFor(platform: 'fcm', credential: FcmCredential, deps: ProviderDeps): Provider
 export function providerFor(platform: 'apns', credential: ApnsCredential, deps: ProviderDeps): Provider
 export function providerFor(platform: Platform, credential: FcmCredential | ApnsCredential, deps: ProviderDeps): Provider
 export function providerFor(platform: Platform, credential: FcmCredential | ApnsCredential, deps: ProviderDeps): Provider {
   const clock = deps.clock ?? systemClock
+  const route = providerRoute(credential, deps)
+  if ('refused' in route) return refusing(route.refused, platform === 'apns' ? (credential as ApnsCredential).env : undefined)
   if (platform === 'fcm')
-    return new FcmProvider(credential as FcmCredential, { baseUrl: deps.fcmBaseUrl, pool: deps.pool, clock })
+    return new FcmProvider(credential as FcmCredential, { baseUrl: route.fcmBaseUrl, pool: route.pool, clock })
   return new ApnsProvider(credential as ApnsCredential, {
-    baseUrl: deps.apnsBaseUrl,
-    pool: deps.pool,
+    baseUrl: route.apnsBaseUrl,
+    pool: route.pool,
     clock,
     tokens: deps.apnsTokens,
   })

@@ -11,7 +11,7 @@ import type { SimulateArgs } from './args'
 import { Fleet, type FleetStats } from './fleet'
 import type { Histogram } from './histogram'
 import { Progress } from './progress'
-import { listenPortOf, pointAppAtSimulators, type Providers, SimulateError, startProviders } from './providers'
+import { pointAppAtSimulators, type Providers, SIMULATORS_NOT_ALLOWED, SimulateError, startProviders } from './providers'
 import { renderHtml, renderSvg } from './report'
 import { type Accepted, IDS_PER_SEND, type SendCounts, ServiceApi } from './service-api'
 
@@ -104,18 +104,9 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
   const warnings: string[] = []
   const signal = io.signal
 
-  // Where the simulators listen: where the worker delivers. An outside worker must already be pointed here.
-  let fcmPort = listenPortOf(cfg.fcmBaseUrl)
-  let apnsPort = listenPortOf(cfg.apnsBaseUrl)
-  if (!a.worker && (fcmPort === null || apnsPort === null)) {
-    throw new SimulateError(
-      `the worker delivers to ${fcmPort === null ? `PM_FCM_BASE_URL=${cfg.fcmBaseUrl}` : `PM_APNS_BASE_URL=${cfg.apnsBaseUrl ?? "Apple's hosts"}`}, not to the simulators: ` +
-        `give the worker and this command PM_FCM_BASE_URL=https://127.0.0.1:9443 PM_APNS_BASE_URL=https://127.0.0.1:9444 ` +
-        `(the worker also NODE_EXTRA_CA_CERTS=${a.tlsDir}/ca.pem), or run with --worker`,
-    )
-  }
-  fcmPort ??= 0
-  apnsPort ??= 0
+  // Simulated deliveries happen only where the instance allows them: its workers honour simulator credentials only
+  // then, and the credentials are not stored otherwise (src/credentials/validate.ts checkStorable).
+  if (!cfg.allowSimulators) throw new SimulateError(SIMULATORS_NOT_ALLOWED)
 
   await preflight(a.baseUrl)
   const fleet = new Fleet({
@@ -147,8 +138,6 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
   try {
     providers = await startProviders({
       tlsDir: a.tlsDir,
-      fcmPort,
-      apnsPort,
       fcmLatency: a.fcmLatency,
       apnsLatency: a.apnsLatency,
       failureRate: a.failureRate,
@@ -158,14 +147,16 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     })
     await pointAppAtSimulators(cfg, a.appId, providers, a.replaceCredentials)
     if (a.worker) {
+      // A worker of this instance like any other (cfg allows simulators, or the run stopped above): the app's pushes
+      // go to the simulators through its simulator credentials, every other app's to its own providers.
       worker = await Service.start(
-        { ...cfg, fcmBaseUrl: providers.fcm.url, apnsBaseUrl: providers.apns.url, opsPort: null, grpcPort: null },
-        { roles: ['worker'], log: createLogger('error', process.stderr), providerCa: providers.tls.caPem, dispatcher: false },
+        { ...cfg, opsPort: null, grpcPort: null },
+        { roles: ['worker'], log: createLogger('error', process.stderr), dispatcher: false },
       )
     }
     progress.note(
       `pombo simulate ${runId}: FCM simulator ${providers.fcm.url}, APNs simulator ${providers.apns.url}` +
-        (a.worker ? ' (delivery worker in this process)' : ` (worker trusts ${providers.tls.caFile})`),
+        (a.worker ? ' (delivery worker in this process)' : " (the instance's workers deliver to them)"),
     )
     progress.start()
 

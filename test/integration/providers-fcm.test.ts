@@ -3,7 +3,6 @@
 import t from 'tap'
 import type { FcmCredential } from '../../src/providers/credentials'
 import { FcmProvider } from '../../src/providers/fcm'
-import { googleTokenHost } from '../../src/providers/fcm-auth'
 import { fcmMessage } from '../../src/providers/fcm-body'
 import { H2Pool } from '../../src/h2/pool'
 import { FCM_SCOPE, type FakeFcm, startFakeFcm } from '../fakes/fcm'
@@ -260,10 +259,22 @@ t.test('sending to Google, a token_uri outside Google is refused before any requ
   const google = new FcmProvider(sa, { baseUrl: 'https://fcm.googleapis.com', pool, clock })
   t.match(await google.send(android('ssrf-1'), pushFor()), {
     kind: 'credential',
-    reason: /token_uri is not a Google token endpoint: 127\.0\.0\.1/,
+    reason: /^service account refused: token_uri must be Google's token endpoint .*got an address on 127\.0\.0\.1/,
   })
   t.equal(fcm.tokensIssued, issued, 'no assertion was posted anywhere')
   t.equal(fcm.stats().requests, sent)
-  t.ok(googleTokenHost('oauth2.googleapis.com') && googleTokenHost('accounts.google.com'))
-  t.notOk(googleTokenHost('oauth2.googleapis.com.evil.example') || googleTokenHost('169.254.169.254'))
+})
+
+t.test('sending to a test provider, a token_uri on another host is refused before any request', async (t) => {
+  const issued = fcm.tokensIssued
+  const sent = fcm.stats().requests
+  for (const uri of ['https://localhost:1/token', 'https://169.254.169.254/token', 'http://127.0.0.1:1/token']) {
+    const sa = { ...fcm.serviceAccount('pombo-test'), token_uri: uri } as unknown as FcmCredential
+    t.match(await new FcmProvider(sa, { baseUrl: fcm.url, pool, clock }).send(android('ssrf-2'), pushFor()), {
+      kind: 'credential',
+      reason: /^service account refused: token_uri must be .* or an https URL on 127\.0\.0\.1/,
+    })
+  }
+  t.equal(fcm.tokensIssued, issued, 'no assertion was posted anywhere')
+  t.equal(fcm.stats().requests, sent)
 })

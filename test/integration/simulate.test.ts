@@ -1,38 +1,30 @@
 // `pombo simulate` end to end: the real CLI as a child process against a real service (API and delivery worker in
-// this process), the worker pointed at the simulators the child starts. Every count the run prints is checked
-// against the service's own tables: registered devices, pushes accepted, `recebidos`, `converted`.
+// this process) that allows simulators (PM_ALLOW_SIMULATORS): its worker delivers the app's pushes to the simulators
+// the child starts, through the simulator credentials the child stores. Every count the run prints is checked
+// against the service's own tables: registered devices, pushes accepted, `recebidos`, `converted`. The refusals
+// (an instance that does not allow simulators, an app without simulator credentials): simulate-refusals.test.ts.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer as createHttpServer } from 'node:http'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { simulatorTls } from '../../src/simulators/tls'
 import { pombo } from '../helpers/cli'
 import { FakeClock, startService } from '../helpers/service'
 import { until } from '../helpers/until'
 
-async function freePort(): Promise<number> {
-  const srv = createServer()
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve))
-  const port = (srv.address() as { port: number }).port
-  await new Promise<void>((resolve) => srv.close(() => resolve()))
-  return port
-}
-
 async function world(t: Test, roles: Array<'api' | 'worker'>, extra: Record<string, string> = {}, clock?: FakeClock) {
   const dir = mkdtempSync(join(tmpdir(), 'pombo-simulate-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const tls = simulatorTls(dir) // made before the worker starts, as an operator would with NODE_EXTRA_CA_CERTS
+  // The worker learns where the simulators are, and trusts their certificate, from the app's simulator credentials:
+  // no PM_FCM_BASE_URL, no extra CA.
   const env = {
-    PM_FCM_BASE_URL: `https://127.0.0.1:${await freePort()}`,
-    PM_APNS_BASE_URL: `https://127.0.0.1:${await freePort()}`,
+    PM_ALLOW_SIMULATORS: '1',
     PM_LIMIT_IP_PER_MIN: '0',
     PM_DEFAULT_PLAN: 'pro',
     PM_PARTITIONS: '4',
     ...extra,
   }
-  const s = await startService(t, { roles, providerCa: tls.caPem, env, clock })
+  const s = await startService(t, { roles, env, clock })
   const app = await s.createApp()
   const run = (args: string[]) =>
     pombo(s, ['simulate', '--app', app.id, '--base-url', s.url, '--tls-dir', dir, '--json', ...args], {
@@ -239,16 +231,6 @@ t.test('bad input: one line, exit 2, nothing started', async (t) => {
   }
   const [n] = await w.s.sql<{ n: number }>('SELECT count(*)::int AS n FROM devices WHERE app_id = $1', [w.app.id])
   t.equal(n?.n, 0, 'no device registered')
-})
-
-t.test('a worker pointed elsewhere is refused with the way to point it here', async (t) => {
-  const w = await world(t, ['api'])
-  const r = await pombo(w.s, ['simulate', '--app', w.app.id, '--devices', '3', '--base-url', w.s.url, '--tls-dir', w.dir], {
-    PM_FCM_BASE_URL: 'https://fcm.googleapis.com',
-  })
-  t.equal(r.code, 2)
-  t.match(r.stderr, /the worker delivers to PM_FCM_BASE_URL=https:\/\/fcm\.googleapis\.com, not to the simulators/)
-  t.match(r.stderr, /--worker/)
 })
 
 t.test('an app with real credentials is left alone unless --replace-credentials', async (t) => {

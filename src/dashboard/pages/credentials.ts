@@ -103,7 +103,7 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
       const config = fileText(form, 'config', 'Configuração do app (google-services.json)', false)
       const packageName = form.text('pacote').trim() || undefined
       const up = parseFcmUpload(
-        { text: account, what: 'Conta de serviço (JSON)' },
+        { text: account, what: 'Conta de serviço (JSON)', fcmBaseUrl: d.cfg.fcmBaseUrl },
         config === undefined ? undefined : { text: config, what: 'google-services.json', packageName },
       )
       await d.credentials.save(app.id, 'fcm', up.credential, up.meta, up.params)
