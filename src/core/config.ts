@@ -82,6 +82,10 @@ export interface Config {
   readonly fcmBaseUrl: string
   readonly apnsBaseUrl: string | null
   readonly webhookAllowPrivate: boolean
+  /** PM_ALLOW_SIMULATORS: this instance delivers the pushes of apps holding simulator credentials (stored by
+   *  `pombo simulate`) to their simulators, and `pombo simulate` runs against it. Off by default (`pombo serve`, the
+   *  image); `npm start` turns it on. Off, such credentials are refused at use and simulate refuses to start. */
+  readonly allowSimulators: boolean
   readonly exportDir: string
   readonly trustProxy: readonly string[]
   readonly limits: Limits
@@ -820,6 +824,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     fcmBaseUrl: env.PM_FCM_BASE_URL || 'https://fcm.googleapis.com',
     apnsBaseUrl: env.PM_APNS_BASE_URL || null,
     webhookAllowPrivate: env.PM_WEBHOOK_ALLOW_PRIVATE === '1',
+    allowSimulators: flag(env, 'PM_ALLOW_SIMULATORS', false),
     // Unset: the default directory; set to the empty string: exports are off (503).
     exportDir: env.PM_EXPORT_DIR ?? './.data/exports',
     trustProxy: trustProxy(env.PM_TRUST_PROXY),
