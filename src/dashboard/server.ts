@@ -54,10 +54,10 @@ export function dashboardRoutes(r: Router, d: DashboardDeps): { close(): Promise
     return { status: body.postgres && body.redis ? 200 : 503, body }
   })
 
+  // Public: anyone may load it, so it says nothing of the tenants (no count, no name) and asks the database nothing.
   r.get('/', {}, async () => {
-    const apps = await query<{ n: string }>(d.db, 'SELECT count(*) AS n FROM apps')
     const body = html`<h1>Pombo ${d.version}</h1>
-<p>API pública: <code>${d.apiUrl}</code> · apps cadastrados: <b>${apps.rows[0]?.n ?? 0}</b></p>
+<p>API pública: <code>${d.cfg.publicBaseUrl}</code></p>
 <p><a class="botao" href="/entrar">Entrar no painel</a></p>
 <p class="dica">Primeiro acesso: o operador cria a conta com <code>pombo user create --email … --operador --senha-stdin</code>
 ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.</p>`
