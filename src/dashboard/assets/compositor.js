@@ -32,8 +32,19 @@
     i.value = value
   }
 
+  // Colours and sizes of a preview travel as data-css (the page's Content-Security-Policy forbids inline styles);
+  // set through the CSSOM, which the policy allows. The server sends only values that passed their checks.
+  const applyCss = (root) => {
+    for (const el of root.querySelectorAll('[data-css]')) {
+      try {
+        for (const [k, v] of Object.entries(JSON.parse(el.dataset.css))) el.style.setProperty(k, String(v))
+      } catch {}
+    }
+  }
+
   // A live preview region refreshed from the server as the person types.
   const livePreview = (form, url, target) => {
+    applyCss(target)
     let seq = 0
     const refresh = async () => {
       const mine = ++seq
@@ -41,7 +52,10 @@
         const res = await post(url, form)
         if (!res.ok || mine !== seq) return
         const out = await res.json()
-        if (mine === seq) target.innerHTML = out.html
+        if (mine === seq) {
+          target.innerHTML = out.html
+          applyCss(target)
+        }
       } catch {
         // the next keystroke tries again
       }

@@ -30,14 +30,15 @@ export async function inappSection(d: AppPageDeps, { app, v, q }: AppView): Prom
 <label><input type="checkbox" name="ativo" value="1"${app.inappActive ? html` checked` : ''}> Canal in-app ativo</label>
 <label for="cap">inapp_cap_horas</label><input id="cap" name="cap_horas" type="number" min="0" max="168" value="${app.inappCapHours}">
 <button type="submit">Salvar in-app</button></form>
+<p><a class="botao" href="${base}/inapp/nova">Nova campanha</a></p>
 ${
   list.campanhas.length === 0
-    ? html`<p>Nenhuma campanha (crie pela API: POST /api/v1/in_app_messages).</p>`
+    ? html`<p>Nenhuma campanha ainda.</p>`
     : html`<table><caption>Campanhas</caption><thead><tr><th scope="col">Nome</th><th scope="col">Estado</th><th scope="col">Funil</th><th scope="col">Alcance</th><th scope="col">Ações</th></tr></thead>
 <tbody>${list.campanhas.map((c) => {
         const k = c.contadores
         const max = Math.max(1, k.servidos)
-        return html`<tr><td>${c.nome}</td><td>${c.estado}</td>
+        return html`<tr><td><a href="${base}/inapp/${c.id}">${c.nome}</a></td><td>${c.estado}</td>
 <td class="funil"><label>servidos ${k.servidos}</label> <label>impressões <meter min="0" max="${max}" value="${k.impressoes}">${k.impressoes}</meter> ${k.impressoes}</label>
 <label>cliques <meter min="0" max="${max}" value="${k.cliques}">${k.cliques}</meter> ${k.cliques}</label> <label>fechados ${k.fechados}</label></td>
 <td>${reach && reach.campanha_id === c.id ? html`<b>${reach.alcance_estimado}</b> dispositivos` : html`<a href="${base}?alcance=${c.id}#inapp">Calcular</a>`}</td>

@@ -22,7 +22,7 @@ export interface ComposerView {
 }
 
 /** The error text beside a field, and the attributes that tie the field to it. */
-function errorOf(errors: Map<string, string>, id: string): { attrs: Html; note: Html } {
+export function errorOf(errors: Map<string, string>, id: string): { attrs: Html; note: Html } {
   const e = errors.get(id)
   if (!e) return { attrs: html``, note: html`` }
   return {
@@ -31,7 +31,7 @@ function errorOf(errors: Map<string, string>, id: string): { attrs: Html; note: 
   }
 }
 
-function textField(
+export function textField(
   errors: Map<string, string>,
   id: string,
   label: string,
@@ -47,7 +47,7 @@ function textField(
   return html`<div class="campo"><label for="${id}">${label}</label>${control}${o.hint ? html`<small class="dica" id="dica-${id}">${o.hint}</small>` : ''}${e.note}</div>`
 }
 
-function checkbox(id: string, label: string, checked: boolean, value = '1'): Html {
+export function checkbox(id: string, label: string, checked: boolean, value = '1'): Html {
   return html`<label class="opcao"><input type="checkbox" id="${id}" name="${id}" value="${value}"${checked ? html` checked` : ''}> ${label}</label>`
 }
 

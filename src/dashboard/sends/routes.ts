@@ -15,7 +15,7 @@ import { appFor } from '../access'
 import type { Form } from '../form'
 import { page } from '../layout'
 import type { Sessions, Viewer } from '../session'
-import { htmlReply, jsonReply, notFound, redirect, viewerAction, viewerPage, type Web } from '../web'
+import { htmlReply, jsonReply, notFound, pollPage, redirect, viewerAction, viewerPage, type Web } from '../web'
 import { type ComposerState, composeBody, emptyState, fieldIdFor, MAX_LANGUAGES, newKey, readState, testBody } from './compose'
 import { composerBody, confirmBody, type ComposerView } from './composer-page'
 import { previewHtml, previewOf } from './preview'
@@ -204,7 +204,7 @@ export function composerRoutes(r: Router, d: SendPagesDeps): void {
   })
 
   // A test send's result for its device: what the provider said, once it answered.
-  viewerPage(d, r.get.bind(r), '/apps/:id/envios/:sid/teste.json', async (req, v) => {
+  pollPage(d, r.get.bind(r), '/apps/:id/envios/:sid/teste.json', async (req, v) => {
     const app = await appFor(d.db, v, req.params[0])
     const sid = req.params[1]
     const device = req.query.get('dispositivo')

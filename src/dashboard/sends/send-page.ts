@@ -14,7 +14,7 @@ import { appFor } from '../access'
 import { html, type Html, jsonData, when } from '../html'
 import { page } from '../layout'
 import type { Sessions } from '../session'
-import { htmlReply, jsonReply, notFound, viewerPage, type Web } from '../web'
+import { htmlReply, jsonReply, notFound, pollPage, viewerPage, type Web } from '../web'
 import { FAILURE_LABELS } from './failures'
 import {
   LATENCY_EDGES_MS,
@@ -208,7 +208,7 @@ ${proof ? html`<figure><canvas id="grafico-tempo" role="img" aria-label="Histogr
   })
 
   // The live parts of the page while it is open.
-  viewerPage(d, r.get.bind(r), '/apps/:id/envios/:sid/dados.json', async (req, v) => {
+  pollPage(d, r.get.bind(r), '/apps/:id/envios/:sid/dados.json', async (req, v) => {
     const app = await appFor(d.db, v, req.params[0])
     const { s, st, now, proof } = await view(d, app, req.params[1])
     return jsonReply({
