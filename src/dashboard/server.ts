@@ -13,6 +13,7 @@ import { SimulatorPools } from '../providers/index'
 import type { DeviceService } from '../devices/service'
 import type { Router } from '../http/router'
 import type { InappModule } from '../inapp/module'
+import type { SendsModule } from '../sends/module'
 import { PeopleService } from '../people/service'
 import { pingAll, type RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
@@ -22,7 +23,9 @@ import { assetRoutes } from './assets'
 import { html } from './html'
 import { page } from './layout'
 import { appPageRoutes } from './pages/app'
+import { inappEditorRoutes } from './inapp-editor/routes'
 import { appsRoutes } from './pages/apps'
+import { sendPagesRoutes } from './sends'
 import { peopleRoutes } from './pages/people'
 import { signinRoutes } from './pages/signin'
 import { cookieSecret, Sessions } from './session'
@@ -40,6 +43,7 @@ export interface DashboardDeps {
   apps: AppService
   devices: DeviceService
   inapp: InappModule
+  sends: SendsModule
   version: string
   apiUrl: string
   /** Extra CA the connection test trusts (tests against the fake providers). */
@@ -109,6 +113,8 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     allowSimulators: d.cfg.allowSimulators,
     simulatorPool: simulatorPools.get,
   })
+  sendPagesRoutes(r, { ...web, cfg: d.cfg, db: d.db, clock: d.clock, sends: d.sends.service })
+  inappEditorRoutes(r, { ...web, cfg: d.cfg, db: d.db, clock: d.clock, campaigns: d.inapp.campaigns })
   appPageRoutes(r, {
     ...web,
     cfg: d.cfg,
