@@ -84,14 +84,22 @@ export class Keys {
     return `${this.prefix}:{${appId}}:grpc:streams`
   }
 
-  /** Dashboard sign-in attempts per account (digest of the e-mail) per window. */
-  signinAccount(account: string, window: number): string {
-    return `${this.prefix}:dash:signin:a:${account}:${window}`
+  /** Dashboard sign-in attempts per network (an IPv4 address or an IPv6 /64) per window. */
+  signinIp(net: string, window: number): string {
+    return `${this.prefix}:dash:signin:ip:${net}:${window}`
   }
 
-  /** Dashboard sign-in attempts per source IP per window. */
-  signinIp(ip: string, window: number): string {
-    return `${this.prefix}:dash:signin:ip:${ip}:${window}`
+  // One account's sign-in counters share a slot (`{sa:<digest of the e-mail>}`): one script reads and writes them.
+
+  /** Recent failed sign-ins of an account, from anywhere (a hash: f). */
+  signinAccountFailures(account: string): string {
+    return `${this.prefix}:{sa:${account}}:signin:f`
+  }
+
+  /** Failed sign-ins of an account from one source (`n:<network>` or `b:<known browser>`) and when its next may be
+   *  judged (a hash: f, r). */
+  signinSourceFailures(account: string, source: string): string {
+    return `${this.prefix}:{sa:${account}}:signin:s:${source}`
   }
 
   /** A dashboard session's one-shot message (shown by the next page it opens). */

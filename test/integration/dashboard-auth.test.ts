@@ -96,8 +96,11 @@ t.test('cross-site requests are refused: missing token, wrong token, foreign Ori
 })
 
 t.test('sign-in is rate-limited per account and per IP', async (t) => {
+  // A clock that stands still: the account's delay (1 s after the third failure) has not passed when asked again.
+  // Delays, their growth and the lockout they avoid: dashboard-signin-limits.test.ts.
   const s = await startService(t, {
     roles: ['api', 'dashboard'],
+    clock: new FakeClock(),
     env: { PM_DASHBOARD_SIGNIN_PER_ACCOUNT: '3', PM_DASHBOARD_SIGNIN_PER_IP: '6' },
   })
   const org = await makeOrg(s, 'Org')
@@ -106,8 +109,8 @@ t.test('sign-in is rate-limited per account and per IP', async (t) => {
   const c = new DashClient(s.dashboardUrl)
   for (let i = 0; i < 3; i++) t.equal((await c.signIn('ana@example.com', `errada-${i}-xxxxxxx`)).status, 401)
   const blocked = await c.signIn('ana@example.com', SENHA)
-  t.equal(blocked.status, 429, 'the right password no longer helps for this account')
-  t.match(blocked.text, /Muitas tentativas/)
+  t.equal(blocked.status, 429, 'from this network, even the right password waits its delay')
+  t.match(blocked.text, /Muitas tentativas de entrar\. Tente de novo em 1 s/)
   t.notOk(c.jar.has('pm_sessao'))
   // Another account from the same address still signs in, until the address's own limit.
   t.equal((await new DashClient(s.dashboardUrl).signIn('bia@example.com', SENHA)).status, 303)
@@ -117,7 +120,12 @@ t.test('sign-in is rate-limited per account and per IP', async (t) => {
 
 t.test('a session ends at its expiry, and at sign-out', async (t) => {
   const clock = new FakeClock()
-  const s = await startService(t, { roles: ['api', 'dashboard'], clock, env: { PM_DASHBOARD_SESSION_H: '1' } })
+  // An idle timeout above the hour: this is the absolute expiry (the idle one: dashboard-people.test.ts).
+  const s = await startService(t, {
+    roles: ['api', 'dashboard'],
+    clock,
+    env: { PM_DASHBOARD_SESSION_H: '1', PM_DASHBOARD_IDLE_MIN: '120' },
+  })
   const org = await makeOrg(s, 'Org')
   await makePerson(s, 'ana@example.com', SENHA, org)
   const c = new DashClient(s.dashboardUrl)

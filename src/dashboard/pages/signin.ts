@@ -1,6 +1,6 @@
 // Sign-in (/entrar), sign-out (/sair) and the invitation link (/convite/<token>). Before a session exists the forms
 // are protected by a double-submit token (an HttpOnly cookie and a hidden field that must match) plus the Origin
-// check; sign-in is rate-limited per account and per IP.
+// check; sign-in is limited per network and slowed per account (src/dashboard/signin-limit.ts).
 import { randomBytes } from 'node:crypto'
 import type { Request } from '../../http/request'
 import type { Reply } from '../../http/reply'
@@ -10,7 +10,7 @@ import { parseForm } from '../form'
 import { html } from '../html'
 import { page } from '../layout'
 import { cookieHeader, cookies, type Sessions } from '../session'
-import type { SigninLimiter } from '../signin-limit'
+import { KNOWN_BROWSER_COOKIE, KNOWN_BROWSER_MAX_AGE_S, type SigninLimiter } from '../signin-limit'
 import { DashError, FORM_LIMIT, htmlReply, publicPage, redirect, sameOrigin, tokensEqual, viewerAction, type Web } from '../web'
 
 const PRE_COOKIE = 'pm_form'
@@ -74,6 +74,11 @@ ${error ? html`<p role="alert" class="aviso erro">${error}</p>` : ''}
   return htmlReply(error ? 400 : 200, page({ title: 'Criar acesso' }, body), headers)
 }
 
+/** "45 s", "3 min", "15 min": how long to wait, in words a person reads at a glance. */
+function waitText(s: number): string {
+  return s < 120 ? `${s} s` : `${Math.ceil(s / 60)} min`
+}
+
 const INVITE_GONE = 'Convite inválido, vencido ou já usado. Peça um novo convite.'
 
 export function signinRoutes(r: Router, d: SigninDeps): void {
@@ -91,12 +96,35 @@ export function signinRoutes(r: Router, d: SigninDeps): void {
     checkPre(req, d, form.text('_csrf'))
     const email = form.text('email').slice(0, 320)
     const token = form.text('_csrf')
-    if (!(await d.limiter.take(email, req.ip))) {
-      return signinPage(token, { email, error: 'Muitas tentativas de entrar. Espere 15 minutos e tente de novo.', status: 429 })
+    const gate = await d.limiter.check(email, req.ip, cookies(req.header('cookie')).get(KNOWN_BROWSER_COOKIE))
+    if (!gate.ok) {
+      // The same words whether the account exists or not; the wait is the one this source really has.
+      const error =
+        gate.scope === 'network'
+          ? `Muitas tentativas de entrar a partir deste endereço. Tente de novo em ${waitText(gate.retryAfterS)}.`
+          : `Muitas tentativas de entrar. Tente de novo em ${waitText(gate.retryAfterS)}.`
+      return signinPage(token, { email, error, status: 429 }, { 'Retry-After': String(gate.retryAfterS) })
     }
-    const person = await d.people.authenticate(email, form.text('senha'))
+    let person: Person | null
+    try {
+      person = await d.people.authenticate(email, form.text('senha'))
+    } catch (err) {
+      await gate.settle('void')
+      throw err
+    }
+    await gate.settle(person ? 'success' : 'failure')
     if (!person) return signinPage(token, { email, error: 'E-mail ou senha inválidos.', status: 401 })
-    return redirect('/apps', { 'Set-Cookie': await d.sessions.create(person) })
+    return redirect('/apps', {
+      'Set-Cookie': await d.sessions.create(person),
+      // A second Set-Cookie: header names differ only in case, so both are written (the reply's headers are a record).
+      'set-cookie': cookieHeader(
+        KNOWN_BROWSER_COOKIE,
+        d.limiter.knownBrowser(email),
+        KNOWN_BROWSER_MAX_AGE_S,
+        d.sessions.secure,
+        'Strict',
+      ),
+    })
   })
 
   viewerAction(d, post, '/sair', async (_req, v) => redirect('/entrar', { 'Set-Cookie': await d.sessions.destroy(v) }))
