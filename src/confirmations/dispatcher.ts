@@ -21,7 +21,6 @@
 // At-least-once: the cursor moves only after a 2xx or an abandon, and is written at the end of the turn; a crash in
 // the middle of a turn redelivers that turn's events in order (same X-PM-Evento-Id).
 import { randomUUID } from 'node:crypto'
-import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import type { Config } from '../core/config'
 import type { Clock } from '../core/time'
@@ -47,23 +46,19 @@ export interface DispatcherDeps {
   poolMax?: number
 }
 
-/** Known-slow destinations counted beside the free slots when looking for due ones (they may be skipped). */
-const SLOW_LOOKAHEAD = 1_000
-
 export class WebhookDispatcher {
   readonly #db: Db
   readonly #sender: WebhookSender
   readonly #secrets: WebhookSecrets
   /** Destinations with a turn in this process; each turn makes one call at a time (the per-app cap). */
   readonly #running = new Map<string, Promise<void>>()
-  /** Of those, the ones known slow when their turn began. */
+  /** Of those, the ones slow when their turn began (webhook_destinations.slow: the last turn had a call slower
+   *  than PM_WEBHOOK_SLOW_MS, or one that timed out). */
   readonly #runningSlow = new Set<string>()
-  /** Destinations whose last turn had a call slower than PM_WEBHOOK_SLOW_MS, or one that timed out. */
-  readonly #slow: LRUCache<string, true>
   readonly #stop = new AbortController()
   #loop: Promise<void> | null = null
   #wake: (() => void) | null = null
-  /** A turn ended while the loop was looking for work: look again at once. */
+  /** A turn ended while the loop was looking for work, or slow destinations were passed over: look again at once. */
   #again = false
   #jobs: NodeJS.Timeout | null = null
   /** Calls in flight at once (PM_WEBHOOK_CONCURRENCY), and how many of them known-slow destinations may hold. */
@@ -77,7 +72,6 @@ export class WebhookDispatcher {
     // Its own pool: the dispatcher's statements never wait behind the API's queries, nor the reverse.
     this.#db = createPool(d.cfg, Math.max(2, d.poolMax ?? w.concurrency + 1))
     this.#secrets = new WebhookSecrets(d.vault, d.cfg.limits.appCacheMax)
-    this.#slow = new LRUCache({ max: d.cfg.limits.appCacheMax })
     this.#sender = new WebhookSender({
       timeoutMs: w.timeoutMs,
       allowPrivate: d.cfg.webhookAllowPrivate,
@@ -159,16 +153,17 @@ export class WebhookDispatcher {
   async #tick(): Promise<void> {
     const free = this.#concurrency - this.#running.size
     if (free <= 0 || this.#stop.signal.aborted) return
-    const due = await query<{ id: string }>(this.#db, DUE, [
-      new Date(this.d.clock()),
-      free + Math.min(this.#slow.size, SLOW_LOOKAHEAD),
-    ])
-    for (const { id } of due.rows) {
+    // Once the slow destinations' share is taken, the look-up leaves them out: however many of them are due, the
+    // destinations that answer in time are found.
+    const slowFree = this.#runningSlow.size < this.#slowSlots
+    const due = await query<{ id: string; slow: boolean }>(this.#db, DUE, [new Date(this.d.clock()), free, slowFree])
+    for (const { id, slow } of due.rows) {
       if (this.#running.size >= this.#concurrency || this.#stop.signal.aborted) break
       if (this.#running.has(id)) continue
-      const slow = this.#slow.has(id)
-      // Slow destinations wait for a slow slot; the others keep theirs.
-      if (slow && this.#runningSlow.size >= this.#slowSlots) continue
+      if (slow && this.#runningSlow.size >= this.#slowSlots) {
+        this.#again = true // their share filled up in this pass: look again for the others
+        continue
+      }
       if (slow) this.#runningSlow.add(id)
       let worked = false
       const task = this.#turn(id)
@@ -192,15 +187,13 @@ export class WebhookDispatcher {
     const got = await claim(this.#db, id, new Date(this.d.clock()), randomUUID(), w.leaseMs, w.batch)
     if (!got) return false
     const lease = new HeldLease(this.#db, got, w.leaseMs, sentAt)
-    let out: { outcome: TurnOutcome; calls: number; slow: boolean }
+    let out: { outcome: TurnOutcome; calls: number }
     try {
       out = await this.#calls(got, lease)
     } finally {
       lease.end()
     }
-    const { outcome, calls, slow } = out
-    if (slow) this.#slow.set(id, true)
-    else if (calls > 0) this.#slow.delete(id)
+    const { outcome, calls } = out
     if (!lease.held || (calls > 0 && !(await record(this.#db, outcome)))) {
       this.d.log.warn(
         { evento: 'webhook_lease_perdido', destino: id, app_id: got.dest.app_id, tentativas: calls },
@@ -227,7 +220,7 @@ export class WebhookDispatcher {
   }
 
   /** The turn's calls, in seq order, with no transaction open: until a failure, the turn's bound, or a lost lease. */
-  async #calls(c: Claim, lease: HeldLease): Promise<{ outcome: TurnOutcome; calls: number; slow: boolean }> {
+  async #calls(c: Claim, lease: HeldLease): Promise<{ outcome: TurnOutcome; calls: number }> {
     const w = this.d.cfg.webhook
     const { dest } = c
     const now = new Date(this.d.clock())
@@ -241,12 +234,12 @@ export class WebhookDispatcher {
       consecutive: dest.consecutive_failures,
       nextAt: now,
       disable: false,
+      slow: false,
       at: now,
       attempts: [] as AttemptRecord[],
       abandoned: null,
     }
     let calls = 0
-    let slow = false
     for (const ev of c.events) {
       if (this.#stop.signal.aborted || !lease.held || performance.now() - started > w.batchMaxMs) break
       if (ev.body.canal === undefined) ev.body.canal = 'webhook' // spec: inside the signed bytes
@@ -255,7 +248,7 @@ export class WebhookDispatcher {
       const r = await this.#sender.send({ url: dest.url, secret, event: ev.evento, eventId: ev.seq, body }, lease.signal)
       if (!lease.held) break // aborted or lost during the call: this result is not ours to record
       calls++
-      if (performance.now() - t0 >= w.slowMs || (!r.ok && r.result === 'timeout')) slow = true
+      if (performance.now() - t0 >= w.slowMs || (!r.ok && r.result === 'timeout')) o.slow = true
       this.d.onAttempt?.(r.ok ? 'ok' : r.result)
       const at = new Date(this.d.clock())
       o.at = at
@@ -294,6 +287,6 @@ export class WebhookDispatcher {
       }
       break
     }
-    return { outcome: o, calls, slow }
+    return { outcome: o, calls }
   }
 }

@@ -38,9 +38,10 @@ export interface Claim {
   leaseId: string
 }
 
-/** Due destinations nobody holds, with events after their cursor, oldest `next_at` first (turns go round). */
-export const DUE = `SELECT d.id FROM webhook_destinations d
-  WHERE d.active AND d.disabled_at IS NULL AND d.next_at <= $1
+/** Due destinations nobody holds, with events after their cursor, oldest `next_at` first (turns go round); the
+ *  slow ones only while $3 (a slot for them is free). */
+export const DUE = `SELECT d.id, d.slow FROM webhook_destinations d
+  WHERE d.active AND d.disabled_at IS NULL AND d.next_at <= $1 AND ($3 OR NOT d.slow)
     AND (d.leased_until IS NULL OR d.leased_until < clock_timestamp())
     AND (d.handover_until IS NULL OR d.handover_until < clock_timestamp())
     AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook')
@@ -116,6 +117,8 @@ export interface TurnOutcome {
   consecutive: number
   nextAt: Date
   disable: boolean
+  /** A call of the turn took PM_WEBHOOK_SLOW_MS or more, or timed out. */
+  slow: boolean
   at: Date
   /** Failed attempts, and the success that ends a retried event (a first-try success leaves no row). */
   attempts: AttemptRecord[]
@@ -125,7 +128,7 @@ export interface TurnOutcome {
 
 const RECORD = `WITH u AS (
   UPDATE webhook_destinations SET last_seq = $3, head_attempts = $4, consecutive_failures = $5, next_at = $6,
-         disabled_at = CASE WHEN $7 THEN $8 ELSE disabled_at END, lease_id = NULL, leased_until = NULL
+         disabled_at = CASE WHEN $7 THEN $8 ELSE disabled_at END, slow = $23, lease_id = NULL, leased_until = NULL
    WHERE id = $1 AND lease_id = $2
   RETURNING id
 ), a AS (
@@ -167,6 +170,7 @@ export async function record(db: Db, o: TurnOutcome): Promise<boolean> {
     ab ? JSON.stringify(ab.ev.body) : null,
     ab?.attempts ?? null,
     ab?.reason ?? null,
+    o.slow,
   ])
   return (r.rows[0]?.n ?? 0) > 0
 }
