@@ -1,6 +1,6 @@
 // One Postgres connection budget per process (PM_PG_POOL), split between what opens connections: the main pool
-// (routes, group-commit writers, the delivery engine, jobs), the webhook dispatcher's pool (each destination at
-// work holds one connection for its batch, so it must not starve the main pool), and the confirmation stream's
+// (routes, group-commit writers, the delivery engine, jobs), the webhook dispatcher's pool (its turns' claims,
+// lease renewals and records, kept apart so they never wait behind the main pool), and the confirmation stream's
 // LISTEN connection. A deployment of N processes then opens at most N × PM_PG_POOL connections (docs/operations.md).
 
 export interface PoolBudget {
@@ -12,8 +12,8 @@ export interface PoolBudget {
 }
 
 /**
- * The dispatcher takes a quarter of the budget (at least 2: one destination at work and its look-up), never more
- * than its concurrency needs; the listener takes one; the main pool takes the rest.
+ * The dispatcher takes a quarter of the budget (at least 2: a turn's statement and the look-up), never more than
+ * its concurrency could use; the listener takes one; the main pool takes the rest.
  */
 export function splitBudget(
   total: number,
