@@ -1,7 +1,5 @@
 // Entry: the `pombo` CLI (docs/spec/contract.md). The only module that reads process.env. Bad input exits non-zero with a
 // one-line reason and writes nothing.
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { credentialsCommand } from './cli/credentials'
 import { withOperatorTools } from './cli/operator'
@@ -21,7 +19,7 @@ import { createLogger } from './core/log'
 import { prettyDestination } from './core/log-pretty'
 import { PeopleError } from './people/service'
 import { ResizeRefused } from './redis/partitions'
-import { ROOT } from './core/root'
+import { localDefaults } from './core/local-env'
 import { ALL_ROLES, type Role, Service } from './service/service'
 import { SIMULATE_USAGE } from './simulate/args'
 import { SimulateError } from './simulate/providers'
@@ -154,21 +152,9 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   })
 }
 
-/**
- * `npm start` leaves the addresses and keys of the services it started in .data/local-env.json; a CLI command run
- * from the same checkout uses them for anything the environment does not set.
- */
-function localDefaults(): Record<string, string> {
-  try {
-    return JSON.parse(readFileSync(join(ROOT, '.data', 'local-env.json'), 'utf8'))
-  } catch {
-    return {}
-  }
-}
-
 async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv
-  const cfg = loadConfig({ ...localDefaults(), ...process.env })
+  const cfg = loadConfig({ ...localDefaults(cmd), ...process.env })
   switch (cmd) {
     case 'help':
     case '--help':
