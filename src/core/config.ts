@@ -99,6 +99,8 @@ export interface Config {
   readonly webhook: Webhook
   /** The confirmation stream (gRPC, src/confirmations/stream.ts). */
   readonly stream: ConfirmationStream
+  /** The providers' HTTP/2 client and what a provider may make it hold (PM_PROVIDER_HTTP2, PM_H2_*; src/h2/README.md). */
+  readonly providerHttp2: ProviderHttp2
   /** Device exports (src/devices/export.ts). */
   readonly exports: Exports
   /** Shown when the free plan refuses a send: the price of leaving it (billing configuration, PM_PRO_PRICE). */
@@ -391,6 +393,41 @@ export const DEFAULT_STREAM: ConfirmationStream = Object.freeze({
   page: 200,
 })
 
+/** The providers' HTTP/2 client (src/h2/): which one, and the limits of src/h2/limits.ts an operator may tune; the
+ *  names are the library's. A peer past one ends its session with GOAWAY (the body cap refuses one answer). */
+export interface ProviderHttp2 {
+  /** PM_PROVIDER_HTTP2: `pombo` (our client, src/h2/pool.ts) or `node` (node:http2 behind the same interface). */
+  readonly client: 'pombo' | 'node'
+  /** PM_H2_MAX_BODY_BYTES: one answer body; a longer one fails its request. */
+  readonly maxResponseBodyBytes: number
+  /** PM_H2_CONNECTION_WINDOW_BYTES: unfinished answer bytes one session may hold (at least 65,535, above the body cap). */
+  readonly connectionWindowBytes: number
+  /** PM_H2_MAX_HEADER_PAIRS, PM_H2_MAX_HEADER_BYTES: fields and bytes (name + value + 32 each) of one answer head. */
+  readonly maxHeaderListPairs: number
+  readonly maxHeaderListBytes: number
+  /** PM_H2_MAX_CONTINUATIONS: CONTINUATION frames after one HEADERS. */
+  readonly maxContinuations: number
+  /** PM_H2_HEADER_BLOCK_TIMEOUT_MS: an open header block must end within this. */
+  readonly headerBlockTimeoutMs: number
+  /** PM_H2_SETTINGS_TIMEOUT_MS: the provider's SETTINGS first and within this, and ours acknowledged within it. */
+  readonly settingsTimeoutMs: number
+  /** PM_H2_MAX_CONTROL_FRAMES: acknowledgements and resets we owe, queued unwritten, before the peer is a flood. */
+  readonly maxQueuedControlFrames: number
+}
+
+/** nghttp2's defaults (and node:http2's over it); test/unit/h2-library.test.ts checks they are the library's. */
+export const DEFAULT_PROVIDER_HTTP2: ProviderHttp2 = Object.freeze({
+  client: 'pombo',
+  maxResponseBodyBytes: 65_536,
+  connectionWindowBytes: 1_048_576,
+  maxHeaderListPairs: 128,
+  maxHeaderListBytes: 65_535,
+  maxContinuations: 8,
+  headerBlockTimeoutMs: 5_000,
+  settingsTimeoutMs: 10_000,
+  maxQueuedControlFrames: 1_000,
+})
+
 /** Device exports: builds per process, their queue, the estimate, and the takeover of a dead instance's builds. */
 export interface Exports {
   /** Rows per second assumed before this process has timed an export of its own (PM_EXPORT_ROWS_PER_SEC):
@@ -675,6 +712,38 @@ function clusterNodes(raw: string | undefined): Config['redisClusterNodes'] {
   return Object.freeze(nodes)
 }
 
+function providerHttp2(env: Env): ProviderHttp2 {
+  const d = DEFAULT_PROVIDER_HTTP2
+  const client = env.PM_PROVIDER_HTTP2 || d.client
+  if (client !== 'pombo' && client !== 'node') throw new ConfigError(`PM_PROVIDER_HTTP2: expected pombo or node, got "${client}"`)
+  const out: ProviderHttp2 = Object.freeze({
+    client,
+    maxResponseBodyBytes: atMost(
+      'PM_H2_MAX_BODY_BYTES',
+      int(env, 'PM_H2_MAX_BODY_BYTES', d.maxResponseBodyBytes, 1),
+      2 ** 31 - 2,
+    ),
+    connectionWindowBytes: atMost(
+      'PM_H2_CONNECTION_WINDOW_BYTES',
+      int(env, 'PM_H2_CONNECTION_WINDOW_BYTES', d.connectionWindowBytes, 65_535),
+      2 ** 31 - 1,
+    ),
+    maxHeaderListPairs: int(env, 'PM_H2_MAX_HEADER_PAIRS', d.maxHeaderListPairs, 1),
+    maxHeaderListBytes: int(env, 'PM_H2_MAX_HEADER_BYTES', d.maxHeaderListBytes, 1),
+    maxContinuations: int(env, 'PM_H2_MAX_CONTINUATIONS', d.maxContinuations, 1),
+    headerBlockTimeoutMs: int(env, 'PM_H2_HEADER_BLOCK_TIMEOUT_MS', d.headerBlockTimeoutMs, 1),
+    settingsTimeoutMs: int(env, 'PM_H2_SETTINGS_TIMEOUT_MS', d.settingsTimeoutMs, 1),
+    maxQueuedControlFrames: int(env, 'PM_H2_MAX_CONTROL_FRAMES', d.maxQueuedControlFrames, 1),
+  })
+  // The whole of a body must fit the connection window, or the answer could never finish.
+  if (out.connectionWindowBytes <= out.maxResponseBodyBytes) {
+    throw new ConfigError(
+      `PM_H2_CONNECTION_WINDOW_BYTES: ${out.connectionWindowBytes} must exceed PM_H2_MAX_BODY_BYTES (${out.maxResponseBodyBytes})`,
+    )
+  }
+  return out
+}
+
 function accessLog(raw: string | undefined): Config['accessLog'] {
   if (raw === undefined || raw === '') return 'all'
   if (raw !== 'all' && raw !== 'errors' && raw !== 'off')
@@ -892,6 +961,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       pollMs: int(env, 'PM_GRPC_POLL_MS', DEFAULT_STREAM.pollMs, 1),
       page: int(env, 'PM_GRPC_PAGE', DEFAULT_STREAM.page, 1),
     }),
+    providerHttp2: providerHttp2(env),
     exports: Object.freeze({
       initialRowsPerSec: int(env, 'PM_EXPORT_ROWS_PER_SEC', DEFAULT_EXPORTS.initialRowsPerSec, 1),
       maxBuilds: int(env, 'PM_EXPORT_BUILDS', DEFAULT_EXPORTS.maxBuilds, 1),

@@ -9,6 +9,7 @@ import type { AppDirectory } from '../apps/directory'
 import type { Db } from '../db/pool'
 import { query } from '../db/pool'
 import { H2Pool } from '../h2/pool'
+import { providerPoolOptions } from '../providers/http2'
 import { SimulatorPools } from '../providers/index'
 import type { DeviceService } from '../devices/service'
 import type { Router } from '../http/router'
@@ -92,7 +93,7 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
   peopleRoutes(r, { ...web, people })
 
   // One session per provider host is plenty: tests are one request at a time, by hand.
-  const pool = new H2Pool({ ca: d.providerCa, sessionsPerOrigin: 1, timeoutMs: 10_000 })
+  const pool = new H2Pool({ ca: d.providerCa, sessionsPerOrigin: 1, timeoutMs: 10_000, ...providerPoolOptions(d.cfg) })
   const credentials = new CredentialService({
     db: d.db,
     vault: d.vault,

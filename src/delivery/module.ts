@@ -14,6 +14,7 @@ import { type PaceCause, SharedBucket } from './pacer'
 import { SendBatches } from './send-batches'
 import { PRUNE_DEFAULTS, pruneDeliveries } from './retention'
 import { H2Pool } from '../h2/pool'
+import { providerPoolOptions } from '../providers/http2'
 import { ProviderCache, type ProviderObserver, SimulatorPools } from '../providers/index'
 import type { Provider } from '../providers/types'
 import { ReceiptKeys } from '../receipts/keys'
@@ -53,7 +54,7 @@ export class DeliveryModule implements ProviderSource {
 
   constructor(private readonly d: DeliveryDeps) {
     const { cfg, db, redis, keys, clock, log } = d
-    this.pool = new H2Pool({ ca: d.ca })
+    this.pool = new H2Pool({ ca: d.ca, ...providerPoolOptions(cfg) })
     this.#credentials = new LRUCache({ max: 2 * cfg.limits.appCacheMax })
     this.#receiptKeys = new ReceiptKeys(db, d.vault, cfg.limits.appCacheMax)
     this.#providers = new ProviderCache({

@@ -23,6 +23,7 @@ import { rootCertificates } from 'node:tls'
 import { CODE } from './frames'
 import { H2Session } from './session'
 import { type H2Limits, resolveLimits } from './limits'
+import { NodeH2Pool } from './node-pool'
 import {
   failure,
   type GroupStats,
@@ -111,7 +112,40 @@ function headOf(h: OutgoingHttpHeaders): RequestHead {
   return head
 }
 
+/**
+ * The pool callers hold: our sessions (SessionPool) or, with `client: 'node'`, node:http2 behind the same interface
+ * (NodeH2Pool). One indirection per request, so no caller's type or code changes with the choice.
+ */
 export class H2Pool implements H2Client {
+  readonly #impl: H2Client
+
+  constructor(o: H2PoolOptions = {}) {
+    this.#impl = o.client === 'node' ? new NodeH2Pool(o) : new SessionPool(o)
+  }
+
+  request(origin: string, headers: OutgoingHttpHeaders, body?: string | Buffer, o?: RequestOptions): Promise<H2Result> {
+    return this.#impl.request(origin, headers, body, o)
+  }
+
+  stats(): Record<string, GroupStats> {
+    return this.#impl.stats()
+  }
+
+  close(): Promise<void> {
+    return this.#impl.close()
+  }
+
+  get sessionsOpened(): number {
+    return this.#impl.sessionsOpened
+  }
+
+  get streamsResent(): number {
+    return this.#impl.streamsResent
+  }
+}
+
+/** Our own sessions (session.ts), pooled as the header says. */
+export class SessionPool implements H2Client {
   readonly #groups = new Map<string, Group>()
   readonly #sessions: number
   readonly #timeoutMs: number

@@ -558,15 +558,38 @@ export class H2Session {
     }
     if (body.length > 0) s.chunks.push(Buffer.from(body))
     if (flags & FLAG.END_STREAM) this.#complete(s)
+    else if (this.#connRecvWindow < DEFAULT_MAX_FRAME) this.#relieve()
   }
 
   /** Gives answer bytes back to the peer's view of our connection window, a quarter of it at a time. */
   #release(n: number): void {
     this.#released += n
-    if (this.#released >= this.#limits.connectionWindowBytes / 4 && !this.#destroyed) {
-      this.#push(windowUpdateFrame(0, this.#released))
-      this.#connRecvWindow += this.#released
-      this.#released = 0
+    if (this.#released >= this.#limits.connectionWindowBytes / 4) this.#giveBack()
+  }
+
+  #giveBack(): void {
+    if (this.#released === 0 || this.#destroyed) return
+    this.#push(windowUpdateFrame(0, this.#released))
+    this.#connRecvWindow += this.#released
+    this.#released = 0
+  }
+
+  /**
+   * Unfinished answers fill the connection window: none can finish while the peer has no room to send, so the one
+   * holding the most is refused (a limit of ours, its request fails as 'protocol') until a frame fits again. Provider
+   * answers are one short frame each: only a peer dribbling long answers on many streams gets here.
+   */
+  #relieve(): void {
+    while (!this.#destroyed && this.#connRecvWindow < DEFAULT_MAX_FRAME) {
+      if (this.#released > 0) {
+        this.#giveBack()
+        continue
+      }
+      let most: Stream | undefined
+      for (const s of this.#streams.values()) if (s.held > (most?.held ?? 0)) most = s
+      if (!most) return
+      const cap = this.#limits.connectionWindowBytes
+      this.#streamFailed(most, CODE.CANCEL, `unfinished answers over ${cap} bytes (connectionWindowBytes)`)
     }
   }
 

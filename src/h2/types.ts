@@ -37,6 +37,8 @@ export interface H2PoolOptions {
   idleMs?: number
   /** What a peer may make a session hold or do (limits.ts); each unset one takes its default. */
   limits?: Partial<H2Limits>
+  /** H2Pool's engine: our own sessions ('pombo', the default) or node:http2 behind the same interface ('node'). */
+  client?: 'pombo' | 'node'
 }
 
 export interface RequestOptions {

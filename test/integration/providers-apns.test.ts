@@ -5,6 +5,7 @@ import type { ApnsCredential } from '../../src/providers/credentials'
 import { APNS_PRODUCTION, APNS_SANDBOX, ApnsProvider } from '../../src/providers/apns'
 import { ApnsTokens } from '../../src/providers/apns-token'
 import { H2Pool } from '../../src/h2/pool'
+import { providerHttp2FromEnv } from '../helpers/provider-http2'
 import { type FakeApns, startFakeApns } from '../fakes/apns'
 import { testCa } from '../fakes/tls'
 import { ios, PROOF, pushFor, SEND_ID } from '../helpers/push'
@@ -23,7 +24,7 @@ function credential(o: { environment?: 'sandbox' | 'production' | 'both' } = {})
 t.before(async () => {
   // Apple refuses a connection's provider token replaced within 20 minutes: the fake checks it too.
   apns = await startFakeApns({ bundleId: BUNDLE, now: clock, minTokenUpdateIntervalMs: 20 * 60_000 })
-  pool = new H2Pool({ ca: testCa(), timeoutMs: 600 })
+  pool = new H2Pool({ ca: testCa(), timeoutMs: 600, ...providerHttp2FromEnv() })
 })
 t.teardown(async () => {
   await pool.close()

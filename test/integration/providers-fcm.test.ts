@@ -5,6 +5,7 @@ import type { FcmCredential } from '../../src/providers/credentials'
 import { FcmProvider } from '../../src/providers/fcm'
 import { fcmMessage } from '../../src/providers/fcm-body'
 import { H2Pool } from '../../src/h2/pool'
+import { providerHttp2FromEnv } from '../helpers/provider-http2'
 import { FCM_SCOPE, type FakeFcm, startFakeFcm } from '../fakes/fcm'
 import { testCa } from '../fakes/tls'
 import { android, PROOF, pushFor, SEND_ID, web } from '../helpers/push'
@@ -17,7 +18,7 @@ let sa: FcmCredential
 let provider: FcmProvider
 t.before(async () => {
   fcm = await startFakeFcm({ now: clock })
-  pool = new H2Pool({ ca: testCa(), timeoutMs: 600 })
+  pool = new H2Pool({ ca: testCa(), timeoutMs: 600, ...providerHttp2FromEnv() })
   sa = fcm.serviceAccount('pombo-test') as unknown as FcmCredential
   provider = new FcmProvider(sa, { baseUrl: fcm.url, pool, clock })
 })
