@@ -136,8 +136,9 @@ export class PeopleService {
   }
 
   /**
-   * Removes a person. Their sessions go with them (the rows cascade in the same statement), and every instance
-   * reads the session row on each request: each of their sessions ends at once, everywhere. Answers how many were open.
+   * Removes a person, with their sessions and any invitation still pending for their e-mail, in one transaction.
+   * Every instance reads the session row on each request: each of their sessions ends at once, everywhere. Answers
+   * how many sessions there were.
    */
   async remove(id: string): Promise<{ person: Person; sessions: number }> {
     return tx(this.db, async (c) => {
@@ -149,6 +150,8 @@ export class PeopleService {
       if (!r.rows[0]) throw new PeopleError('Pessoa não encontrada.')
       const n = await query(c, 'DELETE FROM dashboard_sessions WHERE user_id = $1', [id])
       await query(c, 'DELETE FROM dashboard_users WHERE id = $1', [id])
+      // An invitation sent to the e-mail before the account existed would bring the person back: it goes too.
+      await query(c, 'DELETE FROM dashboard_invites WHERE email = $1 AND used_at IS NULL', [r.rows[0].email])
       return { person: toPerson(r.rows[0]), sessions: n.rowCount ?? 0 }
     })
   }

@@ -86,6 +86,8 @@ t.test('pombo user remove: the person and every session of theirs end at once, o
   const a = await startService(t, { roles: ['api', 'dashboard'] })
   const b = await startService(t, { roles: ['dashboard'], shareWith: a })
   const org = await makeOrg(a, 'Org')
+  // An invitation sent before her account was made directly: it must not bring her back.
+  const early = await new PeopleService(a.svc.deps.db, Date.now).invite('ana@example.com', org)
   const ana = await makePerson(a, 'ana@example.com', SENHA, org)
   await makePerson(a, 'bia@example.com', SENHA, org)
   const onA = new DashClient(a.dashboardUrl)
@@ -112,6 +114,7 @@ t.test('pombo user remove: the person and every session of theirs end at once, o
     t.equal(out.headers.get('location'), '/entrar')
   }
   t.equal((await new DashClient(a.dashboardUrl).signIn('ana@example.com', SENHA)).status, 401, 'cannot sign in again')
+  t.equal((await new DashClient(a.dashboardUrl).get(`/convite/${early.token}`)).status, 404, 'nor come back by an old invitation')
   t.equal((await bia.get('/apps')).status, 200, "someone else's session is untouched")
   t.same(await a.sql('SELECT email FROM dashboard_users ORDER BY email'), [{ email: 'bia@example.com' }])
 
