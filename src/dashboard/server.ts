@@ -71,11 +71,12 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
 
   assetRoutes(r)
 
+  const secret = cookieSecret(d.cfg)
   const sessions = new Sessions(
     d.db,
     d.redis,
     d.keys,
-    cookieSecret(d.cfg),
+    secret,
     d.cfg.dashboard.sessionTtlMs,
     d.clock,
     d.cfg.dashboard.url,
@@ -83,11 +84,19 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
   )
   const web = { sessions, dashboardUrl: d.cfg.dashboard.url }
   const people = new PeopleService(d.db, d.clock, d.cfg.dashboard.inviteTtlMs, d.cfg.dashboard.idleTtlMs)
-  const limiter = new SigninLimiter(d.redis, d.keys, d.clock, {
-    perAccount: d.cfg.dashboard.signinPerAccount,
-    perIp: d.cfg.dashboard.signinPerIp,
-    windowMs: d.cfg.dashboard.signinWindowMs,
-  })
+  const limiter = new SigninLimiter(
+    d.redis,
+    d.keys,
+    d.clock,
+    {
+      perAccount: d.cfg.dashboard.signinPerAccount,
+      perIp: d.cfg.dashboard.signinPerIp,
+      windowMs: d.cfg.dashboard.signinWindowMs,
+      sourceMaxMs: d.cfg.dashboard.signinDelayMaxMs,
+      accountMaxMs: d.cfg.dashboard.signinAccountWaitMaxMs,
+    },
+    secret,
+  )
   signinRoutes(r, { ...web, people, limiter })
   appsRoutes(r, { ...web, db: d.db, apps: d.apps, cfg: d.cfg })
   peopleRoutes(r, { ...web, people })
