@@ -209,7 +209,7 @@
           charts[id] = new Chart(canvas, {
             type,
             data: { labels, datasets },
-            options: { animation: false, responsive: true, scales: { y: { beginAtZero: true } } },
+            options: { animation: false, responsive: true, maintainAspectRatio: false, scales: { y: { beginAtZero: true } } },
           })
         }
       }
@@ -233,7 +233,7 @@
         } catch {}
       }
       // Receipts and clicks keep arriving after a send completes, only more slowly.
-      setTimeout(tick, open ? 2000 : 10000)
+      setTimeout(tick, open ? 2000 : 5000)
     }
     setTimeout(tick, 2000)
   }

@@ -120,7 +120,7 @@ ${device('android', 'Android', appName, p.android, p.language.fcm ? `idioma ${p.
 ${device('ios', 'iOS', appName, p.ios, iosNote)}
 ${device('web', 'Navegador (web push)', appName, p.web, p.language.fcm ? `idioma ${p.language.fcm}` : undefined)}
 </div>
-${p.problem ? html`<p class="erro" role="alert">${p.problem}</p>` : ''}
+${p.problem ? html`<p class="erro">Sem prévia: ${p.problem}</p>` : ''}
 <p class="tamanho"><label for="tamanho-payload">Tamanho do payload</label>
 <meter id="tamanho-payload" min="0" max="${p.limit}" high="${Math.floor(p.limit * 0.9)}" optimum="0" value="${Math.min(p.bytes ?? 0, p.limit)}">${p.bytes ?? 0}</meter>
 <span id="tamanho-texto">${p.bytes === null ? '—' : fmt.format(p.bytes)} de ${fmt.format(p.limit)} bytes</span>

@@ -186,16 +186,16 @@ export function sendPageRoutes(r: Router, d: SendPageDeps): void {
 <div id="envio-vivo" data-vivo="${base}/envios/${s.id}/dados.json" data-aberto="${s.completed_at ? '0' : '1'}">
 <section aria-labelledby="h-funil"><h2 id="h-funil">Funil</h2>
 <div data-parte="funnel">${funnelPart(s, proof)}</div>
-<figure><canvas id="grafico-funil" role="img" aria-label="Funil acumulado desde o envio: entregues ao provedor${proof ? ', provados por recibo' : ''} e cliques"></canvas>
+<figure><div class="grafico"><canvas id="grafico-funil" role="img" aria-label="Funil acumulado desde o envio: entregues ao provedor${proof ? ', provados por recibo' : ''} e cliques"></canvas></div>
 <figcaption>Acumulado desde ${s.send_after ? 'o horário agendado' : 'o envio'} (${when(start)})</figcaption></figure>
 </section>
 <section aria-labelledby="h-plataformas"><h2 id="h-plataformas">Plataformas</h2>
 <div data-parte="platforms">${platformsPart(st, proof)}</div>
-<figure><canvas id="grafico-plataformas" role="img" aria-label="Entregas por plataforma"></canvas></figure>
+<figure><div class="grafico"><canvas id="grafico-plataformas" role="img" aria-label="Entregas por plataforma"></canvas></div></figure>
 </section>
 <section aria-labelledby="h-tempo"><h2 id="h-tempo">Tempo até o recibo</h2>
 <div data-parte="latency">${latencyPart(s, st, proof)}</div>
-${proof ? html`<figure><canvas id="grafico-tempo" role="img" aria-label="Histograma do tempo entre o envio e o recibo"></canvas></figure>` : ''}
+${proof ? html`<figure><div class="grafico"><canvas id="grafico-tempo" role="img" aria-label="Histograma do tempo entre o envio e o recibo"></canvas></div></figure>` : ''}
 </section>
 <section aria-labelledby="h-falhas"><h2 id="h-falhas">Falhas</h2>
 <div data-parte="failures">${failuresPart(s, st)}</div>
