@@ -71,7 +71,7 @@ async function serve(cfg: Config, argv: string[]): Promise<void> {
   const pretty = cfg.logFormat === 'pretty' || (cfg.logFormat === 'auto' && process.stdout.isTTY === true)
   const log = createLogger(
     cfg.logLevel,
-    pretty ? prettyDestination(process.stdout, process.stdout.isTTY === true && !process.env.NO_COLOR) : undefined,
+    pretty ? prettyDestination(process.stdout, process.stdout.isTTY === true && cfg.logColor) : undefined,
   )
   // The worker role beside another one runs in worker processes of this group (src/group/supervisor.ts).
   const member = process.env[GROUP_MEMBER_ENV] !== undefined

@@ -111,6 +111,8 @@ export interface Config {
   readonly logLevel: string
   /** PM_LOG_FORMAT: `json` lines, `pretty` short coloured lines for a person, `auto` pretty on a terminal only. */
   readonly logFormat: 'json' | 'pretty' | 'auto'
+  /** Pretty lines in colour at a terminal, unless NO_COLOR is set to anything (no-color.org). */
+  readonly logColor: boolean
 }
 
 export interface Dashboard {
@@ -986,6 +988,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',
     logFormat: logFormat(env.PM_LOG_FORMAT),
+    logColor: !env.NO_COLOR,
     ...overrides,
     limits,
   }
