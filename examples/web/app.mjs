@@ -1,9 +1,13 @@
-// The page: picks the push token (Firebase's when config.mjs has a Firebase app, else a local one), starts the SDK
-// in the foreground (registration, in-app feed), draws in-app cards, feeds triggers, and lets you paste a push for
-// the service worker when there is no Firebase. The SDK never asks for notification permission: the button does.
+// The page: registers the service worker (sw.js: one importScripts line), picks the push token (Firebase's when
+// config.mjs has a Firebase app, else a local one), starts the SDK with the IndexedDB storage it shares with the
+// worker (registration, in-app feed), draws in-app cards, feeds triggers, and lets you paste a push for the worker
+// when there is no Firebase. The SDK never asks for notification permission: the button does.
 import { config } from '/config.mjs'
-import { idbStorage } from '/idb-storage.mjs'
-import { APP_KEY, startPombo, TOKEN_KEY } from '/sdk.mjs'
+import { IndexedDbStorage, Pombo } from '/sdk/index.js'
+
+// The example's own settings (not the SDK's): the app id from the address and the local token.
+const APP_KEY = 'pombo-example:app_id'
+const TOKEN_KEY = 'pombo-example:token'
 
 const $ = (id) => document.getElementById(id)
 const log = (text) => {
@@ -22,8 +26,9 @@ async function firebaseToken(reg) {
 
 async function chooseToken(reg) {
   if (config.firebase && Notification.permission === 'granted') return firebaseToken(reg)
-  const have = await idbStorage.getItem(TOKEN_KEY)
-  return have ?? `web-local-${crypto.randomUUID()}`
+  const token = localStorage.getItem(TOKEN_KEY) ?? `web-local-${crypto.randomUUID()}`
+  localStorage.setItem(TOKEN_KEY, token)
+  return token
 }
 
 function drawCard(d) {
@@ -60,23 +65,39 @@ function drawCard(d) {
 
 async function main() {
   const fromQuery = new URLSearchParams(location.search).get('app')
-  if (fromQuery) await idbStorage.setItem(APP_KEY, fromQuery)
-  const reg = await navigator.serviceWorker.register('/sw.mjs', { type: 'module' })
+  if (fromQuery) localStorage.setItem(APP_KEY, fromQuery)
+  const appId = config.appId || localStorage.getItem(APP_KEY)
+  if (!appId) throw new Error('sem app_id: abra a página com ?app=<app_id> ou preencha config.mjs')
+  const reg = await navigator.serviceWorker.register('/sw.js')
   await navigator.serviceWorker.ready
-  await idbStorage.setItem(TOKEN_KEY, await chooseToken(reg))
 
-  const pombo = await startPombo({ background: false, onError: (e) => log(`[${e.kind}] ${e.message}`) })
+  const pombo = await Pombo.init({
+    // The page's own origin: serve.mjs forwards /api/ to Pombo (the device routes also answer other origins).
+    baseUrl: location.origin,
+    appId,
+    appVersion: config.appVersion,
+    deviceType: 5, // Chrome/web; 7 Safari, 8 Firefox
+    getToken: () => chooseToken(reg),
+    // Shared with the worker: it learns here which service and app its pushes' receipts go to.
+    storage: new IndexedDbStorage(),
+    onError: (e) => log(`[${e.kind}] ${e.message}`),
+  })
   $('player').textContent = pombo.playerId ?? '(não registrado: veja o registro abaixo)'
   $('token').textContent = pombo.token ?? ''
   pombo.inapp.onShow(drawCard)
 
   new BroadcastChannel('pombo-example').onmessage = ({ data }) => {
     if (data.type === 'push')
-      log(`push ${data.display.notificationId}: "${data.display.title ?? ''}" — recibo: ${data.display.receipt}`)
-    if (data.type === 'tap') log(`clique ${data.tap?.notificationId}: recibo ${data.tap?.receipt}`)
+      log(
+        `push ${data.id}: "${data.title ?? ''}" — ${data.shown ? 'exibido' : 'não exibido'}, recibo: ${data.receipt ?? 'nenhum'}`,
+      )
+    if (data.type === 'tap') log(`clique ${data.id}: recibo ${data.receipt}, aberto ${data.opened ?? 'nada'}`)
     if (data.type === 'log') log(data.text)
   }
-  $('permission').onclick = async () => log(`permissão: ${await Notification.requestPermission()}`)
+  $('permission').onclick = async () => {
+    log(`permissão: ${await Notification.requestPermission()}`)
+    await pombo.refreshToken() // with Firebase, the token exists only once permission is granted
+  }
   $('trigger').onsubmit = (ev) => {
     ev.preventDefault()
     const raw = $('valor').value

@@ -1,6 +1,7 @@
 // Serves the example on http://localhost:5173 (a secure context, so service workers and notifications work):
-// the page from this folder, the built SDK under /sdk/ (packages/sdk/dist), and /api/* forwarded to Pombo, so the
-// page calls the API on its own origin (the API sends no CORS headers).
+// the page and its worker from this folder, the built SDK under /sdk/ (packages/sdk/dist: the ES modules and
+// pombo.min.js), and /api/* forwarded to Pombo, so the example needs one address only (the device routes also
+// answer other origins).
 //   POMBO_URL  where Pombo's API is (default http://127.0.0.1:8080)
 //   PORT       this server's port (default 5173)
 import { readFile } from 'node:fs/promises'
@@ -47,7 +48,7 @@ async function file(req, res) {
   if (!full.startsWith(root)) return res.writeHead(404).end()
   try {
     const body = await readFile(full)
-    // Service-Worker-Allowed is not needed: sw.mjs is served from the root.
+    // Service-Worker-Allowed is not needed: sw.js is served from the root.
     res
       .writeHead(200, { 'content-type': TYPES[extname(full)] ?? 'application/octet-stream', 'cache-control': 'no-store' })
       .end(body)

@@ -1,6 +1,7 @@
 // The web example (examples/web) in a real browser: its server forwards /api to a real service, the page registers
-// the device through the SDK in a module service worker setup with IndexedDB storage, draws an in-app card whose
-// impression, click and close reach the funnel, and a push handed to the service worker is proved in `recebidos`.
+// the device through the SDK with the IndexedDB storage it shares with its worker (sw.js: the SDK's script through
+// importScripts), draws an in-app card whose impression, click and close reach the funnel, and a push handed to the
+// worker is shown by the SDK and proved in `recebidos`.
 import { type ChildProcess, spawn } from 'node:child_process'
 import t from 'tap'
 import { sendAndBuild } from '../../examples/web/push-data'
@@ -39,6 +40,7 @@ t.test('the web example: registration, an in-app card, a push proved from the se
   await started(server)
   const { ctx, close } = await launchChromium()
   t.teardown(close)
+  await ctx.grantPermissions(['notifications'], { origin: `http://localhost:${port}` }) // "Permitir notificações"
   const page = await ctx.newPage()
   await page.goto(`http://localhost:${port}/?app=${app.id}`)
   await page.getByText(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/).waitFor({ timeout: 20_000 })
@@ -64,9 +66,15 @@ t.test('the web example: registration, an in-app card, a push proved from the se
   })
   await page.fill('#payload', JSON.stringify(data))
   await page.getByRole('button', { name: 'Entregar ao service worker' }).click()
-  await page.getByText(`push ${sendId}: "Olá" — recibo: sent`).waitFor({ timeout: 20_000 })
+  await page.getByText(`push ${sendId}: "Olá" — exibido, recibo: sent`).waitFor({ timeout: 20_000 })
   const [send] = await w.s.sql('SELECT recebidos FROM sends WHERE id = $1', [sendId])
   t.equal(send?.recebidos, 1, 'the service worker proved arrival')
+  const shown = await page.evaluate(async () => {
+    const sw = (globalThis as unknown as { navigator: { serviceWorker: { ready: Promise<unknown> } } }).navigator.serviceWorker
+    const reg = (await sw.ready) as { getNotifications(): Promise<Array<{ title: string; body: string }>> }
+    return (await reg.getNotifications()).map((n) => ({ title: n.title, body: n.body }))
+  })
+  t.same(shown, [{ title: 'Olá', body: 'Chegou' }], 'the SDK drew it')
 
   // The page's outbox sends the card's events on its own (batched after a second).
   let f: Record<string, unknown> = {}

@@ -4,9 +4,11 @@
 //
 //   node scripts/build.mjs               builds unless dist/ is newer than every source (the package's `prepare`)
 //   node scripts/build.mjs --force       empties dist/ and builds (the package's `prepack`: what is packed is fresh)
-//   node scripts/build.mjs --if-possible as the first, but a copy without src/ (a Docker layer that copied only
-//                                        package.json) or without the build tools (npm ci --omit=dev) is left as it
-//                                        is, with one line saying so, instead of failing the install
+//   build({ ifPossible: true })          as the first, but a copy without src/ or without the build tools (npm ci
+//   (--if-possible)                      --omit=dev) is left as it is, with one line saying so, instead of failing
+//                                        the install. The package's `prepare` calls it only where this file exists:
+//                                        a Docker layer that copied only package.json (the repository's Dockerfile)
+//                                        runs `npm ci` with no sources at all.
 //
 // The tools are the repository's development dependencies (typescript; esbuild, which tsx brings), found from here.
 import { execFileSync } from 'node:child_process'
