@@ -4,8 +4,10 @@
 // BENCH_FIGURES_TO names another file to write the block to (README.md is then left alone); `none` writes nothing.
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
+import { dashboardBench } from './dashboard'
 import { deliver } from './deliver'
 import { grpcBench } from './grpc'
+import { h2client } from './h2client'
 import { measuredCommit, startScenario, takeRecorded, writeFigures } from './lib/figures'
 import { runChildrenCompiled } from './lib/pombo'
 import { http } from './http'
@@ -28,6 +30,8 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   webhooks,
   inapp,
   grpc: grpcBench,
+  h2client,
+  dashboard: dashboardBench,
 }
 
 const ROOT = join(__dirname, '..')
