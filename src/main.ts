@@ -2,6 +2,7 @@
 // one-line reason and writes nothing.
 import { parseArgs } from 'node:util'
 import { credentialsCommand } from './cli/credentials'
+import { ErasureError, eraseCommand } from './cli/erasure'
 import { withOperatorTools } from './cli/operator'
 import { PartitionsCliError, partitionsCommand } from './cli/partitions'
 import { orgCommand, orgId, userCommand } from './cli/people'
@@ -30,6 +31,7 @@ const USAGE = `usage:
   pombo app create --nome NAME [--sandbox] [--rate-por-min N] [--org ORG_ID]
   pombo app pause APP_ID | pombo app resume APP_ID
   pombo app plan APP_ID free|pro
+  pombo app delete APP_ID --yes    (erases the app: every row, Redis key, stream entry, export file; resumable)
   pombo app rotate-key APP_ID [--sandbox]
   pombo key revoke APP_ID [--kid KID]
   pombo credentials fcm APP_ID SERVICE_ACCOUNT.json [--config google-services.json] [--package NAME]
@@ -38,6 +40,7 @@ const USAGE = `usage:
   pombo credentials delete APP_ID fcm|apns
   pombo webhook enable APP_ID
   pombo org create --nome NAME [--plan free|pro]
+  pombo org delete ORG_ID --yes    (erases the organisation, its apps and its people)
   pombo user create --email EMAIL (--org ORG_ID | --operador) --senha-stdin
   pombo user invite --email EMAIL --org ORG_ID   (prints a one-time sign-up link, valid 72 h)
   pombo user invites [--org ORG_ID]               (pending invitations, one JSON object a line)
@@ -181,6 +184,7 @@ async function main(argv: string[]): Promise<void> {
       return
     }
     case 'app':
+      if (rest[0] === 'delete') return eraseCommand(cfg, 'app', rest.slice(1))
       return appCommand(cfg, rest)
     case 'key':
       return keyCommand(cfg, rest)
@@ -191,6 +195,7 @@ async function main(argv: string[]): Promise<void> {
     case 'partitions':
       return partitionsCommand(cfg, rest)
     case 'org':
+      if (rest[0] === 'delete') return eraseCommand(cfg, 'org', rest.slice(1))
       return orgCommand(cfg, rest)
     case 'user':
       return userCommand(cfg, rest)
@@ -287,6 +292,7 @@ function fail(err: unknown): never {
     err instanceof PartitionsCliError ||
     err instanceof ResizeRefused ||
     err instanceof PeopleError ||
+    err instanceof ErasureError ||
     err instanceof SimulateError
   )
     console.error(`pombo: ${err.message}`)

@@ -87,6 +87,8 @@ export interface Config {
    *  image); `npm start` turns it on. Off, such credentials are refused at use and simulate refuses to start. */
   readonly allowSimulators: boolean
   readonly exportDir: string
+  /** PM_ERASE_BATCH: rows removed per statement by `pombo app delete` / `pombo org delete`. */
+  readonly eraseBatch: number
   readonly trustProxy: readonly string[]
   readonly limits: Limits
   readonly defaultPlan: 'free' | 'pro'
@@ -190,6 +192,9 @@ export interface Limits {
    *  (PM_KEY_CACHE_MAX, PM_KEY_CACHE_MISS_MAX). */
   readonly keyCacheMax: number
   readonly keyCacheMissMax: number
+  /** PM_KEY_CACHE_MISS_TTL_MS: an id that resolved to nothing is answered from memory this long (at most
+   *  keyCacheTtlMs); every change of an app's keys also drops every such entry on every instance. */
+  readonly keyCacheMissTtlMs: number
   /** Per-process caches that start over when full rather than grow (PM_APP_CACHE_MAX: the in-app packages and
    *  receipt keys, per app; PM_READ_CACHE_MAX: repeat reads of sends; PM_INAPP_PROFILE_CACHE_MAX: device profiles
    *  of the pending route; PM_INAPP_MEMO_MAX: a device's last package selection; PM_INAPP_SERVED_SEEN_MAX:
@@ -570,6 +575,7 @@ export const DEFAULT_LIMITS: Limits = Object.freeze({
   configLockTimeoutMs: 15_000,
   keyCacheMax: 200_000,
   keyCacheMissMax: 20_000,
+  keyCacheMissTtlMs: 10_000,
   appCacheMax: 100_000,
   readCacheMax: 10_000,
   inappProfileCacheMax: 500_000,
@@ -784,6 +790,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     configLockTimeoutMs: int(env, 'PM_CONFIG_LOCK_TIMEOUT_MS', DEFAULT_LIMITS.configLockTimeoutMs, 1),
     keyCacheMax: int(env, 'PM_KEY_CACHE_MAX', DEFAULT_LIMITS.keyCacheMax, 1),
     keyCacheMissMax: int(env, 'PM_KEY_CACHE_MISS_MAX', DEFAULT_LIMITS.keyCacheMissMax, 1),
+    keyCacheMissTtlMs: int(env, 'PM_KEY_CACHE_MISS_TTL_MS', DEFAULT_LIMITS.keyCacheMissTtlMs, 0),
     appCacheMax: int(env, 'PM_APP_CACHE_MAX', DEFAULT_LIMITS.appCacheMax, 1),
     readCacheMax: int(env, 'PM_READ_CACHE_MAX', DEFAULT_LIMITS.readCacheMax, 1),
     inappProfileCacheMax: int(env, 'PM_INAPP_PROFILE_CACHE_MAX', DEFAULT_LIMITS.inappProfileCacheMax, 1),
@@ -898,6 +905,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
     allowSimulators: flag(env, 'PM_ALLOW_SIMULATORS', false),
     // Unset: the default directory; set to the empty string: exports are off (503).
     exportDir: env.PM_EXPORT_DIR ?? './.data/exports',
+    eraseBatch: int(env, 'PM_ERASE_BATCH', 10_000, 1),
     trustProxy: trustProxy(env.PM_TRUST_PROXY),
     defaultPlan: plan,
     partitions: int(env, 'PM_PARTITIONS', 64, 1),
