@@ -118,9 +118,12 @@ function headOf(h: OutgoingHttpHeaders): RequestHead {
  */
 export class H2Pool implements H2Client {
   readonly #impl: H2Client
+  /** The engine chosen. */
+  readonly client: 'pombo' | 'node'
 
   constructor(o: H2PoolOptions = {}) {
-    this.#impl = o.client === 'node' ? new NodeH2Pool(o) : new SessionPool(o)
+    this.client = o.client ?? 'pombo'
+    this.#impl = this.client === 'node' ? new NodeH2Pool(o) : new SessionPool(o)
   }
 
   request(origin: string, headers: OutgoingHttpHeaders, body?: string | Buffer, o?: RequestOptions): Promise<H2Result> {
