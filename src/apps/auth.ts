@@ -1,8 +1,15 @@
 // The two credentials (the spec, Authentication): the app key on server routes, the platform key on operator routes.
 // Rejections are audited with the route, the source address and at most the key's kid, never the key itself.
+//
+// Every failed authentication counts toward its source's per-IP limit (PM_LIMIT_IP_PER_MIN, the public routes'
+// limiter), and a source at its limit gets 429 before its key is looked up: guessing keys costs the guesser its
+// quota, and the directory's negative cache (src/apps/directory.ts) keeps each wrong key to one query. A key that
+// already passed on this instance is not held back by its source's failures (a customer's server may share an
+// address with whoever is guessing).
 import { timingSafeEqual } from 'node:crypto'
 import type { Logger } from 'pino'
 import { ApiError } from '../core/errors'
+import type { IpLimiter } from '../http/ip-limit'
 import type { Request } from '../http/request'
 import { isUuid } from '../http/router'
 import type { AppDirectory } from './directory'
@@ -24,13 +31,17 @@ export class Auth {
     platformKey: string | null,
     private readonly audit: Logger,
     private readonly now: () => number,
+    /** The public routes' per-IP limiter: failures count toward it (none: failures are only audited). */
+    private readonly limiter: IpLimiter | null = null,
   ) {
     this.#platformHash = platformKey ? sha256(platformKey) : null
   }
 
-  /** The operator's key: 503 when this instance has none, 401 when missing or wrong. Checked before any body. */
+  /** The operator's key: 503 when this instance has none, 429 when its source failed too often, 401 when missing
+   *  or wrong. Checked before any body. */
   platform(req: Request): void {
     if (!this.#platformHash) throw new ApiError('PLATFORM_KEY_UNSET')
+    this.#holdBack(req)
     const m = /^\s*bearer\s+(\S+)\s*$/i.exec(req.header('authorization') ?? '')
     // Hashing both sides gives equal lengths, so the comparison time says nothing about the key.
     if (!m || !timingSafeEqual(sha256(m[1] as string), this.#platformHash)) {
@@ -38,6 +49,12 @@ export class Auth {
       this.#reject(req, m ? 'wrong' : 'missing', a.kind === 'key' ? a.key.kid : a.kind === 'malformed' ? a.kid : undefined)
       throw new ApiError('PLATFORM_AUTH_FAILED')
     }
+  }
+
+  /** 429 for a source at its per-IP limit, before anything is looked up (not audited line by line: the access log
+   *  has the 429s, and a flood must not become a flood of audit lines). */
+  #holdBack(who: AuditWho): void {
+    if (this.limiter?.over(who.ip)) throw new ApiError('IP_RATE_LIMITED', { limite: this.limiter.limit })
   }
 
   /** Resolves the app key of a server route (401 on any failure). Call before reading the body. */
@@ -51,6 +68,7 @@ export class Auth {
    */
   async keyOf(header: string | undefined, who: AuditWho): Promise<KeyRecord> {
     const a = readAuthorization(header)
+    if (!(a.kind === 'key' && this.#digests.has(a.key.raw))) this.#holdBack(who)
     if (a.kind === 'missing') {
       this.#reject(who, 'missing')
       throw new ApiError('AUTH_MISSING')
@@ -113,8 +131,10 @@ export class Auth {
     this.#reject(who, reason, kid)
   }
 
+  /** Audits a rejection, which counts toward its source's per-IP limit. */
   #reject(who: AuditWho, reason: string, kid?: string): void {
     const route = 'route' in who ? who.route : `${who.method} ${who.path}`
     this.audit.warn({ evento: 'auth_rejeitada', motivo: reason, kid, ip: who.ip, rota: route, request_id: who.id })
+    this.limiter?.take(who.ip)
   }
 }

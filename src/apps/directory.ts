@@ -4,6 +4,11 @@
 // of random well-formed ids evicts only other misses, never the apps and keys real traffic uses. Freshness is judged
 // here by the injected clock (fresh while younger than the ttl; a ttl of 0 keeps nothing): lru-cache's own ttl keeps
 // an entry at exactly its ttl and reads 0 as "forever".
+//
+// A miss is kept a shorter while (PM_KEY_CACHE_MISS_TTL_MS) and dropped, on every instance, by any invalidation of
+// any app: the id it names may be a key just created or rotated in (random ids make that practically impossible,
+// but a key that works on one instance and not another for a minute would be a bug). So a random well-formed key
+// costs one query, then nothing until its entry leaves.
 import { LRUCache } from 'lru-cache'
 import type { Logger } from 'pino'
 import type { Db } from '../db/pool'
@@ -21,6 +26,8 @@ export interface CacheBounds {
   max: number
   /** Entries that resolved to nothing (unknown ids). */
   missMax: number
+  /** How long such an entry answers (default: the ttl; never longer). */
+  missTtlMs?: number
 }
 
 export class TtlCache<T extends {}> {
@@ -30,6 +37,7 @@ export class TtlCache<T extends {}> {
   readonly #loading = new Map<string, Promise<T | null>>()
   /** Bumped by every invalidation: a load that began before one must not store what it read. */
   #generation = 0
+  readonly #missTtlMs: number
 
   constructor(
     private readonly ttlMs: number,
@@ -38,6 +46,7 @@ export class TtlCache<T extends {}> {
   ) {
     this.#hits = new LRUCache({ max: bounds.max })
     this.#misses = new LRUCache({ max: bounds.missMax })
+    this.#missTtlMs = Math.min(ttlMs, bounds.missTtlMs ?? ttlMs)
   }
 
   /** Entries held (tests check the bounds). */
@@ -49,7 +58,7 @@ export class TtlCache<T extends {}> {
     const e = this.#hits.get(id)
     if (e && this.now() - e.at < this.ttlMs) return e.value
     const missAt = this.#misses.get(id)
-    if (missAt !== undefined && this.now() - missAt < this.ttlMs) return null
+    if (missAt !== undefined && this.now() - missAt < this.#missTtlMs) return null
     let p = this.#loading.get(id)
     if (!p) {
       const startedAt = this.now()
@@ -82,6 +91,12 @@ export class TtlCache<T extends {}> {
     this.#loading.delete(id)
     this.#hits.delete(id)
     this.#misses.delete(id)
+  }
+
+  /** Drops every miss (and keeps a load in flight from storing one it began before). */
+  clearMisses(): void {
+    this.#generation++
+    this.#misses.clear()
   }
 
   deleteWhere(pred: (v: T) => boolean): void {
@@ -169,6 +184,8 @@ export class AppDirectory {
   #drop(appId: string): void {
     this.#apps.delete(appId)
     this.#keys.deleteWhere((k) => k.appId === appId)
+    // A miss does not say whose id it was: a key just created or rotated in may be one of them.
+    this.#keys.clearMisses()
     this.#notify(appId)
   }
 

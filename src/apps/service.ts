@@ -84,6 +84,9 @@ export class AppService {
       })
       return k
     })
+    // Its key is new to every instance's cache: no instance may still hold a miss for its kid. Best effort: the app
+    // exists once committed, and a miss for a kid nobody could have known lives PM_KEY_CACHE_MISS_TTL_MS at most.
+    await this.dir.invalidate(id).catch(() => {})
     return {
       id,
       nome: input.name,

@@ -29,6 +29,7 @@ export async function withOperatorTools<T>(cfg: Config, fn: (t: OperatorTools) =
     const dir = new AppDirectory(db, redis, keys, createLogger('silent'), cfg.limits.keyCacheTtlMs, systemClock, {
       max: cfg.limits.keyCacheMax,
       missMax: cfg.limits.keyCacheMissMax,
+      missTtlMs: cfg.limits.keyCacheMissTtlMs,
     })
     const vault = new Vault(cfg.vaultKey)
     return await fn({ apps: new AppService(db, dir, vault, cfg, systemClock), db, redis, keys, dir, vault })

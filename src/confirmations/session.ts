@@ -158,6 +158,8 @@ export function refusalOf(err: unknown): Refusal {
     if (err.status === 401) return new Refusal(grpc.status.UNAUTHENTICATED, err.texts().erro)
     if (err.status === 403) return new Refusal(grpc.status.PERMISSION_DENIED, err.texts().erro)
     if (err.status === 503) return new Refusal(grpc.status.UNAVAILABLE, err.texts().erro)
+    // The per-IP limit on failed authentications (src/apps/auth.ts).
+    if (err.status === 429) return new Refusal(grpc.status.RESOURCE_EXHAUSTED, err.texts().erro)
     return new Refusal(grpc.status.INVALID_ARGUMENT, err.texts().erro)
   }
   if ((err as { dependency?: string } | null)?.dependency)

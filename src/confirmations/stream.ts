@@ -23,6 +23,7 @@ import type { AppDirectory } from '../apps/directory'
 import type { KeyRecord } from '../apps/store'
 import type { Config } from '../core/config'
 import { type Db, query } from '../db/pool'
+import { ProxyTrust } from '../http/client-ip'
 import { isUuid } from '../http/router'
 import type { RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
@@ -69,6 +70,7 @@ export class ConfirmationStreamServer implements SessionHost {
     'grpc.keepalive_timeout_ms': 10_000,
   })
   readonly #byApp = new Map<string, Set<Session>>()
+  readonly #proxies: ProxyTrust
   readonly #presence: Presence
   readonly #runs = new Set<Promise<void>>()
   #listener: pg.Client | null = null
@@ -82,6 +84,7 @@ export class ConfirmationStreamServer implements SessionHost {
 
   constructor(readonly d: StreamDeps) {
     this.#presence = new Presence(d.db, d.redis, d.keys, d.clock, d.cfg.stream)
+    this.#proxies = new ProxyTrust(d.cfg.trustProxy)
     this.#server.addService(confirmationStream().service, {
       Assinar: (call: Call) => {
         const run = this.#subscribe(call).catch((err) => {
@@ -136,7 +139,7 @@ export class ConfirmationStreamServer implements SessionHost {
   }
 
   async #subscribe(call: Call): Promise<void> {
-    const who = { ip: call.getPeer(), route: 'grpc Assinar', id: randomUUID() }
+    const who = { ip: this.#clientIp(call), route: 'grpc Assinar', id: randomUUID() }
     let session: Session
     try {
       const key = await this.#key(call, who)
@@ -177,6 +180,14 @@ export class ConfirmationStreamServer implements SessionHost {
       this.forget(session)
       await this.#presence.closed(session)
     }
+  }
+
+  /** The caller's address (its failed keys count toward its per-IP limit): the peer's, or behind a trusted proxy
+   *  (PM_TRUST_PROXY, e.g. compose.yaml's nginx) the one its X-Forwarded-For metadata names, as for HTTP. */
+  #clientIp(call: Call): string {
+    const peer = call.getPeer().replace(/:\d+$/, '') // grpc-js writes `<address>:<port>`
+    const fwd = call.metadata.get('x-forwarded-for')
+    return this.#proxies.clientIp(peer, fwd.length === 1 && typeof fwd[0] === 'string' ? fwd[0] : undefined)
   }
 
   async #key(call: Call, who: { ip: string; route: string; id: string }): Promise<KeyRecord> {

@@ -98,6 +98,24 @@ export class IpLimiter {
     return true
   }
 
+  /** True when `ip`'s source is at its limit now; counts nothing (the key check asks before a lookup: src/apps/auth.ts).
+   *  Not on the public routes' path, which take() alone serves. */
+  over(ip: string): boolean {
+    if (this.limit <= 0) return false
+    const t = this.now()
+    const index = Math.floor(t / this.windowMs)
+    if (index !== this.#index) this.#roll(index)
+    const [h1, h2] = hashes(clientKey(ip))
+    const cur = this.#current.estimate(h1, h2)
+    let used = cur
+    if (this.kind === 'sliding') {
+      // The previous window's count, weighted by how much of it still lies within the last minute.
+      const elapsed = (t - index * this.windowMs) / this.windowMs
+      used += this.#previous.estimate(h1, h2) * (1 - elapsed)
+    }
+    return used >= this.limit
+  }
+
   #roll(index: number): void {
     if (this.kind === 'sliding') {
       const next = index === this.#index + 1 ? this.#previous : this.#current

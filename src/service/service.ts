@@ -148,6 +148,7 @@ export class Service {
     const dir = new AppDirectory(db, redis, keys, log, cfg.limits.keyCacheTtlMs, clock, {
       max: cfg.limits.keyCacheMax,
       missMax: cfg.limits.keyCacheMissMax,
+      missTtlMs: cfg.limits.keyCacheMissTtlMs,
     })
     await dir.start()
     const receipts = new ReceiptsModule(
@@ -159,6 +160,7 @@ export class Service {
         windowMs: cfg.limits.receiptWindowDays * DAY_MS,
       },
     )
+    const publicLimiter = new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock)
     const deps: Deps = {
       cfg,
       log,
@@ -168,9 +170,10 @@ export class Service {
       vault,
       clock,
       dir,
-      auth: new Auth(dir, cfg.platformKey, log.child({ audit: true }), clock),
+      // Failed authentications count toward the public routes' per-IP limit.
+      auth: new Auth(dir, cfg.platformKey, log.child({ audit: true }), clock, publicLimiter),
       apps: new AppService(db, dir, vault, cfg, clock),
-      publicLimiter: new IpLimiter(cfg.limits.ipPerMin, 'sliding', clock),
+      publicLimiter,
       devices: new DeviceService({ cfg, db, redis, keys, clock, log }),
       sends: new SendsModule({ cfg, db, redis, keys, clock, log }),
       receipts,
