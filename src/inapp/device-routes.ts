@@ -17,7 +17,7 @@ import type { DeviceProfiles, Profile } from './device-profiles'
 import { parseEvents } from './events-validate'
 import type { EventJob, EventWriter, Verdict } from './events-writer'
 import { type AppPack, type PackageCache, type PackCampaign, selectFor } from './packages'
-import { EPOCH_MS, epochOf, inappProof, verifyInappProof } from './proof'
+import { EPOCH_MS, epochOf, INAPP_KEY_LABEL, inappProof, verifyInappProof } from './proof'
 import type { ServedWriter } from './served-writer'
 import { parseSchema } from './validate'
 
@@ -112,7 +112,9 @@ export function inappDeviceRoutes(r: Router, d: DeviceRouteDeps): void {
     const epoch = epochOf(now)
     // An unknown player gets an empty package (never 404): proofs are only ever minted for real devices.
     const chosen = profile ? selectFor(pack, q.playerId, profile, q.level, now, lim.inappPackageMax) : []
-    const h = createHash('sha256').update(`${pack.digest}|${epoch}|${q.playerId}|${profile ? 1 : 0}`)
+    // The proofs' construction is part of what a package is: a new one (INAPP_KEY_LABEL) is a new ETag at once, so
+    // a device holding proofs of the previous one fetches fresh ones instead of a 304.
+    const h = createHash('sha256').update(`${pack.digest}|${epoch}|${q.playerId}|${profile ? 1 : 0}|${INAPP_KEY_LABEL}`)
     for (const c of chosen) h.update(c.id)
     const digest = h.digest('base64url')
     let until = Math.min((epoch + EPOCH_MS / 1000) * 1000, profileUntil)
