@@ -163,9 +163,10 @@ export class Eraser {
   }
 
   /**
-   * Deletes the tenant's rows of one table, `batch` rows per statement. Each statement takes the next rows in the
-   * table's physical order (a TID range from where the last one stopped), so a table without an index on the tenant
-   * column (deliveries, receipts) is read once in all, not once per batch. A pass that reaches the end starts over
+   * Deletes the tenant's rows of one table, `batch` rows per statement (each its own short transaction). On a table
+   * with an index leading with the tenant's column, each statement takes the next rows through it. On one without
+   * (deliveries, receipts), each statement takes the next rows in physical order, a TID range from where the last
+   * one stopped, so the table is read once in all rather than once per batch; a pass that reaches the end starts over
    * until one finds nothing (rows written behind the cursor meanwhile).
    */
   async #erase(t: TenantTable, id: string): Promise<number> {
@@ -188,6 +189,10 @@ export class Eraser {
         done += row.n
         seenThisPass += row.seen
         if (row.n > 0) this.d.progress(`${t.table}: ${fmt(done)} / ${fmt(Math.max(total, done))}`)
+        if (t.indexed) {
+          if (row.seen === 0) break
+          continue
+        }
         if (row.last !== null) {
           cursor = row.last
           continue
