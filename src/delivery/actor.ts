@@ -650,6 +650,7 @@ export class AppActor {
         attempts: tries,
         invalidate,
         reason,
+        markReal: status === STATUS.successful && c.proven !== true,
       })
     try {
       // spec: a delivery past its deadline is not attempted (ttl 0 means "now or never" and is left to the provider).

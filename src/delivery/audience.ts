@@ -58,8 +58,12 @@ export interface SendRef {
   sendId: string
 }
 
-/** A first-page device as the statement aggregates it: [id, identifier, device_type, transporte, valid]. */
-type PageEntry = [string, string | null, number | null, 'fcm' | 'apns' | null, boolean | null]
+/** Read with the device's token, so an accepted push marks only a device not yet marked real (outcomes.ts): a
+ *  device already marked costs the outcome batch nothing. */
+const PROVEN_SQL = '(d.push_accepted_at IS NOT NULL)'
+
+/** A first-page device as the statement aggregates it: [id, identifier, device_type, transporte, valid, proven]. */
+type PageEntry = [string, string | null, number | null, 'fcm' | 'apns' | null, boolean | null, boolean | null]
 
 /** loadSends' statement (its plan is tested: test/integration/delivery-plans.test.ts). */
 export const LOAD_SENDS_SQL = `WITH x AS (
@@ -77,10 +81,10 @@ export const LOAD_SENDS_SQL = `WITH x AS (
      SELECT x.app_id, x.id, x.lane, x.target_kind, x.included_segments, x.platforms, x.message, x.ttl_s, x.start, x.n,
             x.expanded_until, x.expansion_done, x.completed_at, x.recipients, x.sliced, f.page
        FROM x LEFT JOIN LATERAL (
-         SELECT json_agg(json_build_array(a.id, d.identifier, d.device_type, d.transporte, d.valid) ORDER BY a.pos) AS page
+         SELECT json_agg(json_build_array(a.id, d.identifier, d.device_type, d.transporte, d.valid, d.proven) ORDER BY a.pos) AS page
            FROM unnest(x.first) WITH ORDINALITY AS a(id, pos)
            LEFT JOIN LATERAL (
-             SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
+             SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid, ${PROVEN_SQL} AS proven FROM devices d
               WHERE d.app_id = x.app_id AND d.id = a.id OFFSET 0) d ON true
           WHERE NOT COALESCE((SELECT y.status <> 0 FROM deliveries y WHERE y.send_id = x.id AND y.device_id = a.id), false)
        ) f ON true`
@@ -119,8 +123,8 @@ export async function loadSends(
     const firstPage =
       meta.targetKind === 'segments' || pageSize <= 0
         ? null
-        : (x.page ?? []).map(([deviceId, identifier, deviceType, transport, valid]) =>
-            candidate({ id: deviceId, identifier, transporte: transport, valid }, deviceType ?? 1),
+        : (x.page ?? []).map(([deviceId, identifier, deviceType, transport, valid, proven]) =>
+            candidate({ id: deviceId, identifier, transporte: transport, valid, proven }, deviceType ?? 1),
           )
     out.set(x.id, { meta, firstPage })
   }
@@ -131,10 +135,10 @@ export async function loadSends(
 export async function listPage(db: Db, s: SendMeta, from: number, size: number): Promise<Candidate[]> {
   const r = await queryPrepared<Row & { device_type: number | null }>(
     db,
-    `SELECT a.id, d.identifier, d.device_type, d.transporte, d.valid
+    `SELECT a.id, d.identifier, d.device_type, d.transporte, d.valid, d.proven
        FROM sends s, unnest(s.audience[$3:$4]) WITH ORDINALITY AS a(id, pos)
        LEFT JOIN LATERAL (
-         SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
+         SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid, ${PROVEN_SQL} AS proven FROM devices d
           WHERE d.app_id = $1 AND d.id = a.id OFFSET 0) d ON true
       WHERE s.app_id = $1 AND s.id = $2
         AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.send_id = $2 AND x.device_id = a.id AND x.status <> 0)
@@ -149,10 +153,19 @@ interface Row {
   identifier: string | null
   transporte: 'fcm' | 'apns' | null
   valid: boolean | null
+  proven: boolean | null
 }
 
 function candidate(x: Row, deviceType: number): Candidate {
-  return { deviceId: x.id, token: x.identifier, deviceType, transport: x.transporte ?? 'fcm', valid: x.valid === true }
+  return {
+    deviceId: x.id,
+    token: x.identifier,
+    deviceType,
+    transport: x.transporte ?? 'fcm',
+    valid: x.valid === true,
+    // Absent rather than false: not marked and not known (a carried send's devices) mean the same to the actor.
+    ...(x.proven === true ? { proven: true } : {}),
+  }
 }
 
 /** The last device id there can be: the upper bound of the last slice. */
@@ -214,10 +227,10 @@ export const SEGMENT_PAGE_SQL = segmentPageSql(false)
 
 /** `bounded`: only rows up to device id $5 (a slice's upper bound). */
 function segmentPageSql(bounded: boolean): string {
-  return `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid
+  return `SELECT x.device_id AS id, d.identifier, x.device_type, d.transporte, d.valid, d.proven
        FROM deliveries x
        LEFT JOIN LATERAL (
-         SELECT d.identifier, d.transporte, (${REACHABLE_SQL}) AS valid FROM devices d
+         SELECT d.identifier, d.transporte, (${REACHABLE_SQL}) AS valid, ${PROVEN_SQL} AS proven FROM devices d
           WHERE d.app_id = $1 AND d.id = x.device_id OFFSET 0) d ON true
       WHERE x.send_id = $2 AND x.status = 0 AND x.device_id > $3::uuid${bounded ? ' AND x.device_id <= $5::uuid' : ''}
       ORDER BY x.device_id LIMIT $4`

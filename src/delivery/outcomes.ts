@@ -44,6 +44,8 @@ export interface OutcomeRow {
   attempts: number
   /** Mark the device's token dead (it leaves every audience). */
   invalidate?: string
+  /** An accepted push to a device not known to be marked real yet: mark it (devices.push_accepted_at). */
+  markReal?: boolean
   /** Why it did not end accepted, `<category>:<provider's reason>` (deliveries.reason, migration 0022). */
   reason?: string
 }
@@ -139,13 +141,15 @@ function completedEvent(whenParam: string, atParam: string, where = 'true'): str
 
 /**
  * One statement for a whole batch (atomic without BEGIN/COMMIT, one round trip): final states written only over a
- * non-final row (`up`); devices whose new outcome names a dead token invalidated (`inv`); per send, what became final
+ * non-final row (`up`); devices whose new outcome names a dead token invalidated (`inv`); devices whose first
+ * accepted push this is marked real (`proven`); per send, what became final
  * now (`t`) moves its counters (`u`), and a send whose `remaining` reaches 0 (and whose audience is fully known) is
  * closed with its notification.completed event when the app reads by webhook or stream (`ev`). Answers the sends it closed.
  */
 async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Closed[]> {
   if (rows.length === 0) return []
   const dead = rows.filter((x) => x.invalidate)
+  const real = rows.filter((x) => x.markReal)
   const r = await queryPrepared<{ id: string; app_id: string }>(
     db,
     `WITH up AS (
@@ -163,6 +167,14 @@ async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Close
          FROM unnest($8::uuid[], $9::uuid[], $10::text[]) AS x(send_id, device_id, reason)
          JOIN up ON up.send_id = x.send_id AND up.device_id = x.device_id
         WHERE dv.app_id = up.app_id AND dv.id = x.device_id
+     ), proven AS (
+       -- The first push a provider accepted for the token: the device is real and may count toward the free plan's
+       -- monthly active users (src/sends/mau.ts). Only the rows the actor flagged (the device was not marked when
+       -- its page was read), so a batch of devices already marked probes and writes nothing here. Accepted is
+       -- accepted: the mark does not wait for the delivery row to be new (a redelivered outcome marks nothing twice).
+       UPDATE devices dv SET push_accepted_at = $7
+         FROM unnest($13::uuid[], $14::uuid[]) AS x(app_id, device_id)
+        WHERE dv.app_id = x.app_id AND dv.id = x.device_id AND dv.push_accepted_at IS NULL
      ), t AS (
        SELECT send_id AS id, app_id,
               count(*) FILTER (WHERE status = 1)::int AS ok,
@@ -198,6 +210,8 @@ async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Close
       dead.map((x) => x.invalidate as string),
       isoWithOffset(now),
       rows.map((x) => x.reason ?? null),
+      arrayLiteral(real.map((x) => x.appId)),
+      arrayLiteral(real.map((x) => x.deviceId)),
     ],
   )
   return r.rows.map((x) => ({ sendId: x.id, appId: x.app_id }))

@@ -11,6 +11,9 @@ export interface Candidate {
   transport: 'fcm' | 'apns'
   /** Still a valid, subscribed device (it may have died since the send was accepted). */
   valid: boolean
+  /** A provider already accepted a push to its token (devices.push_accepted_at): its accepted outcome need not mark it
+   *  real again. Unknown (absent) for a carried send's devices, which are then marked if they are not yet. */
+  proven?: boolean
   /** Its proof of arrival for this send, once the actor has computed it (ahead, in batches: actor.ts). */
   proof?: string
 }

@@ -28,8 +28,12 @@ interface Measurement {
 const LOCAL_NOW = atBusinessZone('$1::timestamptz')
 
 /**
- * A device is active in a month when it showed a sign of life in it (registration/session or receipt). Months are
- * the business zone's (src/core/business-time.ts): they turn at the instant the statistics' days do.
+ * A device is active in a month when it showed a sign of life in it (registration/session or receipt), and counts only
+ * once it has shown it is real: a provider accepted a push to its token (`push_accepted_at`, written by the outcome
+ * batch) or it returned a delivery receipt (`last_receipt_at`). A registration alone proves nothing (anyone may post
+ * any token to an app's public app_id), so registrations alone can never spend an organisation's allowance
+ * (docs/decisions.md, "Monthly active users: only devices shown to be real"). Months are the business zone's
+ * (src/core/business-time.ts): they turn at the instant the statistics' days do.
  */
 export async function measureMau(db: Db, now: Date): Promise<number> {
   const r = await query(
@@ -40,6 +44,7 @@ export async function measureMau(db: Db, now: Date): Promise<number> {
        LEFT JOIN apps a ON a.org_id = o.id
        LEFT JOIN devices d ON d.app_id = a.id AND NOT d.sandbox
                           AND d.last_active >= ${atBusinessZone(`date_trunc('month', ${LOCAL_NOW})`)}
+                          AND (d.push_accepted_at IS NOT NULL OR d.last_receipt_at IS NOT NULL)
       GROUP BY o.id
      ON CONFLICT (org_id) DO UPDATE SET month = excluded.month, mau = excluded.mau, measured_at = excluded.measured_at`,
     [now],

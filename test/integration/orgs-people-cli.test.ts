@@ -87,6 +87,8 @@ t.test('the MAU allowance is measured per organisation: two apps add up', async 
       t.equal(r.status, 200, r.text)
     }
   }
+  // Only devices shown to be real count (mau-proof.test.ts): marked as a provider's first acceptance would mark them.
+  await s.sql('UPDATE devices SET push_accepted_at = last_active')
   await s.svc.deps.sends.mau.measureNow()
   const [m] = await s.sql('SELECT mau FROM org_mau WHERE org_id = $1', [org.id])
   t.equal(m?.mau, 4, 'one measurement for the organisation')

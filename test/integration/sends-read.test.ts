@@ -233,6 +233,8 @@ t.test('free-plan MAU gate: refuses the whole send above the allowance, with the
   const app = await s.createApp()
   const ids = [await device(s, app, 'a'), await device(s, app, 'b'), await device(s, app, 'c')]
   await device(s, app, 'test:sandbox-not-counted')
+  // Only devices shown to be real count (mau-proof.test.ts): marked as a provider's first acceptance would mark them.
+  await s.sql('UPDATE devices SET push_accepted_at = last_active WHERE app_id = $1', [app.id])
   t.equal((await send(s, app, { include_player_ids: ids })).status, 200, 'no measurement yet: allowed')
   await measureMau(s.svc.deps.db, new Date(clock.ms))
   s.svc.deps.sends.mau.forget()
