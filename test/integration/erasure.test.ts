@@ -141,7 +141,7 @@ async function keysNaming(s: TestService, ids: string[]): Promise<string[]> {
         let content: unknown = null
         if (type === 'string') content = await node.get(k)
         else if (type === 'hash') content = await node.hgetall(k)
-        else if (type === 'zset') content = await node.zrange(k, 0, 1000)
+        else if (type === 'zset') content = await node.zrange(k, '0', '1000')
         else if (type === 'set') content = await node.smembers(k)
         else if (type === 'list') content = await node.lrange(k, 0, 1000)
         else if (type === 'stream') content = await node.xrange(k, '-', '+', 'COUNT', 10_000)
