@@ -4,6 +4,7 @@
 // BENCH_FIGURES_TO names another file to write the block to (README.md is then left alone); `none` writes nothing.
 import { execFileSync } from 'node:child_process'
 import { join } from 'node:path'
+import { dashboardBench } from './dashboard'
 import { deliver } from './deliver'
 import { grpcBench } from './grpc'
 import { h2client } from './h2client'
@@ -30,6 +31,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   inapp,
   grpc: grpcBench,
   h2client,
+  dashboard: dashboardBench,
 }
 
 const ROOT = join(__dirname, '..')

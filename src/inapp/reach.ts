@@ -21,13 +21,16 @@ export async function countReach(
 ): Promise<Reach> {
   const r = await query<{ total: string; capable: string; unversioned: string }>(
     db,
+    // Versions are parsed once per distinct value (a handful), not once per device: the audience is grouped first.
     `WITH a AS (
-       SELECT (regexp_match(d.sdk_versao, '^v?(\\d{1,4})\\.(\\d{1,3})(?:[.+-]|$)'))::int[] AS v
-       FROM devices d WHERE d.app_id = $1 AND ${audienceSql(def.alvo_tipo)})
-     SELECT count(*) AS total,
-            count(*) FILTER (WHERE v IS NOT NULL AND v[1] * 1000 + v[2] >= $2) AS capable,
-            count(*) FILTER (WHERE v IS NULL) AS unversioned
-     FROM a`,
+       SELECT d.sdk_versao, count(*) AS n FROM devices d WHERE d.app_id = $1 AND ${audienceSql(def.alvo_tipo)} GROUP BY d.sdk_versao
+     ), v AS (
+       SELECT n, (regexp_match(sdk_versao, '^v?(\\d{1,4})\\.(\\d{1,3})(?:[.+-]|$)'))::int[] AS v FROM a
+     )
+     SELECT COALESCE(sum(n), 0) AS total,
+            COALESCE(sum(n) FILTER (WHERE v IS NOT NULL AND v[1] * 1000 + v[2] >= $2), 0) AS capable,
+            COALESCE(sum(n) FILTER (WHERE v IS NULL), 0) AS unversioned
+     FROM v`,
     def.alvo_tipo === 'external_ids' || def.alvo_tipo === 'player_ids' ? [appId, level, def.alvo] : [appId, level],
   )
   const row = r.rows[0] as { total: string; capable: string; unversioned: string }

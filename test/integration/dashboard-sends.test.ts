@@ -5,6 +5,7 @@
 // filters and pages. Another organisation's person gets 404 everywhere.
 import t from 'tap'
 import { BUSINESS_OFFSET } from '../../src/core/business-time'
+import { listSends } from '../../src/dashboard/sends/list'
 import { DashClient, makeOrg, makePerson } from '../helpers/dashboard'
 import { startDelivery } from '../helpers/delivery'
 import { basic } from '../helpers/service'
@@ -264,6 +265,25 @@ t.test('the sends list: filters, keyset pages, links; the free plan withholds pr
   t.equal(rows((await w.c.get(`${w.base}/envios?desde=${today}&ate=${today}`)).text).length, 25)
   t.same(rows((await w.c.get(`${w.base}/envios?desde=2001-01-01&ate=2001-01-02`)).text), [])
   t.same(rows((await w.c.get(`${w.base}/envios?estado=agendado`)).text), [])
+  // A text search reads a bounded number of sends a page, and says where to go on from.
+  const none = { from: null, to: null, state: null, text: 'lote 2' }
+  const db = w.s.svc.deps.db
+  const first10 = await listSends(db, w.app.id, none, null, Date.now(), 26, 10)
+  t.same(
+    first10.rows.map((x) => x.id),
+    [ids[29], ids[28], ids[27], ids[26], ids[25], ids[24], ids[23], ids[22], ids[21], ids[20]],
+  )
+  t.equal(first10.scannedTo?.id, ids[20], 'stopped at the 10th send read')
+  const on = await listSends(db, w.app.id, none, first10.scannedTo, Date.now(), 26, 10)
+  t.same(on.rows, [], 'nothing among the next ten')
+  t.equal(on.scannedTo?.id, ids[10], 'and where to go on from')
+  const end = await listSends(db, w.app.id, none, on.scannedTo, Date.now(), 26, 10)
+  t.same(
+    end.rows.map((x) => x.id),
+    [ids[2]],
+    'found further on',
+  )
+  t.equal(end.scannedTo, null, 'the end of the list: nothing further to search')
 
   // Free plan: no proof of arrival on the send's page, with the reason.
   const sp = await w.c.get(`${w.base}/envios/${ids[0]}`)

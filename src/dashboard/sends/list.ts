@@ -64,7 +64,14 @@ export function readFilter(q: URLSearchParams): ListFilter {
   }
 }
 
-/** One page of the filtered list, newest first, after the cursor. */
+/** Sends a text search reads per page at most: past them, the page offers to go on searching older sends. */
+export const TEXT_SCAN = 20_000
+
+/**
+ * One page of the filtered list, newest first, after the cursor. A text filter has no index behind it (sends are
+ * written at thousands a second; an index over their texts would tax every write): it reads at most TEXT_SCAN sends
+ * in the list's order and answers, with the matches, where it stopped (`scannedTo`) when it stopped short.
+ */
 export async function listSends(
   db: Db,
   appId: string,
@@ -72,8 +79,9 @@ export async function listSends(
   before: { at: Date; id: string } | null,
   nowMs: number,
   limit: number,
-): Promise<Row[]> {
-  const params: unknown[] = [appId, limit]
+  scan = TEXT_SCAN,
+): Promise<{ rows: Row[]; scannedTo: { at: Date; id: string } | null }> {
+  const params: unknown[] = [appId]
   const where: string[] = ['app_id = $1']
   const p = (v: unknown) => {
     params.push(v)
@@ -86,19 +94,33 @@ export async function listSends(
   else if (f.state === 'agendado') where.push(`completed_at IS NULL AND send_after > ${p(new Date(nowMs))}`)
   else if (f.state === 'andamento')
     where.push(`completed_at IS NULL AND (send_after IS NULL OR send_after <= ${p(new Date(nowMs))})`)
-  if (f.text !== '') {
-    const like = p(`%${f.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
-    where.push(
-      `(name ILIKE ${like} OR contents::text ILIKE ${like} OR headings::text ILIKE ${like} OR id::text = ${p(f.text.toLowerCase())})`,
-    )
+  const filtered = `FROM sends WHERE ${where.join(' AND ')} ORDER BY queued_at DESC, id DESC`
+  const filterParams = [...params]
+  const columns = 'id, name, queued_at, send_after, completed_at, recipients, successful, failed, errored, recebidos, converted'
+  const lim = p(limit)
+  if (f.text === '') {
+    const r = await query<Row>(db, `SELECT ${columns} ${filtered} LIMIT ${lim}`, params)
+    return { rows: r.rows, scannedTo: null }
   }
+  const like = p(`%${f.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
+  const exact = p(f.text.toLowerCase())
   const r = await query<Row>(
     db,
-    `SELECT id, name, queued_at, send_after, completed_at, recipients, successful, failed, errored, recebidos, converted
-       FROM sends WHERE ${where.join(' AND ')} ORDER BY queued_at DESC, id DESC LIMIT $2`,
+    `SELECT ${columns} FROM (SELECT ${columns}, contents, headings ${filtered} LIMIT ${scan}) s
+      WHERE name ILIKE ${like} OR contents::text ILIKE ${like} OR headings::text ILIKE ${like} OR id::text = ${exact}
+      ORDER BY queued_at DESC, id DESC LIMIT ${lim}`,
     params,
   )
-  return r.rows
+  if (r.rows.length >= limit) return { rows: r.rows, scannedTo: null }
+  // Fewer matches than asked for: did the scan reach the end of the list, or its bound?
+  const last = await query<{ queued_at: Date; id: string }>(
+    db,
+    `SELECT queued_at, id ${filtered} OFFSET ${scan - 1} LIMIT 2`,
+    filterParams,
+  )
+  // The last send read, when another one follows it.
+  const end = last.rows.length === 2 ? last.rows[0] : undefined
+  return { rows: r.rows, scannedTo: end ? { at: end.queued_at, id: end.id } : null }
 }
 
 function stateText(x: Row, nowMs: number): string {
@@ -112,7 +134,7 @@ export function sendListRoutes(r: Router, d: SendListDeps): void {
     const app = await appFor(d.db, v, req.params[0])
     const f = readFilter(req.query)
     const now = d.clock()
-    const rows = await listSends(d.db, app.id, f, decodeCursor(req.query.get('antes')), now, PAGE + 1)
+    const { rows, scannedTo } = await listSends(d.db, app.id, f, decodeCursor(req.query.get('antes')), now, PAGE + 1)
     const shown = rows.slice(0, PAGE)
     const last = shown[shown.length - 1]
     const base = `/apps/${app.id}`
@@ -124,6 +146,8 @@ export function sendListRoutes(r: Router, d: SendListDeps): void {
     }
     const next = new URLSearchParams(keep)
     if (last) next.set('antes', encodeCursor(last.queued_at, last.id))
+    const further = new URLSearchParams(keep)
+    if (scannedTo) further.set('antes', encodeCursor(scannedTo.at, scannedTo.id))
     const filtered = keep.size > 0
     const body = html`<p class="trilha"><a href="${base}">${app.name}</a></p>
 <h1>Envios</h1>
@@ -151,6 +175,10 @@ ${
 }
 <p class="paginas">${req.query.get('antes') ? html`<a href="${base}/envios${keep.size ? `?${keep.toString()}` : ''}">Mais novos (início)</a> ` : ''}${
       rows.length > PAGE && last ? html`<a href="${base}/envios?${next.toString()}">Mais antigos</a>` : ''
+    }${
+      scannedTo
+        ? html`<span role="status">A busca por texto leu ${TEXT_SCAN.toLocaleString('pt-BR')} envios a partir daqui. <a href="${base}/envios?${further.toString()}">Continuar buscando nos mais antigos</a></span>`
+        : ''
     }</p>`
     return htmlReply(200, page({ title: `Envios · ${app.name}`, viewer: v, flash: await d.sessions.takeFlash(v) }, body))
   })

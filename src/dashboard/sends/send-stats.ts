@@ -9,7 +9,7 @@ import { type Db, query } from '../../db/pool'
 import { type FailureCategory, failureCategory } from './failures'
 
 /** Rows of each kind read for one page at most (deliveries, and receipts). */
-export const SAMPLE_ROWS = 20_000
+export const SAMPLE_ROWS = 5_000
 
 export interface SendDetail {
   id: string
@@ -123,12 +123,11 @@ export async function sendStats(db: Db, appId: string, s: SendDetail, nowMs: num
   const start = startOf(s)
   const day = start.toISOString().slice(0, 10)
   const params = (extra: unknown[]) => (bound ? [...extra, bound] : extra)
+  type DeliveryRow = { device_id: string; device_type: number; status: number; reason: string | null; ms: number }
   const [dels, recs] = await Promise.all([
     s.deliveries_pruned_at
-      ? Promise.resolve({
-          rows: [] as Array<{ device_id: string; device_type: number; status: number; reason: string | null; ms: number }>,
-        })
-      : query<{ device_id: string; device_type: number; status: number; reason: string | null; ms: number }>(
+      ? Promise.resolve({ rows: [] as DeliveryRow[] })
+      : query<DeliveryRow>(
           db,
           `SELECT device_id, device_type, status, reason, (extract(epoch FROM updated_at - $3::timestamptz) * 1000)::float8 AS ms
              FROM deliveries WHERE send_id = $1 AND app_id = $2 ${bound ? 'AND device_id < $4' : ''}`,
@@ -144,6 +143,7 @@ export async function sendStats(db: Db, appId: string, s: SendDetail, nowMs: num
         ),
   ])
   const platforms: Record<PlatformKey, PlatformCounts> = { android: emptyPlatform(), ios: emptyPlatform(), web: emptyPlatform() }
+  // A receipt's platform is its device's delivery row's, read in the same id range (none: that row is gone).
   const typeOf = new Map<string, PlatformKey>()
   const acceptedMs: number[] = []
   const failures = new Map<FailureCategory, { n: number; words: Set<string> }>()
@@ -154,7 +154,7 @@ export async function sendStats(db: Db, appId: string, s: SendDetail, nowMs: num
     c.devices++
     if (d.status === 1) {
       c.accepted++
-      acceptedMs.push(Number(d.ms))
+      acceptedMs.push(d.ms)
     } else if (d.status === 2 || d.status === 3) {
       c.failed++
       const cat = failureCategory(d.status, d.reason)
@@ -168,9 +168,9 @@ export async function sendStats(db: Db, appId: string, s: SendDetail, nowMs: num
   const provenMs: number[] = []
   const clickedMs: number[] = []
   for (const x of recs.rows) {
+    if (x.kind === 0) provenMs.push(x.ms)
+    else clickedMs.push(x.ms)
     const p = typeOf.get(x.device_id)
-    if (x.kind === 0) provenMs.push(Number(x.ms))
-    else clickedMs.push(Number(x.ms))
     if (p) platforms[p][x.kind === 0 ? 'proven' : 'clicked']++
   }
   // Estimates from a sample count for the whole send.
