@@ -8,7 +8,7 @@
 import { rootCertificates } from 'node:tls'
 import v8 from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import t from 'tap'
+import t, { type Test as Tap } from 'tap'
 import { encodeInteger } from '../../src/h2/hpack'
 import type { H2Limits } from '../../src/h2/limits'
 import { H2Pool } from '../../src/h2/pool'
@@ -312,52 +312,61 @@ async function onOneSession(url: string, n: number, limits: Partial<H2Limits> | 
   return ends
 }
 
-for (const c of cases) {
-  t.test(c.name, async (t) => {
-    const n = c.requests ?? 3
-    let hostile = true
-    const peer = await rawPeer(async (conn) => {
-      if (!hostile) {
-        await conn.handshake()
-        conn.serveWell()
-        return
-      }
-      await c.attack(conn, n)
-      if (!c.goaway) conn.serveWell(n) // the session lives: later requests on it are answered
-    })
-    t.teardown(() => peer.close())
-    const mem = memoryWatch()
-
-    // One session: every handler called exactly once.
-    const ends = await onOneSession(peer.url, n, c.limits, 8_000)
-    for (const [i, e] of ends.entries())
-      t.match(e, { calls: 1, kind: 'protocol', reason: c.detail }, `session request ${i}: ended once, classified`)
-
-    // The pool: every request resolves as a 'protocol' failure; the peer gets GOAWAY; a fresh session follows.
-    const pool = new H2Pool({ ca: testCa(), timeoutMs: 6_000, sessionsPerOrigin: 1, limits: c.limits })
-    t.teardown(() => pool.close())
-    const results: H2Result[] = await Promise.all(
-      Array.from({ length: n }, (_, i) => pool.request(peer.url, { ':method': 'POST', ':path': `/pool/${i}` }, '{}')),
-    )
-    for (const [i, r] of results.entries())
-      t.match(r, { status: 0, failure: 'protocol', detail: c.detail }, `pool request ${i}: a 'protocol' failure`)
-    const attacked = peer.conns[1] as RawConn
-    if (c.goaway !== undefined && !attacked.sock.isPaused()) {
-      t.ok(await attacked.until(() => attacked.goaway !== null, 3_000), 'the peer got GOAWAY')
-      t.equal(attacked.goaway?.code, c.goaway, `GOAWAY's code is ${c.goaway}`)
+/** One case: its attack on one session, then through the pool, then a well-behaved peer; memory watched throughout. */
+async function runCase(t: Tap, c: Case): Promise<void> {
+  const n = c.requests ?? 3
+  let hostile = true
+  const peer = await rawPeer(async (conn) => {
+    if (!hostile) {
+      await conn.handshake()
+      conn.serveWell()
+      return
     }
-    hostile = false
-    const after = await pool.request(peer.url, { ':method': 'POST', ':path': '/after' }, '{}')
-    t.match(after, { status: 200 }, 'the next request is answered once the peer behaves')
-    if (c.goaway !== undefined) t.equal(pool.sessionsOpened, 2, 'on a fresh session')
-    else t.equal(pool.sessionsOpened, 1, 'on the same session: only the long answers were refused')
-
-    const grew = mem.stop()
-    t.comment(`heap +${(grew.heap / MiB).toFixed(1)} MB, rss +${(grew.rss / MiB).toFixed(1)} MB`)
-    t.ok(grew.heap < HEAP_BOUND, `heap growth ${(grew.heap / MiB).toFixed(1)} MB under ${HEAP_BOUND / MiB} MB`)
-    t.ok(grew.rss < RSS_BOUND, `rss growth ${(grew.rss / MiB).toFixed(1)} MB under ${RSS_BOUND / MiB} MB`)
+    await c.attack(conn, n)
+    if (!c.goaway) conn.serveWell(n) // the session lives: later requests on it are answered
   })
+  t.teardown(() => peer.close())
+  const mem = memoryWatch()
+
+  // One session: every handler called exactly once.
+  const ends = await onOneSession(peer.url, n, c.limits, 8_000)
+  for (const [i, e] of ends.entries())
+    t.match(e, { calls: 1, kind: 'protocol', reason: c.detail }, `session request ${i}: ended once, classified`)
+
+  // The pool: every request resolves as a 'protocol' failure; the peer gets GOAWAY; a fresh session follows.
+  const pool = new H2Pool({ ca: testCa(), timeoutMs: 6_000, sessionsPerOrigin: 1, limits: c.limits })
+  t.teardown(() => pool.close())
+  const results: H2Result[] = await Promise.all(
+    Array.from({ length: n }, (_, i) => pool.request(peer.url, { ':method': 'POST', ':path': `/pool/${i}` }, '{}')),
+  )
+  for (const [i, r] of results.entries())
+    t.match(r, { status: 0, failure: 'protocol', detail: c.detail }, `pool request ${i}: a 'protocol' failure`)
+  const attacked = peer.conns[1] as RawConn
+  if (c.goaway !== undefined && !attacked.sock.isPaused()) {
+    t.ok(await attacked.until(() => attacked.goaway !== null, 3_000), 'the peer got GOAWAY')
+    t.equal(attacked.goaway?.code, c.goaway, `GOAWAY's code is ${c.goaway}`)
+  }
+  hostile = false
+  const after = await pool.request(peer.url, { ':method': 'POST', ':path': '/after' }, '{}')
+  t.match(after, { status: 200 }, 'the next request is answered once the peer behaves')
+  if (c.goaway !== undefined) t.equal(pool.sessionsOpened, 2, 'on a fresh session')
+  else t.equal(pool.sessionsOpened, 1, 'on the same session: only the long answers were refused')
+
+  const grew = mem.stop()
+  t.comment(`heap +${(grew.heap / MiB).toFixed(1)} MB, rss +${(grew.rss / MiB).toFixed(1)} MB`)
+  t.ok(grew.heap < HEAP_BOUND, `heap growth ${(grew.heap / MiB).toFixed(1)} MB under ${HEAP_BOUND / MiB} MB`)
+  t.ok(grew.rss < RSS_BOUND, `rss growth ${(grew.rss / MiB).toFixed(1)} MB under ${RSS_BOUND / MiB} MB`)
 }
+
+const malformed = cases.filter((c) => c.name.startsWith('malformed answer'))
+for (const c of cases) if (!malformed.includes(c)) t.test(c.name, (t) => runCase(t, c))
+
+// Each on its own peer and session, and quick: in parallel (their memory is watched together, under the same bounds).
+t.test('malformed answers', (t) => {
+  t.jobs = malformed.length
+  for (const c of malformed) t.test(c.name, (t) => runCase(t, c))
+  t.end()
+})
 
 t.test('a flood of SETTINGS ACKs the client never asked for is a protocol error, not work', async (t) => {
   const peer = await rawPeer(async (conn) => {
