@@ -56,11 +56,13 @@ export async function seed(
   await c.connect()
   try {
     const now = new Date().toISOString()
+    // An established audience: every device already had a push accepted (push_accepted_at), so the run measures the
+    // steady state, not the once-per-device mark of a first accepted push (src/delivery/outcomes.ts).
     await copyRows(
       c,
-      'COPY devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types, invalid_identifier, last_active, created_at, updated_at) FROM STDIN',
+      'COPY devices (app_id, id, identifier, device_type, sandbox, transporte, language, notification_types, invalid_identifier, last_active, created_at, updated_at, push_accepted_at) FROM STDIN',
       n,
-      (j) => `${appId}\t${id(j)}\t${token(j)}\t1\tf\tfcm\tpt\t1\tf\t${now}\t${now}\t${now}\n`,
+      (j) => `${appId}\t${id(j)}\t${token(j)}\t1\tf\tfcm\tpt\t1\tf\t${now}\t${now}\t${now}\t${now}\n`,
     )
     await c.query('VACUUM ANALYZE devices')
   } finally {
@@ -94,6 +96,8 @@ export async function appWithFcm(
     PM_DB_SCHEMA: api.schema,
     PM_REDIS_PREFIX: api.prefix,
     PM_VAULT_KEY: VAULT_KEY,
+    // The deployment's provider is the fake, on the host of the account's token_uri (src/providers/endpoints.ts).
+    PM_FCM_BASE_URL: new URL((fake.serviceAccount as { token_uri: string }).token_uri).origin,
   })
   return app
 }

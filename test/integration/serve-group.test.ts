@@ -59,6 +59,8 @@ async function group(tt: Test, env: Record<string, string> = {}) {
           PM_DB_SCHEMA: p.schema,
           PM_REDIS_PREFIX: p.prefix,
           PM_VAULT_KEY: VAULT_KEY,
+          // The deployment's provider: the account's token_uri is accepted on its host (src/providers/endpoints.ts).
+          PM_FCM_BASE_URL: fakes.fcm.url,
         },
       },
       (err, _out, stderr) => (err ? reject(new Error(stderr)) : resolve()),
