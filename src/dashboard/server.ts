@@ -112,7 +112,9 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     now: d.clock,
     cfg: d.cfg,
   })
-  const simulatorPools = new SimulatorPools((ca) => new H2Pool({ ca, sessionsPerOrigin: 1, timeoutMs: 10_000 }))
+  const simulatorPools = new SimulatorPools(
+    (ca) => new H2Pool({ ca, sessionsPerOrigin: 1, timeoutMs: 10_000, ...providerPoolOptions(d.cfg) }),
+  )
   const tester = new ConnectionTester({
     db: d.db,
     vault: d.vault,

@@ -45,7 +45,7 @@ export class DeliveryModule implements ProviderSource {
   readonly apnsAnswers: ApnsAnswers
   readonly #providers: ProviderCache
   /** Pools of simulator credentials (PM_ALLOW_SIMULATORS), apart from the providers' own pool. */
-  readonly #simulatorPools = new SimulatorPools()
+  readonly #simulatorPools: SimulatorPools
   /** By `app:platform`. */
   readonly #credentials: LRUCache<string, CredentialEntry>
   readonly #receiptKeys: ReceiptKeys
@@ -55,6 +55,7 @@ export class DeliveryModule implements ProviderSource {
   constructor(private readonly d: DeliveryDeps) {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca, ...providerPoolOptions(cfg) })
+    this.#simulatorPools = new SimulatorPools((ca) => new H2Pool({ ca, ...providerPoolOptions(cfg) }))
     this.#credentials = new LRUCache({ max: 2 * cfg.limits.appCacheMax })
     this.#receiptKeys = new ReceiptKeys(db, d.vault, cfg.limits.appCacheMax)
     this.#providers = new ProviderCache({
