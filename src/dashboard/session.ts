@@ -27,13 +27,22 @@ export interface Viewer {
   sid: string
 }
 
-/** Cookies of a request, by name (the first of a repeated name). */
-export function cookies(header: string | undefined): Map<string, string> {
+/** Over https every cookie is written with this prefix: the browser then keeps it only if it is Secure, for Path=/
+ *  and with no Domain, so a sibling host or a plain-http page cannot set or shadow it (RFC 6265bis §4.1.3.2). */
+const HOST_PREFIX = '__Host-'
+
+/** Cookies of a request, by name (the first of a repeated name). `secure` (the dashboard is served over https): only
+ *  `__Host-` cookies are read, by their name without the prefix; a bare name someone else could have set is ignored. */
+export function cookies(header: string | undefined, secure = false): Map<string, string> {
   const out = new Map<string, string>()
   for (const part of (header ?? '').split(';')) {
     const i = part.indexOf('=')
     if (i < 0) continue
-    const k = part.slice(0, i).trim()
+    let k = part.slice(0, i).trim()
+    if (secure) {
+      if (!k.startsWith(HOST_PREFIX)) continue
+      k = k.slice(HOST_PREFIX.length)
+    }
     if (k && !out.has(k)) out.set(k, part.slice(i + 1).trim())
   }
   return out
@@ -53,7 +62,9 @@ export function cookieHeader(
   secure: boolean,
   sameSite: 'Lax' | 'Strict' = 'Lax',
 ): string {
-  return `${name}=${value}; Path=/; HttpOnly; SameSite=${sameSite}; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`
+  return secure
+    ? `${HOST_PREFIX}${name}=${value}; Path=/; HttpOnly; SameSite=${sameSite}; Max-Age=${maxAgeS}; Secure`
+    : `${name}=${value}; Path=/; HttpOnly; SameSite=${sameSite}; Max-Age=${maxAgeS}`
 }
 
 const digest = (id: string): Buffer => createHash('sha256').update(id).digest()
@@ -105,7 +116,7 @@ export class Sessions {
    * removed). `activity` false (a page's script polling in the background) reads without counting as use.
    */
   async read(cookieHeaderValue: string | undefined, activity = true): Promise<Viewer | null> {
-    const v = cookies(cookieHeaderValue).get(SESSION_COOKIE)
+    const v = cookies(cookieHeaderValue, this.secure).get(SESSION_COOKIE)
     if (!v) return null
     const dot = v.indexOf('.')
     const id = v.slice(0, dot)

@@ -45,14 +45,14 @@ t.test('sign-in: the session cookie is HttpOnly, SameSite, with an expiry; a ref
   t.equal((await c.get('/apps')).status, 303)
 })
 
-t.test('an https dashboard address makes the cookie Secure', async (t) => {
+t.test('an https dashboard address makes the cookie Secure (and __Host-: dashboard-cookies.test.ts)', async (t) => {
   const s = await startService(t, { roles: ['api', 'dashboard'], env: { PM_DASHBOARD_URL: 'https://painel.example.com' } })
   await makePerson(s, 'op@example.com', SENHA, null)
   const c = new DashClient(s.dashboardUrl)
   const ok = await c.signIn('op@example.com', SENHA)
   t.equal(ok.status, 303)
   t.match(
-    ok.headers.getSetCookie().find((x) => x.startsWith('pm_sessao=')),
+    ok.headers.getSetCookie().find((x) => x.startsWith('__Host-pm_sessao=')),
     /; Secure/,
   )
 })

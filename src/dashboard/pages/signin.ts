@@ -23,7 +23,7 @@ export interface SigninDeps extends Web {
 
 /** The pre-session token: the cookie's when it has one, else a new one set with the page. */
 function preToken(req: Request, secure: boolean): { token: string; headers: Record<string, string> } {
-  const have = cookies(req.header('cookie')).get(PRE_COOKIE)
+  const have = cookies(req.header('cookie'), secure).get(PRE_COOKIE)
   if (have && /^[A-Za-z0-9_-]{43}$/.test(have)) return { token: have, headers: {} }
   const token = randomBytes(32).toString('base64url')
   return { token, headers: { 'Set-Cookie': cookieHeader(PRE_COOKIE, token, 3600, secure, 'Strict') } }
@@ -31,7 +31,7 @@ function preToken(req: Request, secure: boolean): { token: string; headers: Reco
 
 function checkPre(req: Request, d: SigninDeps, formToken: string): void {
   if (!sameOrigin(req, d.dashboardUrl)) throw new DashError(403, 'Requisição recusada: origem de outro site.')
-  const cookie = cookies(req.header('cookie')).get(PRE_COOKIE) ?? ''
+  const cookie = cookies(req.header('cookie'), d.sessions.secure).get(PRE_COOKIE) ?? ''
   if (!tokensEqual(formToken, cookie))
     throw new DashError(403, 'Requisição recusada: formulário expirado. Recarregue a página e tente de novo.')
 }
@@ -96,7 +96,7 @@ export function signinRoutes(r: Router, d: SigninDeps): void {
     checkPre(req, d, form.text('_csrf'))
     const email = form.text('email').slice(0, 320)
     const token = form.text('_csrf')
-    const gate = await d.limiter.check(email, req.ip, cookies(req.header('cookie')).get(KNOWN_BROWSER_COOKIE))
+    const gate = await d.limiter.check(email, req.ip, cookies(req.header('cookie'), d.sessions.secure).get(KNOWN_BROWSER_COOKIE))
     if (!gate.ok) {
       // The same words whether the account exists or not; the wait is the one this source really has.
       const error =
