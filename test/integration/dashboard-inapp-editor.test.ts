@@ -90,6 +90,18 @@ t.test('the editor: the validator beside its fields, the API body, the state mac
   t.match(beside(bad.text, 'g_valor'), /maior e menor não comparam texto/)
   t.match(bad.text, /<p role="alert" class="aviso erro">Campanha inválida: 3 campo\(s\) com problema\.<\/p>/)
   t.equal((await w.s.sql('SELECT count(*)::int AS n FROM inapp_campaigns')).at(0)?.n, 0)
+  // What Postgres cannot store (U+0000), typed or inside the blocks' JSON: refused beside its field, as the API's door does.
+  const nul = await w.post(w.editor, { ...CARD_FIELDS, c_0_corpo: 'a\u0000b', acao: 'salvar' })
+  t.equal(nul.status, 422)
+  t.match(beside(nul.text, 'c_0_corpo'), /conteudo\.pt\.corpo: contém o caractere U\+0000/)
+  const nulBlocks = await w.post(w.editor, {
+    ...CARD_FIELDS,
+    c_0_forma: 'b',
+    c_0_blocos: '[{"tipo":"texto","texto":"a\\u0000b"}]',
+    acao: 'publicar',
+  })
+  t.match(beside(nulBlocks.text, 'c_0_blocos'), /U\+0000/)
+  t.equal((await w.s.sql('SELECT count(*)::int AS n FROM inapp_campaigns')).at(0)?.n, 0, 'nothing stored')
 
   // Saved as a draft: the stored definition is the one the API stores for the same body.
   const saved = await w.post(w.editor, { ...CARD_FIELDS, inicia: '2030-01-02 09:30', acao: 'salvar' })

@@ -88,6 +88,14 @@ t.test('the composer: the API errors beside their fields, the confirmation with 
     besideField((await w.compose({ mensagem_0: 'Oi', segmento_0: '1', agendar: 'amanhã', acao: 'enviar' })).text, 'agendar'),
     /AAAA-MM-DD HH:MM/,
   )
+  // What the API's door refuses (U+0000): beside its field too.
+  t.match(
+    besideField(
+      (await w.compose({ mensagem_0: 'a\u0000b', segmento_0: '1', acao: 'enviar', confirmar: '1' })).text,
+      'mensagem_0',
+    ),
+    /contents\.pt: contém o caractere U\+0000/,
+  )
   t.equal(await w.sendsCount(), 0, 'nothing was written')
 
   // Without the script, Enviar asks first on a page of its own, with the audience's size from the API's dry run.

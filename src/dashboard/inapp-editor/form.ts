@@ -383,7 +383,8 @@ export function editorOf(c: CampaignShape): EditorState {
 
 /** Where a validation problem (`campo`, a wire path) is shown in the form. */
 export function fieldIdFor(path: string, s: EditorState): string {
-  const parts = path.split('.')
+  // `alvo[3]`, `conteudo.pt.blocos[0].texto` (the door's paths) read as `alvo`, `conteudo.pt.blocos.texto`.
+  const parts = path.replace(/\[\d+\]/g, '').split('.')
   const [top, second, ...rest] = parts
   switch (top) {
     case 'nome':

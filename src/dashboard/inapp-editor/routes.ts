@@ -5,6 +5,7 @@
 import type { AppRecord } from '../../apps/store'
 import type { Config } from '../../core/config'
 import { ApiError, type FieldProblem } from '../../core/errors'
+import { guardBody } from '../../core/json-guard'
 import type { Clock } from '../../core/time'
 import type { Db } from '../../db/pool'
 import type { Reply } from '../../http/reply'
@@ -40,6 +41,8 @@ const EDITOR_BODY_LIMIT = 128 * 1024
 
 /** What the validator says of a body, without storing anything (the preview's list). */
 function problemsOf(body: Record<string, unknown>, cfg: Config): FieldProblem[] {
+  const unstorable = guardBody(body, cfg.limits.jsonMaxDepth)
+  if (unstorable) return [unstorable]
   try {
     parseCampaign(body, undefined, cfg.limits)
     return []
@@ -72,6 +75,16 @@ function errorsOf(err: ApiError, s: EditorState): Map<string, string> {
 }
 
 export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
+  /** What the API's door refuses before reading a body (U+0000, lone surrogates, deep nesting): beside its field. */
+  const unstorableOf = (body: Record<string, unknown>, s: EditorState): Map<string, string> | null => {
+    const u = guardBody(body, d.cfg.limits.jsonMaxDepth)
+    if (!u) return null
+    return new Map([
+      [fieldIdFor(u.campo, s), `${u.campo}: ${u.motivo}`],
+      ['geral', 'A campanha tem um valor que não pode ser armazenado; nada foi gravado.'],
+    ])
+  }
+
   function render(
     app: AppRecord,
     v: Viewer,
@@ -123,6 +136,8 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
       if (action !== 'salvar' && action !== 'publicar') return render(app, v, s, null, new Map())
       const { body, problems } = campaignBody(s, false)
       if (problems.size > 0) return render(app, v, s, null, problems, 422)
+      const unstorable = unstorableOf(body, s)
+      if (unstorable) return render(app, v, s, null, unstorable, 422)
       let created: CampaignShape
       try {
         created = await d.campaigns.create(app.id, body)
@@ -179,6 +194,8 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
       if (action !== 'salvar' && action !== 'publicar') return render(app, v, s, c, new Map())
       const { body, problems } = campaignBody(s, true)
       if (problems.size > 0) return render(app, v, s, c, problems, 422)
+      const unstorable = unstorableOf(body, s)
+      if (unstorable) return render(app, v, s, c, unstorable, 422)
       try {
         const saved = await d.campaigns.patch(app.id, c.id, body)
         if (action === 'salvar') return done(v, app, saved, `Alterações salvas (${saved.estado}).`)

@@ -4,7 +4,8 @@
 // refuse is refused with the API's error, shown beside the field that caused it.
 import type { AppRecord } from '../../apps/store'
 import type { Config } from '../../core/config'
-import { ApiError } from '../../core/errors'
+import { ApiError, fieldError } from '../../core/errors'
+import { guardBody } from '../../core/json-guard'
 import type { Clock } from '../../core/time'
 import { type Db, query } from '../../db/pool'
 import type { Reply } from '../../http/reply'
@@ -65,6 +66,9 @@ export function composerRoutes(r: Router, d: SendPagesDeps): void {
   async function submit(app: AppRecord, s: ComposerState, dryRun: boolean): Promise<Outcome> {
     const { body, problems } = composeBody(app.id, s)
     if (problems.size > 0) return { errors: problems }
+    // What the API's door refuses before reading a body (U+0000, lone surrogates), refused here alike.
+    const unstorable = guardBody(body, d.cfg.limits.jsonMaxDepth)
+    if (unstorable) return { errors: new Map([placeError(fieldError(unstorable.campo, unstorable.motivo), s)]) }
     try {
       const answer = await acceptSend(accept, {
         app,
@@ -143,6 +147,13 @@ export function composerRoutes(r: Router, d: SendPagesDeps): void {
     const { body, problems } = composeBody(app.id, s)
     if (problems.size > 0) return composerPage(d, { app, v, state: s, errors: problems }, 422)
     const one = testBody(body, found.device.id)
+    const unstorable = guardBody(one, d.cfg.limits.jsonMaxDepth)
+    if (unstorable)
+      return composerPage(
+        d,
+        { app, v, state: s, errors: new Map([placeError(fieldError(unstorable.campo, unstorable.motivo), s)]) },
+        422,
+      )
     try {
       const answer = await acceptSend(accept, {
         app,
