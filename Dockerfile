@@ -3,6 +3,9 @@
 # deployment runs `pombo migrate` once instead: compose.yaml, docs/operations.md).
 #   docker build --build-arg PM_GIT_COMMIT=$(git rev-parse HEAD) -t pombo .
 # GET / reports that commit (the image carries no .git to read it from).
+# Ports: publish none of them directly. The API (8080), the dashboard (8081) and the gRPC stream (8082) speak plain
+# HTTP: put them behind TLS (compose.yaml's nginx; or PM_GRPC_TLS_CERT/KEY for gRPC). The operations port (9464)
+# stays on a private network, with PM_OPS_TOKEN for /metrics. compose.yaml wires all of it (deploy/init.mjs first).
 
 # Build stage: the TypeScript compiled to plain JavaScript (scripts/build.mjs), which runs with less CPU and memory
 # than transforming it at load time.
