@@ -221,6 +221,20 @@ t.test('app delete: nothing of the app is left anywhere; the twin app is untouch
   t.match(bad.stderr, /APP_ID: expected one UUID/)
 })
 
+/** The environment test/helpers/cli.ts gives the command (the service's schema, prefix and Redis, cluster or not). */
+function cliEnv(s: TestService): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL,
+    REDIS_URL,
+    REDIS_CLUSTER_NODES: s.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
+    PM_DB_SCHEMA: s.cfg.dbSchema,
+    PM_REDIS_PREFIX: s.cfg.redisPrefix,
+    PM_VAULT_KEY: VAULT_KEY,
+    PM_PLATFORM_KEY: '',
+  }
+}
+
 function userCreate(s: TestService, email: string, org: string): Promise<number> {
   return new Promise((resolve) => {
     const child = execFile(
@@ -238,14 +252,7 @@ function userCreate(s: TestService, email: string, org: string): Promise<number>
         '--senha-stdin',
       ],
       {
-        env: {
-          ...process.env,
-          DATABASE_URL,
-          REDIS_URL,
-          PM_DB_SCHEMA: s.cfg.dbSchema,
-          PM_REDIS_PREFIX: s.cfg.redisPrefix,
-          PM_VAULT_KEY: VAULT_KEY,
-        },
+        env: cliEnv(s),
       },
       (err) => resolve(err ? 1 : 0),
     )
@@ -306,15 +313,7 @@ t.test('crash mid-way: killed after its first batch, the app is already unusable
     process.execPath,
     ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'main.ts'), 'app', 'delete', app.id, '--yes'],
     {
-      env: {
-        ...process.env,
-        DATABASE_URL,
-        REDIS_URL,
-        PM_DB_SCHEMA: s.cfg.dbSchema,
-        PM_REDIS_PREFIX: s.cfg.redisPrefix,
-        PM_VAULT_KEY: VAULT_KEY,
-        ...batchEnv,
-      },
+      env: { ...cliEnv(s), ...batchEnv },
     },
   )
   let err = ''
@@ -339,7 +338,9 @@ t.test('crash mid-way: killed after its first batch, the app is already unusable
 
   const r = await pombo(s, ['app', 'delete', app.id, '--yes'], batchEnv)
   t.equal(r.code, 0, r.stderr)
-  t.equal(JSON.parse(r.stdout).linhas.devices, left[0]?.n, 'the second run removes what the first left')
+  // A statement the killed command had already sent may still commit after the count above: at most what was left.
+  const second = JSON.parse(r.stdout).linhas.devices
+  t.ok(second > 0 && second <= (left[0]?.n ?? 0), `the second run removes what the first left (${second})`)
   t.same(await rowsNaming(s, [app.id]), {}, 'nothing of it is left')
   t.notOk(existsSync(join(s.cfg.exportDir, 'x')), 'no export file was made')
 })
