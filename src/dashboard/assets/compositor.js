@@ -241,6 +241,17 @@
   // ---- the in-app editor ----
   const editor = document.getElementById('editor-inapp')
   if (editor) {
+    // Fields of another form or trigger type are hidden while they do not apply (without the script, all show).
+    for (const el of editor.querySelectorAll('[data-mostrar-se]')) {
+      const [id, value] = el.dataset.mostrarSe.split('=')
+      const control = document.getElementById(id)
+      if (!control) continue
+      const update = () => {
+        el.hidden = control.value !== value
+      }
+      control.addEventListener('change', update)
+      update()
+    }
     const refresh = livePreview(editor, editor.dataset.previa, document.getElementById('previa-conteudo'))
     let leaving = false
     editor.addEventListener('submit', (ev) => {

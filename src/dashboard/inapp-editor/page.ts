@@ -87,6 +87,7 @@ ${select(
   ],
   { disabled: off },
 )}
+<div data-mostrar-se="${p}_forma=a">
 ${t('titulo', 'Título', l.title, { hint: 'Até 80 caracteres.' })}
 ${t('corpo', 'Corpo', l.body, { area: true, hint: 'Até 240 caracteres.' })}
 ${t('imagem', 'Imagem (https)', l.image)}
@@ -98,11 +99,14 @@ ${select(errors, `${p}_botao2_acao`, `Ação do botão secundário${n}`, l.secon
 ${t('botao2_url', 'Endereço do botão secundário', l.secondary.url)}
 ${select(errors, `${p}_card_acao`, `Ação ao tocar o cartão${n}`, l.card.kind, ACTION_OPTIONS, { disabled: off })}
 ${t('card_url', 'Endereço ao tocar o cartão', l.card.url)}
+</div>
+<div data-mostrar-se="${p}_forma=b">
 ${t('blocos', 'Blocos (JSON)', l.blocks, {
   area: true,
   rows: 6,
   hint: 'Forma B: [{"tipo":"texto","texto":"…"}, {"tipo":"imagem","url":"https://…"}, {"tipo":"botao","texto":"…","acao":{"tipo":"dismiss"}}, {"tipo":"espacador","altura":16}].',
 })}
+</div>
 </fieldset>`
 }
 
@@ -236,7 +240,7 @@ ${sel(
   TRIGGERS.map((x) => [x, TRIGGER_LABELS[x] ?? x] as const),
 )}
 ${t('g_atraso_ms', 'Atraso (ms)', tr.delayMs, { hint: '0 a 60000; padrão 2000, contado a partir do gatilho.', extra: html` inputmode="numeric"` })}
-<div class="duas">
+<div class="duas" data-mostrar-se="g_tipo=evento">
 ${t('g_chave', 'Chave do evento', tr.key, { hint: 'Evento: letras, dígitos e _ . : - (até 64).' })}
 ${sel(
   'g_comparador',
@@ -249,9 +253,9 @@ ${sel('g_valor_tipo', 'O valor é', tr.valueKind, [
   ['texto', 'texto'],
   ['numero', 'número'],
 ])}
-${t('g_segundos', 'Segundos de sessão', tr.seconds, { hint: 'Duração da sessão: 1 a 86400.' })}
-${t('g_horas', 'Horas sem abrir', tr.hours, { hint: 'Inatividade: 1 a 8760.' })}
 </div>
+<div data-mostrar-se="g_tipo=sessao_duracao">${t('g_segundos', 'Segundos de sessão', tr.seconds, { hint: 'Duração da sessão: 1 a 86400.' })}</div>
+<div data-mostrar-se="g_tipo=inatividade">${t('g_horas', 'Horas sem abrir', tr.hours, { hint: 'Inatividade: 1 a 8760.' })}</div>
 </fieldset>
 <fieldset><legend>Regras</legend><div class="duas">
 ${t('r_cap_total', 'Vezes por aparelho (cap_total)', s.rules.capTotal, { hint: 'Padrão 1; 0 = sem limite.' })}
