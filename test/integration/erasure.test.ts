@@ -11,11 +11,12 @@ import type Redis from 'ioredis'
 import t from 'tap'
 import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
+import { APP_TABLES, ORG_TABLES } from '../../src/erasure/tables'
 import { isCluster } from '../../src/redis/client'
 import { pombo } from '../helpers/cli'
 import { type App, startDelivery } from '../helpers/delivery'
 import { InappWorld, nowIso } from '../helpers/inapp'
-import { basic, DATABASE_URL, REDIS_URL, type TestService, VAULT_KEY } from '../helpers/service'
+import { basic, DATABASE_URL, REDIS_URL, startService, type TestService, VAULT_KEY } from '../helpers/service'
 import { until } from '../helpers/until'
 
 type Delivery = Awaited<ReturnType<typeof startDelivery>>
@@ -343,4 +344,23 @@ t.test('crash mid-way: killed after its first batch, the app is already unusable
   t.ok(second > 0 && second <= (left[0]?.n ?? 0), `the second run removes what the first left (${second})`)
   t.same(await rowsNaming(s, [app.id]), {}, 'nothing of it is left')
   t.notOk(existsSync(join(s.cfg.exportDir, 'x')), 'no export file was made')
+})
+
+t.test('every table that holds a tenant id is one the erasure empties', async (t) => {
+  // A migration adding a table with app_id / org_id (or a parent's id) must add it to src/erasure/tables.ts too.
+  const s = await startService(t)
+  const rows = await s.sql<{ t: string }>(
+    `SELECT DISTINCT c.relname AS t FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND a.attnum > 0 AND NOT a.attisdropped
+        AND a.attname IN ('app_id', 'org_id', 'destination_id', 'user_id', 'send_id', 'campanha_id', 'device_id')
+      ORDER BY 1`,
+    [s.cfg.dbSchema],
+  )
+  const covered = new Set([...APP_TABLES, ...ORG_TABLES].map((x) => x.table))
+  t.same(
+    rows.map((r) => r.t).filter((x) => !covered.has(x)),
+    [],
+    'no table holding a tenant id is left out',
+  )
 })
