@@ -190,6 +190,7 @@ t.test('sending and in-app pages in Chromium', async (t) => {
   await page.getByText(/Campanha publicada/).waitFor()
   t.equal(await page.locator('#estado-campanha').textContent(), 'ativa')
   const campaignId = page.url().split('/').at(-1) as string
+  t.equal(await page.locator('#alcance').textContent(), '3', 'its reach, counted after the page was shown')
   const poll = await w.s.call('GET', `/api/v1/inapp/pending?app_id=${app.id}&player_id=${players[0]}&schema=0.6`)
   t.equal(poll.status, 200, poll.text)
   t.match(

@@ -157,6 +157,11 @@ t.test('the editor: the validator beside its fields, the API body, the state mac
 
   // Reach on request; pause, end (its funnel stays), duplicate as a new draft.
   t.match((await w.c.get(`${w.base}/inapp/${id}?alcance=1`)).text, /<dd id="alcance">1<\/dd>/)
+  t.match(
+    JSON.parse((await w.c.get(`${w.base}/inapp/${id}/alcance.json`)).text).html,
+    /<dd id="alcance">1<\/dd>/,
+    'what the script fetches',
+  )
   t.equal((await w.post(`${w.base}/inapp/${id}`, { acao: 'pausar' })).status, 303)
   t.same(buttons((await w.c.get(`${w.base}/inapp/${id}`)).text), ['previa', 'idioma', 'salvar', 'publicar', 'encerrar'])
   t.equal((await w.post(`${w.base}/inapp/${id}`, { acao: 'encerrar' })).status, 303)
@@ -180,7 +185,7 @@ t.test("another organisation's person: 404 on the editor, a campaign and its act
   const bia = new DashClient(w.s.dashboardUrl)
   await bia.signIn('bia@example.com', SENHA)
   const token = DashClient.token(await bia.get('/apps'))
-  for (const path of [w.editor, `${w.base}/inapp/${id}`, `${w.base}/inapp/${id}?alcance=1`])
+  for (const path of [w.editor, `${w.base}/inapp/${id}`, `${w.base}/inapp/${id}?alcance=1`, `${w.base}/inapp/${id}/alcance.json`])
     t.equal((await bia.get(path)).status, 404, path)
   for (const path of [w.editor, `${w.base}/inapp/${id}`, `${w.base}/inapp/previa`])
     t.equal((await bia.post(path, { _csrf: token, ...CARD_FIELDS, acao: 'publicar' })).status, 404, path)

@@ -238,6 +238,17 @@
     setTimeout(tick, 2000)
   }
 
+  // ---- a campaign's reach, counted after the page is shown ----
+  const reach = document.getElementById('alcance-campanha')
+  if (reach && !document.getElementById('alcance')) {
+    fetch(reach.dataset.alcance, { credentials: 'same-origin' })
+      .then((res) => (res.ok ? res.json() : null))
+      .then((out) => {
+        if (out) reach.innerHTML = out.html
+      })
+      .catch(() => {})
+  }
+
   // ---- the in-app editor ----
   const editor = document.getElementById('editor-inapp')
   if (editor) {

@@ -1,7 +1,8 @@
 // The in-app editor's page (/apps/{app_id}/inapp/nova, and a campaign's page /apps/{app_id}/inapp/{id}): every field
 // of the campaign, a preview of the card, the problems the validator finds as the person types, and the buttons the
 // state machine allows from the campaign's state (the spec, States: In-app campaign). A campaign's page adds its
-// funnel (servidos → impressões → cliques, fechados) and, on request, its reach.
+// funnel (servidos → impressões → cliques, fechados) and its reach (a count over the app's devices, so fetched by the
+// page's script after the page, or asked for with a link).
 import type { AppRecord } from '../../apps/store'
 import type { FieldProblem } from '../../core/errors'
 import type { CampaignShape } from '../../inapp/service'
@@ -141,6 +142,15 @@ ${
 }`
 }
 
+/** The reach answer (the spec, Reach answer) as a list; without it, the link that asks for it. */
+export function reachPart(c: CampaignShape, reach: Record<string, unknown> | null | undefined, base: string): Html {
+  return reach
+    ? html`<dl><dt>Alcance estimado</dt><dd id="alcance">${String(reach.alcance_estimado)}</dd><dt>Alcançáveis agora</dt><dd>${String(reach.alcancaveis_agora)}</dd>
+<dt>Precisam atualizar o app</dt><dd>${String(reach.precisam_app_atualizado)}</dd><dt>Sem versão informada</dt><dd>${String(reach.sem_versao_reportada)}</dd>
+<dt>SDK mínimo</dt><dd>${String(reach.schema_min_efetivo)}</dd></dl>`
+    : html`<p><a href="${base}/inapp/${c.id}?alcance=1#h-funil-inapp">Calcular o alcance</a> <small>(conta os dispositivos do público)</small></p>`
+}
+
 function funnel(c: CampaignShape, reach: Record<string, unknown> | null | undefined, base: string): Html {
   const k = c.contadores
   const pct = (n: number, of: number) => (of > 0 ? ` (${Math.round((n / of) * 1000) / 10}%)` : '')
@@ -150,13 +160,7 @@ function funnel(c: CampaignShape, reach: Record<string, unknown> | null | undefi
 <li><span class="etapa">Cliques (recibo)</span> <b>${k.cliques}</b>${pct(k.cliques, k.impressoes)}</li>
 <li><span class="etapa">Fechados (recibo)</span> <b>${k.fechados}</b>${pct(k.fechados, k.impressoes)}</li></ol>
 <p class="dica">Servidos acima de impressões é normal: o funil pode contar a menos, nunca a mais.</p>
-${
-  reach
-    ? html`<dl><dt>Alcance estimado</dt><dd id="alcance">${String(reach.alcance_estimado)}</dd><dt>Alcançáveis agora</dt><dd>${String(reach.alcancaveis_agora)}</dd>
-<dt>Precisam atualizar o app</dt><dd>${String(reach.precisam_app_atualizado)}</dd><dt>Sem versão informada</dt><dd>${String(reach.sem_versao_reportada)}</dd>
-<dt>SDK mínimo</dt><dd>${String(reach.schema_min_efetivo)}</dd></dl>`
-    : html`<p><a href="${base}/inapp/${c.id}?alcance=1#h-funil-inapp">Calcular o alcance</a> <small>(conta os dispositivos do público)</small></p>`
-}</section>`
+<div id="alcance-campanha" data-alcance="${base}/inapp/${c.id}/alcance.json">${reachPart(c, reach, base)}</div></section>`
 }
 
 export function editorBody(e: EditorView): Html {

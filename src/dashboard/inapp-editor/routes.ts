@@ -16,7 +16,7 @@ import { appFor } from '../access'
 import type { Form } from '../form'
 import { page } from '../layout'
 import type { Sessions, Viewer } from '../session'
-import { htmlReply, jsonReply, notFound, redirect, viewerAction, viewerPage, type Web } from '../web'
+import { htmlReply, jsonReply, notFound, pollPage, redirect, viewerAction, viewerPage, type Web } from '../web'
 import {
   campaignBody,
   type EditorState,
@@ -27,7 +27,7 @@ import {
   MAX_LANGUAGES,
   readEditor,
 } from './form'
-import { editorBody, editorPreview, type EditorView } from './page'
+import { editorBody, editorPreview, type EditorView, reachPart } from './page'
 
 export interface InappEditorDeps extends Web {
   cfg: Config
@@ -210,6 +210,14 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
     },
     EDITOR_BODY_LIMIT,
   )
+
+  // The campaign's reach, asked for by its page's script once the page is shown (a count over the app's devices).
+  pollPage(d, r.get.bind(r), '/apps/:id/inapp/:cid/alcance.json', async (req, v) => {
+    const app = await appFor(d.db, v, req.params[0])
+    const c = await campaignOf(app, req.params[1])
+    const reach = { ...(await d.campaigns.reach(app.id, c.id)) }
+    return jsonReply({ html: reachPart(c, reach, `/apps/${app.id}`).text })
+  })
 
   // The live preview and the validator's verdict, as the person types.
   viewerAction(
