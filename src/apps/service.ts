@@ -125,6 +125,26 @@ export class AppService {
     return { id: appId, api_key: key.apiKey, kid: key.kid, anterior_expira_em: previous ? isoWithOffset(previous) : null }
   }
 
+  /**
+   * A key beside the app's own, expiring by itself after `ttlMs` (`pombo simulate` makes one for its run and revokes it
+   * at the end): not the app's current key, so a later rotation leaves it alone and the app's own key is untouched.
+   */
+  async issueExpiringKey(appId: string, ttlMs: number): Promise<{ api_key: string; kid: string; expires_at: Date }> {
+    const at = new Date(this.now())
+    const expiresAt = new Date(at.getTime() + ttlMs)
+    const key = await this.#retryOnKidCollision(() =>
+      tx(this.db, async (c) => {
+        const app = await store.findApp(c, appId)
+        if (!app) throw new ApiError('APP_NOT_FOUND')
+        const key = newApiKey(app.sandbox)
+        await store.insertKey(c, appId, key, at, expiresAt)
+        return key
+      }),
+    )
+    await this.dir.invalidate(appId)
+    return { api_key: key.apiKey, kid: key.kid, expires_at: expiresAt }
+  }
+
   async setPaused(appId: string, paused: boolean): Promise<void> {
     if (!(await store.setPaused(this.db, appId, paused))) throw new ApiError('APP_NOT_FOUND')
     await this.dir.invalidate(appId)

@@ -120,14 +120,13 @@ export async function insertKey(
   appId: string,
   k: { kid: string; hash: Buffer; sandbox: boolean },
   at: Date,
+  expiresAt: Date | null = null,
 ): Promise<void> {
-  await query(c, 'INSERT INTO app_keys (kid, app_id, key_hash, sandbox, created_at) VALUES ($1, $2, $3, $4, $5)', [
-    k.kid,
-    appId,
-    k.hash,
-    k.sandbox,
-    at,
-  ])
+  await query(
+    c,
+    'INSERT INTO app_keys (kid, app_id, key_hash, sandbox, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
+    [k.kid, appId, k.hash, k.sandbox, at, expiresAt],
+  )
 }
 
 /** Puts the app's current (non-expiring) key on the rotation clock; returns its new deadline, or null if none. */

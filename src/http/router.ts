@@ -7,6 +7,7 @@
 import type { Logger } from 'pino'
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js'
 import { ApiError } from '../core/errors'
+import { SIMULATOR_PASS_HEADER } from '../core/simulator-pass'
 import type { Metrics, RouteMeter } from '../ops/metrics'
 import type { ProxyTrust } from './client-ip'
 import { preflightReply, withCors } from './cors'
@@ -68,6 +69,9 @@ export interface RouterOptions {
   accessLog?: AccessLog
   /** Which server the routes belong to (`api`, `dashboard`): both have a `GET /`. */
   server?: string
+  /** Only where simulators are allowed: true for a valid `pombo simulate` fleet pass, which lifts the per-IP limit
+   *  (src/core/simulator-pass.ts). Unset: the pass header is not read at all. */
+  simulatorPass?: (pass: string | undefined) => boolean
 }
 
 export class Router {
@@ -146,7 +150,12 @@ export class Router {
     const shape: RouteShape = {
       paramCount: (path.match(/\/:/g) ?? []).length,
       bodyLimit: opts.bodyLimit ?? null,
-      headerNames: [...BASE_HEADERS, ...(proxies ? ['x-forwarded-for'] : []), ...(opts.headers ?? [])],
+      headerNames: [
+        ...BASE_HEADERS,
+        ...(proxies ? ['x-forwarded-for'] : []),
+        ...(opts.ipLimit && this.o.simulatorPass ? [SIMULATOR_PASS_HEADER] : []),
+        ...(opts.headers ?? []),
+      ],
       proxies,
       jsonMaxDepth: this.o.jsonMaxDepth,
     }
@@ -233,7 +242,12 @@ export class Router {
 
   #precheck(req: Request, opts: RouteOptions): Reply | null {
     // A disabled limiter (PM_LIMIT_IP_PER_MIN=0) needs no address: the peer is not even read.
-    if (opts.ipLimit && opts.ipLimit.limit > 0 && !opts.ipLimit.take(req.ip))
+    if (
+      opts.ipLimit &&
+      opts.ipLimit.limit > 0 &&
+      !this.o.simulatorPass?.(req.header(SIMULATOR_PASS_HEADER)) &&
+      !opts.ipLimit.take(req.ip)
+    )
       throw new ApiError('IP_RATE_LIMITED', { limite: opts.ipLimit.limit })
     if (opts.uuidParams && !req.params.every(isUuid)) return malformedIdReply()
     return null

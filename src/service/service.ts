@@ -6,6 +6,7 @@ import { AppDirectory } from '../apps/directory'
 import { appRoutes } from '../apps/routes'
 import { AppService } from '../apps/service'
 import { type Config, ConfigError } from '../core/config'
+import { simulatorPassCheck } from '../core/simulator-pass'
 import { WebhookDispatcher } from '../confirmations/dispatcher'
 import { confirmationRoutes } from '../confirmations/routes'
 import { ConfirmationStreamServer } from '../confirmations/stream'
@@ -201,6 +202,9 @@ export class Service {
         jsonMaxDepth: cfg.limits.jsonMaxDepth,
         metrics: cfg.opsPort === null ? undefined : metrics,
         accessLog: cfg.accessLog,
+        // A `pombo simulate` fleet passes the per-IP limit only where simulators are allowed (src/core/simulator-pass.ts).
+        // The pass is minted on the run's wall clock, so it is checked on the wall clock too.
+        simulatorPass: cfg.allowSimulators && cfg.vaultKey ? simulatorPassCheck(cfg.vaultKey) : undefined,
       }
       if (roles.has('api') || roles.has('dashboard')) {
         const { choice } = loadUws()

@@ -8,7 +8,7 @@ import type { Platform } from './fleet'
 import { SimulateError } from './providers'
 
 export const SIMULATE_USAGE = `pombo simulate --app APP_ID --devices N [--receipt-rate 0.95] [--click-rate 0.1] [--offline-rate 0]
-      [--key API_KEY] [--sends 1] [--send-interval-ms 1000] [--duration-s 60] [--report FILE.svg|FILE.html] [--json]
+      [--key API_KEY] [--sends 3] [--send-interval-ms 1000] [--duration-s 60] [--report FILE.svg|FILE.html] [--json]
       [--platforms android,ios,web] [--receipt-delay-ms 0] [--click-delay-ms 500-3000] [--offline-for-ms 2000-10000]
       [--fcm-latency-ms lognormal:20:120] [--apns-latency-ms lognormal:20:120] [--failure-rate 0] [--dead-rate 0]
       [--worker] [--base-url URL] [--tls-dir DIR] [--replace-credentials] [--concurrency 64] [--http-concurrency 256]
@@ -24,11 +24,11 @@ export interface SimulateArgs {
   receiptRate: number
   clickRate: number
   offlineRate: number
-  /** With an API key the run sends its own pushes and reads the service's counts back. */
+  /** The app's key for the run's sends and reads; without one the run makes a key of its own, revoked at the end. */
   key: string | null
   sends: number
   sendIntervalMs: number
-  /** Without a key: how long to listen; with one: the most to wait for the sends to settle. */
+  /** With --sends 0: how long to listen; otherwise the most to wait for the sends to settle. */
   durationS: number
   report: { file: string; format: 'svg' | 'html' } | null
   json: boolean
@@ -119,8 +119,8 @@ export function parseSimulateArgs(cfg: Config, argv: string[]): SimulateArgs {
   const key = s('key') ?? null
   if (key !== null && !/^pm_(live|test)_[A-Za-z0-9_-]+$/.test(key))
     fail("--key: expected the app's API key (pm_live_… or pm_test_…)")
-  const sends = int('sends', s('sends'), key ? 1 : 0, 0, 10_000)
-  if (sends > 0 && !key) fail("--sends: needs --key (the app's API key) to send")
+  // 0: the run sends nothing and answers pushes sent by others for --duration-s.
+  const sends = int('sends', s('sends'), 3, 0, 10_000)
   let report: SimulateArgs['report'] = null
   const file = s('report')
   if (file !== undefined) {
@@ -148,7 +148,7 @@ export function parseSimulateArgs(cfg: Config, argv: string[]): SimulateArgs {
     key,
     sends,
     sendIntervalMs: int('send-interval-ms', s('send-interval-ms'), 1_000, 0, 3_600_000),
-    durationS: int('duration-s', s('duration-s'), key ? 300 : 60, 1, 86_400),
+    durationS: int('duration-s', s('duration-s'), sends > 0 ? 300 : 60, 1, 86_400),
     report,
     json: values.json === true,
     platforms: [...new Set(platforms)] as Platform[],

@@ -6,6 +6,7 @@
 // Memory: one small object and one SDK instance per device; everything else is counters and fixed-size histograms.
 import { createHash } from 'node:crypto'
 import { MemoryStorage, Pombo, type PomboError } from '@pombo/sdk'
+import { SIMULATOR_PASS_HEADER } from '../core/simulator-pass'
 import { type Latency, sampleLatency } from '../simulators/conditions'
 import { Histogram, Timeline } from './histogram'
 
@@ -33,6 +34,9 @@ export interface FleetOptions {
   httpConcurrency: number
   /** Makes this run's tokens unique. */
   runId: string
+  /** The fleet pass the instance honours where simulators are allowed (src/core/simulator-pass.ts): every request of
+   *  the fleet carries it, so one address registering a thousand devices is not held to the per-IP limit. */
+  pass?: string
   random?: () => number
   now?: () => number
 }
@@ -181,8 +185,13 @@ export class Fleet {
     }
     let lastError: PomboError | null = null
     const gate = this.#gate
+    const pass = this.#o.pass
+    const withPass = (init: RequestInit): RequestInit =>
+      pass ? { ...init, headers: { ...(init.headers as Record<string, string>), [SIMULATOR_PASS_HEADER]: pass } } : init
     const fetchFn = (url: string, init: RequestInit): Promise<Response> =>
-      d.offline ? Promise.reject(new TypeError('fetch failed (simulated device offline)')) : gate.run(() => fetch(url, init))
+      d.offline
+        ? Promise.reject(new TypeError('fetch failed (simulated device offline)'))
+        : gate.run(() => fetch(url, withPass(init)))
     try {
       d.pombo = await Pombo.init({
         baseUrl: this.#o.baseUrl,

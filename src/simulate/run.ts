@@ -6,6 +6,8 @@ import { writeFileSync } from 'node:fs'
 import type { Writable } from 'node:stream'
 import type { Config } from '../core/config'
 import { createLogger } from '../core/log'
+import { mintSimulatorPass } from '../core/simulator-pass'
+import { withOperatorTools } from '../cli/operator'
 import { Service } from '../service/service'
 import type { SimulateArgs } from './args'
 import { Fleet, type FleetStats } from './fleet'
@@ -49,8 +51,16 @@ export interface SimulateSummary {
   /** Receipts and clicks refused for good, or still queued when the run ended. */
   receipts_dropped: number
   offline_transitions: number
-  /** Sum of the run's sends' `recebidos` (null without --key, or on the free plan). */
+  /** Sum of the run's sends' `recebidos` (through the API, or the service's table where the plan hides it); null
+   *  when the run made no send. */
   receipts_counted: number | null
+  /** Where the counts came from: `api` (GET /api/v1/notifications/{id}), `database` (the plan hides recebidos from
+   *  the API), null without sends. */
+  counted_from: 'api' | 'database' | null
+  /** The key the run made for itself when none was given (kid only), and whether it was revoked at the end. */
+  run_key: { kid: string; expires_at: string; revoked: boolean } | null
+  /** True when the fleet carried the instance's fleet pass (past the per-IP limit). */
+  fleet_pass: boolean
   /** Receipts the devices sent for the run's own sends: what `receipts_counted` must equal. */
   receipts_sent_for_sends: number
   clicks_counted: number | null
@@ -109,7 +119,13 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
   if (!cfg.allowSimulators) throw new SimulateError(SIMULATORS_NOT_ALLOWED)
 
   await preflight(a.baseUrl)
+  // The fleet's pass past the per-IP limit, honoured only by an instance that allows simulators and holds the same
+  // vault key (npm start's); it lives as long as the run may, plus an hour for a large fleet's registrations.
+  const passTtlMs = (a.durationS + 3_600) * 1_000
+  const pass = cfg.vaultKey ? mintSimulatorPass(cfg.vaultKey, a.appId, passTtlMs) : undefined
+  if (!pass) warnings.push('PM_VAULT_KEY is not set here: the fleet is held to the per-IP limit (PM_LIMIT_IP_PER_MIN)')
   const fleet = new Fleet({
+    pass,
     baseUrl: a.baseUrl,
     appId: a.appId,
     devices: a.devices,
@@ -129,7 +145,9 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
   const progress = new Progress(io.stderr, () => progressLine(fleet.stats, a.devices, fleet.sendToReceipt, phase))
   let phase = 'starting'
   const sends: Array<Accepted & Partial<SendCounts>> = []
-  let counted: { receipts: number | null; clicks: number | null } = { receipts: null, clicks: null }
+  let counted: Counted = { receipts: null, clicks: null, from: null }
+  let runKey: { kid: string; api_key: string; expires_at: Date } | null = null
+  let runKeyRevoked = false
   let peakRss = process.memoryUsage.rss()
   const sampler = setInterval(() => {
     peakRss = Math.max(peakRss, process.memoryUsage.rss())
@@ -184,7 +202,14 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     }
     fleet.startChurn()
 
-    const api = a.key ? new ServiceApi(a.baseUrl, a.appId, a.key) : null
+    // No --key: a key of the run's own, made with the operator's local settings (as `pombo credentials` stores the
+    // simulators'), expiring by itself and revoked when the run ends.
+    if (!a.key && a.sends > 0 && !signal?.aborted) {
+      runKey = await withOperatorTools(cfg, (t) => t.apps.issueExpiringKey(a.appId, passTtlMs))
+      progress.note(`made a key for this run (kid ${runKey.kid}); it is revoked when the run ends`)
+    }
+    const key = a.key ?? runKey?.api_key ?? null
+    const api = key ? new ServiceApi(a.baseUrl, a.appId, key) : null
     if (api && a.sends > 0 && !signal?.aborted) {
       phase = 'sending'
       const players = fleet.playerIds()
@@ -230,8 +255,17 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     if (api && sends.length > 0) {
       phase = 'reading counts'
       counted = await readCounts(api, sends, fleet, signal)
+      if (counted.receipts === null) counted = await countsFromDatabase(cfg, a.appId, sends)
     }
   } finally {
+    if (runKey) {
+      const kid = runKey.kid
+      runKeyRevoked = await withOperatorTools(cfg, (t) => t.apps.revokeKeys(a.appId, kid))
+        .then((n) => n === 1)
+        .catch(() => false)
+      if (!runKeyRevoked)
+        warnings.push(`the run's key ${kid} could not be revoked: it expires by itself at ${runKey.expires_at.toISOString()}`)
+    }
     clearInterval(sampler)
     peakRss = Math.max(peakRss, process.memoryUsage.rss())
     progress.stop()
@@ -247,8 +281,7 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     forSends += v.receipts
     clicksForSends += v.clicks
   }
-  if (counted.receipts === null && sends.length > 0)
-    warnings.push('recebidos is not shown for this app (free plan?): pombo app plan APP_ID pro')
+  if (counted.receipts === null && sends.length > 0) warnings.push('the service counts of the run could not be read')
   if (counted.receipts !== null && counted.receipts !== forSends) {
     warnings.push(`the service counted ${counted.receipts} receipts for this run's sends; the devices sent ${forSends}`)
   }
@@ -278,6 +311,9 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     receipts_dropped: st.dropped,
     offline_transitions: st.offlineTransitions,
     receipts_counted: counted.receipts,
+    counted_from: counted.from,
+    run_key: runKey ? { kid: runKey.kid, expires_at: runKey.expires_at.toISOString(), revoked: runKeyRevoked } : null,
+    fleet_pass: pass !== undefined,
     receipts_sent_for_sends: forSends,
     clicks_counted: counted.clicks,
     clicks_sent_for_sends: clicksForSends,
@@ -311,6 +347,35 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
   return summary
 }
 
+interface Counted {
+  receipts: number | null
+  clicks: number | null
+  from: 'api' | 'database' | null
+}
+
+/** The sends' counters from the service's own table, where the app's plan keeps `recebidos` out of the API's answer
+ *  (the free plan): the operator's settings reach the database, as the credentials step does. */
+async function countsFromDatabase(cfg: Config, appId: string, sends: Array<Accepted & Partial<SendCounts>>): Promise<Counted> {
+  const ids = sends.map((s) => s.id)
+  const rows = await withOperatorTools(cfg, async (t) => {
+    const r = await t.db.query<{ id: string; recebidos: number; converted: number }>(
+      'SELECT id::text AS id, recebidos, converted FROM sends WHERE app_id = $1 AND id = ANY($2::uuid[])',
+      [appId, ids],
+    )
+    return r.rows
+  }).catch(() => null)
+  if (!rows) return { receipts: null, clicks: null, from: null }
+  for (const r of rows) {
+    const s = sends.find((x) => x.id === r.id)
+    if (s) Object.assign(s, { recebidos: r.recebidos, converted: r.converted })
+  }
+  return {
+    receipts: rows.reduce((n, r) => n + r.recebidos, 0),
+    clicks: rows.reduce((n, r) => n + r.converted, 0),
+    from: 'database',
+  }
+}
+
 async function preflight(baseUrl: string): Promise<void> {
   try {
     const r = await fetch(`${baseUrl}/`, { signal: AbortSignal.timeout(10_000) })
@@ -330,7 +395,7 @@ async function readCounts(
   sends: Array<Accepted & Partial<SendCounts>>,
   fleet: Fleet,
   signal?: AbortSignal,
-): Promise<{ receipts: number | null; clicks: number | null }> {
+): Promise<Counted> {
   let want = 0
   let wantClicks = 0
   for (const v of fleet.perSend.values()) {
@@ -344,7 +409,7 @@ async function readCounts(
     const receipts = nullPlan ? null : sends.reduce((n, s) => n + (s.recebidos ?? 0), 0)
     const clicks = sends.reduce((n, s) => n + (s.converted ?? 0), 0)
     if (nullPlan || ((receipts ?? 0) >= want && clicks >= wantClicks) || Date.now() > deadline || signal?.aborted)
-      return { receipts, clicks }
+      return { receipts, clicks, from: nullPlan ? null : 'api' }
     await sleep(1_100)
   }
 }
@@ -378,8 +443,10 @@ function summaryRows(s: SimulateSummary): Array<[string, string]> {
     [
       'receipts counted by the service',
       s.receipts_counted === null
-        ? 'not read (needs --key; pro plan)'
-        : `${s.receipts_counted} of ${s.receipts_sent_for_sends} sent for this run's sends`,
+        ? s.sends.length
+          ? 'not read'
+          : 'none (the run made no send: --sends 0)'
+        : `${s.receipts_counted} of ${s.receipts_sent_for_sends} sent for this run's sends${s.counted_from === 'database' ? " (read from the service's database: the app's plan hides recebidos from the API)" : ''}`,
     ],
     ['clicks sent / counted', `${s.clicks_sent} / ${s.clicks_counted ?? 'not read'}`],
     ['send accepted → provider accepted', fmtP(s.latency_ms.send_to_provider)],

@@ -53,7 +53,7 @@ t.test('a worker that does not allow simulators refuses simulator credentials: n
     s,
     t,
     app.id,
-    ['--devices', '4', '--key', app.api_key, '--duration-s', '20', '--fcm-latency-ms', '1'],
+    ['--devices', '4', '--key', app.api_key, '--sends', '1', '--duration-s', '20', '--fcm-latency-ms', '1'],
     { ...BASE_ENV, PM_ALLOW_SIMULATORS: '1' },
   )
   t.equal(r.code, 0, r.stderr)
@@ -97,7 +97,21 @@ t.test("--worker delivers the simulated app to the simulators and every other ap
     s,
     t,
     app.id,
-    ['--devices', '3', '--key', app.api_key, '--worker', '--receipt-rate', '1', '--click-rate', '0', '--fcm-latency-ms', '1'],
+    [
+      '--devices',
+      '3',
+      '--key',
+      app.api_key,
+      '--sends',
+      '1',
+      '--worker',
+      '--receipt-rate',
+      '1',
+      '--click-rate',
+      '0',
+      '--fcm-latency-ms',
+      '1',
+    ],
     { ...env, ...fakes.env },
   )
   const closed = await until(

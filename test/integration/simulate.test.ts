@@ -26,10 +26,11 @@ async function world(t: Test, roles: Array<'api' | 'worker'>, extra: Record<stri
   }
   const s = await startService(t, { roles, env, clock })
   const app = await s.createApp()
-  const run = (args: string[]) =>
+  const run = (args: string[], runEnv: Record<string, string> = {}) =>
     pombo(s, ['simulate', '--app', app.id, '--base-url', s.url, '--tls-dir', dir, '--json', ...args], {
       ...env,
       PM_OPS_PORT: '0',
+      ...runEnv,
     })
   return { s, app, dir, env, run }
 }
@@ -146,6 +147,8 @@ t.test('--worker runs the delivery worker inside simulate (the service runs only
     '12',
     '--key',
     w.app.api_key,
+    '--sends',
+    '1',
     '--receipt-rate',
     '1',
     '--click-rate',
@@ -174,11 +177,13 @@ t.test('--worker runs the delivery worker inside simulate (the service runs only
   t.match(html, /<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/, 'the drawing inline')
 })
 
-t.test('without a key the devices answer pushes the sender sends itself', async (t) => {
+t.test('with --sends 0 the devices answer pushes the sender sends itself', async (t) => {
   const w = await world(t, ['api', 'worker'])
   const child = w.run([
     '--devices',
     '6',
+    '--sends',
+    '0',
     '--receipt-rate',
     '1',
     '--click-rate',
@@ -206,7 +211,8 @@ t.test('without a key the devices answer pushes the sender sends itself', async 
   t.equal(out.sends.length, 0, 'the run sent nothing itself')
   t.equal(out.pushes_received, 6)
   t.equal(out.receipts_sent, 6)
-  t.equal(out.receipts_counted, null, 'no key: the service is not read')
+  t.equal(out.receipts_counted, null, 'no send of its own: the service is not read')
+  t.equal(out.run_key, null, 'and no key made')
   t.equal(out.latency_ms.provider_to_receipt.count, 6)
   t.equal(out.latency_ms.send_to_receipt.count, 0, 'the send time of a foreign send is unknown')
   const [row] = await w.s.sql<{ recebidos: number }>('SELECT recebidos FROM sends WHERE id = $1', [sent.json.id])
@@ -218,7 +224,6 @@ t.test('bad input: one line, exit 2, nothing started', async (t) => {
   for (const [args, pattern] of [
     [['--devices', '0'], /--devices: expected an integer from 1/],
     [['--devices', '5', '--receipt-rate', '1.5'], /--receipt-rate: expected a number from 0 to 1/],
-    [['--devices', '5', '--sends', '2'], /--sends: needs --key/],
     [['--devices', '5', '--report', 'out.png'], /--report: the file must end in \.svg or \.html/],
     [['--devices', '5', '--fcm-latency-ms', 'fast'], /--fcm-latency-ms: latency 'fast'/],
     [['--devices', '5', '--platforms', 'android,symbian'], /--platforms: unknown platform "symbian"/],
@@ -308,6 +313,8 @@ t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end
       '10',
       '--key',
       w.app.api_key,
+      '--sends',
+      '1',
       '--receipt-rate',
       '1',
       '--click-rate',
@@ -338,11 +345,13 @@ t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end
  * minute: right after a minute starts a source has room again. A test that fills the limit and then expects refusals
  * runs on a clock stopped early in a minute, so its requests never straddle one.
  */
+const OTHER_VAULT = { PM_VAULT_KEY: 'cd'.repeat(32) }
 const earlyInAMinute = () => new FakeClock(Math.floor(Date.now() / 60_000) * 60_000 + 500)
 
 t.test('registrations refused by the per-IP limit are reported with the setting to change', async (t) => {
   const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '4' }, earlyInAMinute())
-  const r = await w.run(['--devices', '8', '--worker', '--duration-s', '1', '--concurrency', '1'])
+  // The run's fleet pass is made with another vault key than the instance's, so the instance does not honour it
+  const r = await w.run(['--devices', '8', '--sends', '0', '--worker', '--duration-s', '1', '--concurrency', '1'], OTHER_VAULT)
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
   t.equal(out.registered, 4, 'the first four got through')
@@ -356,7 +365,7 @@ t.test('registrations refused by the per-IP limit are reported with the setting 
 t.test('a service that refuses every registration stops the run with its reason', async (t) => {
   const w = await world(t, ['api'], { PM_LIMIT_IP_PER_MIN: '1' }, earlyInAMinute())
   await w.s.call('POST', '/api/v1/players', { body: { app_id: w.app.id, device_type: 1, identifier: 'uses-the-only-slot' } })
-  const r = await w.run(['--devices', '30', '--worker', '--duration-s', '1'])
+  const r = await w.run(['--devices', '30', '--sends', '0', '--worker', '--duration-s', '1'], OTHER_VAULT)
   t.equal(r.code, 2)
   t.match(r.stderr, /every registration failed: 429.*PM_LIMIT_IP_PER_MIN=0/)
   t.equal(r.stdout, '')
