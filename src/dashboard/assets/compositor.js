@@ -178,6 +178,14 @@
     const draw = (d) => {
       if (!Chart) return
       const funnel = [
+        {
+          label: 'aceitos pelo Pombo',
+          data: d.labels.map(() => d.recipients),
+          borderColor: '#8a949e',
+          backgroundColor: '#8a949e',
+          borderDash: [4, 4],
+          pointRadius: 0,
+        },
         { label: 'entregues ao provedor', data: d.accepted, borderColor: '#1b5fa8', backgroundColor: '#1b5fa8' },
         d.proven && { label: 'provados por recibo', data: d.proven, borderColor: '#1e7a3c', backgroundColor: '#1e7a3c' },
         { label: 'cliques', data: d.clicked, borderColor: '#e59a2f', backgroundColor: '#e59a2f' },

@@ -186,7 +186,7 @@ export function sendPageRoutes(r: Router, d: SendPageDeps): void {
 <div id="envio-vivo" data-vivo="${base}/envios/${s.id}/dados.json" data-aberto="${s.completed_at ? '0' : '1'}">
 <section aria-labelledby="h-funil"><h2 id="h-funil">Funil</h2>
 <div data-parte="funnel">${funnelPart(s, proof)}</div>
-<figure><div class="grafico"><canvas id="grafico-funil" role="img" aria-label="Funil acumulado desde o envio: entregues ao provedor${proof ? ', provados por recibo' : ''} e cliques"></canvas></div>
+<figure><div class="grafico"><canvas id="grafico-funil" role="img" aria-label="Funil acumulado desde o envio: aceitos pelo Pombo, entregues ao provedor${proof ? ', provados por recibo' : ''} e cliques"></canvas></div>
 <figcaption>Acumulado desde ${s.send_after ? 'o horário agendado' : 'o envio'} (${when(start)})</figcaption></figure>
 </section>
 <section aria-labelledby="h-plataformas"><h2 id="h-plataformas">Plataformas</h2>
