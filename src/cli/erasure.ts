@@ -21,7 +21,7 @@ function what(r: Removed, apps?: number): string {
 }
 
 function summary(r: Removed): Record<string, unknown> {
-  return { linhas: r.rows, chaves_redis: r.redisKeys, entradas_de_fila: r.streamEntries, arquivos: r.files }
+  return { rows: r.rows, redis_keys: r.redisKeys, stream_entries: r.streamEntries, files: r.files }
 }
 
 export async function eraseCommand(cfg: Config, kind: 'app' | 'org', argv: string[]): Promise<void> {
@@ -57,10 +57,10 @@ export async function eraseCommand(cfg: Config, kind: 'app' | 'org', argv: strin
     }
     if (kind === 'app') {
       const r = await eraser.eraseApp(id)
-      console.log(JSON.stringify({ app_id: id, excluido: true, ...summary(r) }))
+      console.log(JSON.stringify({ app_id: id, deleted: true, ...summary(r) }))
     } else {
       const r = await eraser.eraseOrg(id)
-      console.log(JSON.stringify({ org_id: id, excluida: true, apps: r.apps, ...summary(r) }))
+      console.log(JSON.stringify({ org_id: id, deleted: true, apps: r.apps, ...summary(r) }))
     }
   })
 }

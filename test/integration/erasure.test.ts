@@ -185,18 +185,18 @@ t.test('app delete: nothing of the app is left anywhere; the twin app is untouch
   t.equal(r.code, 0, r.stderr)
   const summary = JSON.parse(r.stdout)
   t.equal(summary.app_id, a.app.id)
-  t.equal(summary.linhas.devices, 2)
-  t.equal(summary.linhas.apps, 1)
-  t.ok(summary.linhas.deliveries >= 4 && summary.linhas.webhook_attempts >= 2, r.stdout)
+  t.equal(summary.rows.devices, 2)
+  t.equal(summary.rows.apps, 1)
+  t.ok(summary.rows.deliveries >= 4 && summary.rows.webhook_attempts >= 2, r.stdout)
   t.ok(
-    summary.linhas.receipts + summary.linhas.receipt_archive >= 3 &&
-      summary.linhas.inapp_served >= 1 &&
-      summary.linhas.idempotency >= 1,
+    summary.rows.receipts + summary.rows.receipt_archive >= 3 &&
+      summary.rows.inapp_served >= 1 &&
+      summary.rows.idempotency >= 1,
     r.stdout,
   )
-  t.ok(summary.chaves_redis >= 1, 'Redis keys removed')
-  t.ok(summary.entradas_de_fila >= 1, 'stream entries removed')
-  t.equal(summary.arquivos, 1, 'its export file removed')
+  t.ok(summary.redis_keys >= 1, 'Redis keys removed')
+  t.ok(summary.stream_entries >= 1, 'stream entries removed')
+  t.equal(summary.files, 1, 'its export file removed')
 
   t.same(await rowsNaming(s, a.ids), {}, 'no row of any table names any id of the erased app')
   t.same(await keysNaming(s, a.ids), [], 'no Redis key names it or holds it')
@@ -292,9 +292,9 @@ t.test('org delete: its apps, people, invitations and usage go; another organisa
   t.equal(r.code, 0, r.stderr)
   const summary = JSON.parse(r.stdout)
   t.equal(summary.apps, 2)
-  t.equal(summary.linhas.orgs, 1)
-  t.equal(summary.linhas.dashboard_users, 1)
-  t.equal(summary.linhas.dashboard_invites, 1)
+  t.equal(summary.rows.orgs, 1)
+  t.equal(summary.rows.dashboard_users, 1)
+  t.equal(summary.rows.dashboard_invites, 1)
   t.same(await rowsNaming(s, ids), {}, 'nothing names the organisation, its apps, devices, send or people')
   t.same(await keysNaming(s, ids), [])
   t.same(await rowsNaming(s, [other.id]), otherBefore, "the other organisation's app is as it was")
@@ -340,7 +340,7 @@ t.test('crash mid-way: killed after its first batch, the app is already unusable
   const r = await pombo(s, ['app', 'delete', app.id, '--yes'], batchEnv)
   t.equal(r.code, 0, r.stderr)
   // A statement the killed command had already sent may still commit after the count above: at most what was left.
-  const second = JSON.parse(r.stdout).linhas.devices
+  const second = JSON.parse(r.stdout).rows.devices
   t.ok(second > 0 && second <= (left[0]?.n ?? 0), `the second run removes what the first left (${second})`)
   t.same(await rowsNaming(s, [app.id]), {}, 'nothing of it is left')
   t.notOk(existsSync(join(s.cfg.exportDir, 'x')), 'no export file was made')
