@@ -13,7 +13,10 @@ export const LAYERS = [
   ['core', ['core']],
   ['platform', ['db', 'redis', 'http', 'h2', 'ops', 'infra']],
   ['shared', ['message', 'handoff', 'providers']],
-  ['features', ['orgs', 'people', 'apps', 'devices', 'credentials', 'confirmations', 'sends', 'delivery', 'receipts', 'inapp', 'erasure']],
+  [
+    'features',
+    ['orgs', 'people', 'apps', 'devices', 'credentials', 'confirmations', 'sends', 'delivery', 'receipts', 'inapp', 'erasure'],
+  ],
   ['surfaces', ['dashboard', 'cli', 'simulators', 'group']],
   ['composition', ['service']],
   ['entry', ['simulate', '.']],

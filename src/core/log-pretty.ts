@@ -49,7 +49,7 @@ export function prettyLine(json: string, color: boolean): string {
   const paint = (c: string, s: string) => (color && c ? `${c}${s}${RESET}` : s)
   const head = `${paint(DIM, time)} ${paint(tint, name)} ${String(rec.msg ?? '')}`
   const tail = fields.length ? `  ${paint(DIM, fields.join(' '))}` : ''
-  return [`${head}${tail}`, ...lines].join('\n') + '\n'
+  return `${[`${head}${tail}`, ...lines].join('\n')}\n`
 }
 
 /** A pino destination that writes each record as prettyLine to `out` (a TTY, usually). */

@@ -528,7 +528,10 @@ t.test('nginx: the access log carries no query string, no export download token 
   // Paths pass through the map nginx applies: the tokens some carry must not survive it.
   const vars = new Map<string, (uri: string) => string>()
   for (const m of conf.matchAll(/map\s+\$uri\s+\$(\w+)\s*\{([^}]*)\}/g)) {
-    const rules = [...(m[2] as string).matchAll(/^\s*(\S+)\s+(\S+);/gm)].map((r) => [r[1] as string, r[2] as string])
+    const rules = [...(m[2] as string).matchAll(/^\s*(\S+)\s+(\S+);/gm)].map((r): [string, string] => [
+      r[1] as string,
+      r[2] as string,
+    ])
     vars.set(m[1] as string, (uri) => {
       for (const [pat, to] of rules) {
         if (pat === 'default') continue

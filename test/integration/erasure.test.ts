@@ -189,9 +189,7 @@ t.test('app delete: nothing of the app is left anywhere; the twin app is untouch
   t.equal(summary.rows.apps, 1)
   t.ok(summary.rows.deliveries >= 4 && summary.rows.webhook_attempts >= 2, r.stdout)
   t.ok(
-    summary.rows.receipts + summary.rows.receipt_archive >= 3 &&
-      summary.rows.inapp_served >= 1 &&
-      summary.rows.idempotency >= 1,
+    summary.rows.receipts + summary.rows.receipt_archive >= 3 && summary.rows.inapp_served >= 1 && summary.rows.idempotency >= 1,
     r.stdout,
   )
   t.ok(summary.redis_keys >= 1, 'Redis keys removed')

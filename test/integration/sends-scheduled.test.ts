@@ -99,7 +99,7 @@ t.test('a worker restarted, and a backlog waiting unread while it was down', asy
   // While no worker reads, immediate sends wait in the stream: a backlog handed off after the last read.
   const others = await Promise.all(['a', 'b', 'c'].map((n) => d.device(app, `backlog-${n}`)))
   const backlog = await Promise.all(others.map((p) => d.send(app, { include_player_ids: [p] })))
-  const stream = d.s.cfg.redisPrefix + `:{p${partitionOf(app.id, 4)}}:work`
+  const stream = `${d.s.cfg.redisPrefix}:{p${partitionOf(app.id, 4)}}:work`
   const redis = new Redis(REDIS_URL)
   t.teardown(() => redis.disconnect())
   t.ok((await redis.xlen(stream)) >= 4, 'the backlog waits in the stream')

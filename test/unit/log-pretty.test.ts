@@ -24,7 +24,7 @@ t.test('a record is one line: time, level, message, fields; quiet fields left ou
   const c = capture(false)
   c.log.info({ app_id: 'a1', n: 3, note: 'two words', roles: ['api', 'worker'] }, 'send closed')
   const [line, rest] = c.text().split('\n')
-  t.match(line, /^\d\d:\d\d:\d\d INFO  send closed {2}app_id=a1 n=3 note="two words" roles=api,worker$/)
+  t.match(line, /^\d\d:\d\d:\d\d INFO {2}send closed {2}app_id=a1 n=3 note="two words" roles=api,worker$/)
   t.equal(rest, '', 'exactly one line')
   t.notMatch(c.text(), /pid=|hostname=|svc=/, 'the fields every record carries are not repeated')
 })
@@ -39,12 +39,12 @@ t.test('the same redaction as the JSON format', async (t) => {
 t.test('colour by level only when asked; errors show their message, not the stack', async (t) => {
   const c = capture(true)
   c.log.error({ err: new Error('boom') }, 'failed')
-  t.match(c.text(), /\x1b\[31mERROR\x1b\[0m failed/)
+  t.ok(c.text().includes('\x1b[31mERROR\x1b[0m failed'), 'ERROR in red')
   t.match(c.text(), /err=boom/)
   t.notMatch(c.text(), /at .*log-pretty\.test/, 'no stack trace in the line')
   const plain = capture(false)
   plain.log.error({ err: new Error('boom') }, 'failed')
-  t.notMatch(plain.text(), /\x1b\[/, 'no escape codes without colour')
+  t.notOk(plain.text().includes('\x1b['), 'no escape codes without colour')
 })
 
 t.test('long nested values are cut; lines given as `lines` print under the record', async (t) => {
