@@ -460,6 +460,11 @@ function summaryRows(s: SimulateSummary): Array<[string, string]> {
     ])
   }
   if (s.unknown_tokens) rows.push(['messages for other tokens', String(s.unknown_tokens)])
+  if (s.run_key)
+    rows.push([
+      "the run's key",
+      `kid ${s.run_key.kid}, ${s.run_key.revoked ? 'revoked' : `not revoked: expires by itself at ${s.run_key.expires_at}`}`,
+    ])
   return rows
 }
 
