@@ -2,14 +2,15 @@
 // Rejections are audited with the route, the source address and at most the key's kid, never the key itself.
 //
 // Every failed authentication counts toward its source's per-IP limit (PM_LIMIT_IP_PER_MIN, the public routes'
-// limiter), and a source at its limit gets 429 before its key is looked up: guessing keys costs the guesser its
-// quota, and the directory's negative cache (src/apps/directory.ts) keeps each wrong key to one query. A key that
-// already passed on this instance is not held back by its source's failures (a customer's server may share an
-// address with whoever is guessing).
+// limiter), and a source whose failures alone reach that limit gets 429 before its key is looked up: guessing keys
+// costs the guesser its quota, and the directory's negative cache (src/apps/directory.ts) keeps each wrong key to one
+// query. Only failures hold a source back: a customer's server that shares an address with its own devices (a
+// developer's machine, a NAT) keeps sending however busy the public routes are, and a key that already passed on
+// this instance is not held back at all (a customer's server may share an address with whoever is guessing).
 import { timingSafeEqual } from 'node:crypto'
 import type { Logger } from 'pino'
 import { ApiError } from '../core/errors'
-import type { IpLimiter } from '../http/ip-limit'
+import { IpLimiter } from '../http/ip-limit'
 import type { Request } from '../http/request'
 import { isUuid } from '../http/router'
 import type { AppDirectory } from './directory'
@@ -35,7 +36,11 @@ export class Auth {
     private readonly limiter: IpLimiter | null = null,
   ) {
     this.#platformHash = platformKey ? sha256(platformKey) : null
+    this.#failures = limiter && limiter.limit > 0 ? new IpLimiter(limiter.limit, 'sliding', now) : null
   }
+
+  /** Failed authentications alone, per source, over the same sliding minute and limit as the public routes. */
+  readonly #failures: IpLimiter | null
 
   /** The operator's key: 503 when this instance has none, 429 when its source failed too often, 401 when missing
    *  or wrong. Checked before any body. */
@@ -54,7 +59,7 @@ export class Auth {
   /** 429 for a source at its per-IP limit, before anything is looked up (not audited line by line: the access log
    *  has the 429s, and a flood must not become a flood of audit lines). */
   #holdBack(who: AuditWho): void {
-    if (this.limiter?.over(who.ip)) throw new ApiError('IP_RATE_LIMITED', { limite: this.limiter.limit })
+    if (this.#failures?.over(who.ip)) throw new ApiError('IP_RATE_LIMITED', { limite: this.#failures.limit })
   }
 
   /** Resolves the app key of a server route (401 on any failure). Call before reading the body. */
@@ -136,5 +141,6 @@ export class Auth {
     const route = 'route' in who ? who.route : `${who.method} ${who.path}`
     this.audit.warn({ evento: 'auth_rejeitada', motivo: reason, kid, ip: who.ip, rota: route, request_id: who.id })
     this.limiter?.take(who.ip)
+    this.#failures?.take(who.ip)
   }
 }

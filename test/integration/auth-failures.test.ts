@@ -118,3 +118,19 @@ t.test(
     t.equal(s.svc.grpc?.open, 1)
   },
 )
+
+t.test("only failures hold a source back: a server sharing its devices' address keeps sending", async (t) => {
+  const s = await startService(t, { env: { PM_LIMIT_IP_PER_MIN: '5' } })
+  const app = await s.createApp()
+  const answers: number[] = []
+  for (let i = 0; i < 7; i++) {
+    const r = await s.call('POST', '/api/v1/players', {
+      body: { app_id: app.id, device_type: 1, identifier: `tok-${randomBytes(4).toString('hex')}` },
+    })
+    answers.push(r.status)
+  }
+  t.same(answers.slice(-2), [429, 429], `the public routes are at their limit (${answers.join(', ')})`)
+  t.equal(await server(s, app.id, app.api_key), 200, 'a key first used here now, from that address, is not held back')
+  for (let i = 0; i < 5; i++) t.equal(await server(s, app.id, wrongKey()), 401)
+  t.equal(await server(s, app.id, wrongKey()), 429, 'five failures of its own are what hold it back')
+})
