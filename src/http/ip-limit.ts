@@ -82,38 +82,36 @@ export class IpLimiter {
   /** Counts one request from `ip`; false when its source is over the limit (a refused request is not counted). */
   take(ip: string): boolean {
     if (this.limit <= 0) return true
-    const t = this.now()
-    const index = Math.floor(t / this.windowMs)
-    if (index !== this.#index) this.#roll(index)
-    const [h1, h2] = hashes(clientKey(ip))
-    const cur = this.#current.estimate(h1, h2)
-    let used = cur
-    if (this.kind === 'sliding') {
-      // The previous window's count, weighted by how much of it still lies within the last minute.
-      const elapsed = (t - index * this.windowMs) / this.windowMs
-      used += this.#previous.estimate(h1, h2) * (1 - elapsed)
-    }
-    if (used >= this.limit) return false
-    this.#current.raise(h1, h2, cur + 1)
+    if (this.#used(ip) >= this.limit) return false
+    this.#current.raise(this.#h1, this.#h2, this.#cur + 1)
     return true
   }
 
   /** True when `ip`'s source is at its limit now; counts nothing (the key check asks before a lookup: src/apps/auth.ts).
    *  Not on the public routes' path, which take() alone serves. */
   over(ip: string): boolean {
-    if (this.limit <= 0) return false
+    return this.limit > 0 && this.#used(ip) >= this.limit
+  }
+
+  // The last source #used measured: its hashes and its current window's count (fields, not a returned object, so
+  // the public routes' check allocates nothing).
+  #h1 = 0
+  #h2 = 0
+  #cur = 0
+
+  /** Requests of `ip`'s source within the last window: the current count, plus the previous window's weighted by how
+   *  much of it still lies within the last minute (sliding). */
+  #used(ip: string): number {
     const t = this.now()
     const index = Math.floor(t / this.windowMs)
     if (index !== this.#index) this.#roll(index)
     const [h1, h2] = hashes(clientKey(ip))
-    const cur = this.#current.estimate(h1, h2)
-    let used = cur
-    if (this.kind === 'sliding') {
-      // The previous window's count, weighted by how much of it still lies within the last minute.
-      const elapsed = (t - index * this.windowMs) / this.windowMs
-      used += this.#previous.estimate(h1, h2) * (1 - elapsed)
-    }
-    return used >= this.limit
+    this.#h1 = h1
+    this.#h2 = h2
+    this.#cur = this.#current.estimate(h1, h2)
+    if (this.kind !== 'sliding') return this.#cur
+    const elapsed = (t - index * this.windowMs) / this.windowMs
+    return this.#cur + this.#previous.estimate(h1, h2) * (1 - elapsed)
   }
 
   #roll(index: number): void {
