@@ -15,6 +15,7 @@ import type { DeviceService } from '../devices/service'
 import type { Router } from '../http/router'
 import type { InappModule } from '../inapp/module'
 import type { SendsModule } from '../sends/module'
+import type { Metrics } from '../ops/metrics'
 import { PeopleService } from '../people/service'
 import { pingAll, type RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
@@ -45,6 +46,8 @@ export interface DashboardDeps {
   devices: DeviceService
   inapp: InappModule
   sends: SendsModule
+  /** The process's metrics: sends made in the dashboard count in pombo_sends_accepted_total like the API's. */
+  metrics?: Metrics
   version: string
   apiUrl: string
   /** Extra CA the connection test trusts (tests against the fake providers). */
@@ -125,7 +128,7 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     allowSimulators: d.cfg.allowSimulators,
     simulatorPool: simulatorPools.get,
   })
-  sendPagesRoutes(r, { ...web, cfg: d.cfg, db: d.db, clock: d.clock, sends: d.sends.service })
+  sendPagesRoutes(r, { ...web, cfg: d.cfg, db: d.db, clock: d.clock, sends: d.sends.service, metrics: d.metrics })
   inappEditorRoutes(r, { ...web, cfg: d.cfg, db: d.db, clock: d.clock, campaigns: d.inapp.campaigns })
   appPageRoutes(r, {
     ...web,

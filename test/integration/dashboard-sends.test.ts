@@ -7,6 +7,7 @@ import t from 'tap'
 import { BUSINESS_OFFSET } from '../../src/core/business-time'
 import { listSends } from '../../src/dashboard/sends/list'
 import { DashClient, makeOrg, makePerson } from '../helpers/dashboard'
+import { sample } from '../helpers/metrics'
 import { startDelivery } from '../helpers/delivery'
 import { basic } from '../helpers/service'
 import { until } from '../helpers/until'
@@ -138,12 +139,16 @@ t.test('the composer: the API errors beside their fields, the confirmation with 
     acao: 'enviar',
     confirmar: '1',
   }
+  const acceptedBefore =
+    sample(await (await fetch(`${w.s.opsUrl}/metrics`)).text(), 'pombo_sends_accepted_total', { lane: '1' }) ?? 0
   const [first, second] = await Promise.all([w.c.post(w.composer, fields), w.c.post(w.composer, fields)])
   t.equal(first.status, 303)
   t.equal(second.status, 303)
   const sendId = first.headers.get('location')?.split('/').at(-1) as string
   t.equal(second.headers.get('location'), first.headers.get('location'), 'both clicks land on the one send')
   t.equal(await w.sendsCount(), 1, 'one send for a double submission')
+  const acceptedAfter = sample(await (await fetch(`${w.s.opsUrl}/metrics`)).text(), 'pombo_sends_accepted_total', { lane: '1' })
+  t.equal(acceptedAfter, acceptedBefore + 1, 'counted once in pombo_sends_accepted_total, like an API send')
   const [row] = await w.s.sql('SELECT * FROM sends WHERE id = $1', [sendId])
   t.same(row?.contents, { pt: 'Só hoje', en: 'Today only' })
   t.same(row?.headings, { pt: 'Promoção', en: 'Sale' })

@@ -11,6 +11,7 @@ import { type Db, query } from '../../db/pool'
 import type { Reply } from '../../http/reply'
 import { isUuid, type Router } from '../../http/router'
 import { acceptSend } from '../../sends/accept'
+import type { Metrics } from '../../ops/metrics'
 import type { SendService } from '../../sends/service'
 import { appFor } from '../access'
 import type { Form } from '../form'
@@ -28,6 +29,7 @@ export interface SendPagesDeps extends Web {
   clock: Clock
   sessions: Sessions
   sends: SendService
+  metrics?: Metrics
 }
 
 /** The API's answer (the spec, Sends: the four 200 shapes). */
@@ -58,7 +60,9 @@ function composerPage(d: SendPagesDeps, c: Omit<ComposerView, 'preview'>, status
 }
 
 export function composerRoutes(r: Router, d: SendPagesDeps): void {
-  const accept = { cfg: d.cfg, sends: d.sends, clock: d.clock }
+  // Counted per lane in pombo_sends_accepted_total, as the API route counts its sends.
+  const accepted = d.metrics ? [d.metrics.sendsAccepted.labels('0'), d.metrics.sendsAccepted.labels('1')] : null
+  const accept = { cfg: d.cfg, sends: d.sends, clock: d.clock, accepted }
 
   type Outcome = { errors: Map<string, string> } | { answer: SendAnswerBody; exact: boolean }
 
