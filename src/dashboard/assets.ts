@@ -21,7 +21,6 @@ export function assetRoutes(r: Router): void {
   const files: Record<string, Asset> = {
     '/assets/painel.css': load(join(dir, 'painel.css'), 'text/css; charset=utf-8'),
     '/assets/painel.js': load(join(dir, 'painel.js'), 'text/javascript; charset=utf-8'),
-    '/assets/compositor.js': load(join(dir, 'compositor.js'), 'text/javascript; charset=utf-8'),
     // chart.js's package exports do not list its UMD file; it sits beside the main entry.
     '/assets/chart.umd.js': load(join(dirname(require.resolve('chart.js')), 'chart.umd.js'), 'text/javascript; charset=utf-8'),
   }

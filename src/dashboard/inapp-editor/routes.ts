@@ -98,7 +98,7 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
     for (const [k, m] of formProblems) if (!errors.has(k)) errors.set(k, m)
     const view: EditorView = { app, v, state, campaign, body, errors, problems: problemsOf(body, d.cfg), reach }
     const title = campaign ? campaign.nome : 'Nova campanha in-app'
-    return htmlReply(status, page({ title, viewer: v, scripts: ['/assets/compositor.js'] }, editorBody(view)))
+    return htmlReply(status, page({ title, viewer: v }, editorBody(view)))
   }
 
   async function campaignOf(app: AppRecord, id: string | undefined): Promise<CampaignShape> {
@@ -161,7 +161,7 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
     const state = editorOf(c)
     const { body } = campaignBody(state, false)
     const view: EditorView = { app, v, state, campaign: c, body, errors: new Map(), problems: problemsOf(body, d.cfg), reach }
-    return htmlReply(200, page({ title: c.nome, viewer: v, flash, scripts: ['/assets/compositor.js'] }, editorBody(view)))
+    return htmlReply(200, page({ title: c.nome, viewer: v, flash }, editorBody(view)))
   })
 
   viewerAction(

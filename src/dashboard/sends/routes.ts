@@ -53,10 +53,7 @@ function placeError(err: ApiError, s: ComposerState): [string, string] {
 function composerPage(d: SendPagesDeps, c: Omit<ComposerView, 'preview'>, status = 200): Reply {
   const { body } = composeBody(c.app.id, c.state)
   const view: ComposerView = { ...c, preview: previewOf(body, d.clock(), d.cfg.limits) }
-  return htmlReply(
-    status,
-    page({ title: 'Nova notificação', viewer: c.v, scripts: ['/assets/compositor.js'] }, composerBody(view)),
-  )
+  return htmlReply(status, page({ title: 'Nova notificação', viewer: c.v }, composerBody(view)))
 }
 
 export function composerRoutes(r: Router, d: SendPagesDeps): void {

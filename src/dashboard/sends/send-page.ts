@@ -204,7 +204,7 @@ ${proof ? html`<figure><div class="grafico"><canvas id="grafico-tempo" role="img
 <section aria-labelledby="h-mensagem"><h2 id="h-mensagem">Mensagem como enviada</h2>${messagePart(s)}</section>
 <script type="application/json" id="dados-envio">${jsonData(chartData(s, st, proof))}</script>`
     const flash = await d.sessions.takeFlash(v)
-    return htmlReply(200, page({ title, viewer: v, flash, scripts: ['/assets/chart.umd.js', '/assets/compositor.js'] }, body))
+    return htmlReply(200, page({ title, viewer: v, flash, scripts: ['/assets/chart.umd.js'] }, body))
   })
 
   // The live parts of the page while it is open.
