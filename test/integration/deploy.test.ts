@@ -86,7 +86,7 @@ async function resolved(
 ): Promise<Run> {
   const c = await compose()
   if (!c) {
-    t.fail('no Compose: .ci/run installs docker-compose (apt-get install docker-compose)')
+    t.fail('no Compose: npm test installs docker-compose (scripts/test-tools.mjs)')
     return { code: -1, stdout: '', stderr: '' }
   }
   const [cmd, ...pre] = c as [string, ...string[]]
