@@ -3,6 +3,10 @@
 // `pombo serve`. Ctrl-C stops the service, then Redis and Postgres.
 //
 // Extra arguments go to `pombo serve`: npm start -- --roles api
+//
+// PM_LOCAL_PG_PORT and PM_LOCAL_REDIS_PORT move the embedded Postgres and the private Redis off 54329 and 63790, so
+// a second checkout (or the README's test, test/integration/readme-first-minutes.test.ts) runs its own beside them
+// instead of reusing the first one's servers and data.
 
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -53,6 +57,14 @@ async function loadSecrets() {
     throw err
   }
   return { ...secrets, created: true }
+}
+
+function portSetting(name, fallback) {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const port = Number(raw)
+  if (!/^[0-9]+$/.test(raw) || port < 1 || port > 65535) throw new Error(`${name}: expected a port (1-65535), got "${raw}"`)
+  return port
 }
 
 function reachableHost(host) {
@@ -160,9 +172,9 @@ async function main() {
     ? 'from PM_PLATFORM_KEY'
     : `${secrets.created ? 'generated now, ' : ''}kept in .data/secrets.json; PM_PLATFORM_KEY overrides it`
 
-  const pg = await ensurePostgres({ log })
+  const pg = await ensurePostgres({ log, port: portSetting('PM_LOCAL_PG_PORT', 54329) })
   if (shuttingDown) return
-  const redis = await ensureRedis({ log })
+  const redis = await ensureRedis({ log, port: portSetting('PM_LOCAL_REDIS_PORT', 63790) })
   if (shuttingDown) return
 
   const host = process.env.PM_HOST || '127.0.0.1'
