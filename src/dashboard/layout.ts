@@ -8,6 +8,8 @@ export interface Frame {
   flash?: Flash | null
   /** Extra scripts served by the dashboard (e.g. chart.js). */
   scripts?: string[]
+  /** Reload the page after this many seconds (a job's status page, with or without the script). */
+  refreshS?: number
 }
 
 export interface Flash {
@@ -23,6 +25,7 @@ export function page(f: Frame, body: Html): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${f.title} · Pombo</title>
+${f.refreshS ? html`<meta http-equiv="refresh" content="${f.refreshS}">` : ''}
 <link rel="stylesheet" href="/assets/painel.css">
 </head>
 <body>
@@ -31,7 +34,7 @@ export function page(f: Frame, body: Html): string {
 ${
   v
     ? html`<nav aria-label="Conta"><a href="/apps">Apps</a>
-${v.operator ? html`<a href="/pessoas">Pessoas</a> <a href="/convites">Convites</a>` : ''}
+${v.operator ? html`<a href="/pessoas">Pessoas</a> <a href="/convites">Convites</a>` : v.orgId ? html`<a href="/organizacoes/${v.orgId}">Organização</a>` : ''}
 <a href="/conta">Conta</a>
 <span class="quem">${v.email}${v.operator ? ' (operador)' : ''}</span>
 <form method="post" action="/sair" class="inline"><input type="hidden" name="_csrf" value="${v.csrf}"><button type="submit">Sair</button></form></nav>`

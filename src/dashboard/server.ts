@@ -27,6 +27,8 @@ import { page } from './layout'
 import { appPageRoutes } from './pages/app'
 import { inappEditorRoutes } from './inapp-editor/routes'
 import { appsRoutes } from './pages/apps'
+import { ErasureJobs } from './erasure-jobs'
+import { erasureRoutes } from './pages/erasure'
 import { sendPagesRoutes } from './sends'
 import { peopleRoutes } from './pages/people'
 import { signinRoutes } from './pages/signin'
@@ -103,6 +105,17 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
   signinRoutes(r, { ...web, people, limiter })
   appsRoutes(r, { ...web, db: d.db, apps: d.apps, cfg: d.cfg })
   peopleRoutes(r, { ...web, people })
+  // Erasing an app or an organisation: the CLI's Eraser, run in the background of this process (erasure-jobs.ts).
+  const erasures = new ErasureJobs(d.redis, d.keys, d.clock, {
+    db: d.db,
+    redis: d.redis,
+    keys: d.keys,
+    exportDir: d.cfg.exportDir,
+    batch: d.cfg.eraseBatch,
+    invalidate: (appId) => d.dir.invalidate(appId),
+    now: d.clock,
+  })
+  erasureRoutes(r, { ...web, db: d.db, jobs: erasures })
 
   // One session per provider host is plenty: tests are one request at a time, by hand.
   const pool = new H2Pool({ ca: d.providerCa, sessionsPerOrigin: 1, timeoutMs: 10_000, ...providerPoolOptions(d.cfg) })
@@ -143,5 +156,12 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     devices: d.devices,
     campaigns: d.inapp.campaigns,
   })
-  return { close: () => Promise.all([pool.close(), simulatorPools.close()]).then(() => undefined) }
+  return {
+    // A running erasure gets a few seconds to finish its batch; cut short, it is continued by typing the name again.
+    close: () =>
+      erasures
+        .drain(5_000)
+        .then(() => Promise.all([pool.close(), simulatorPools.close()]))
+        .then(() => undefined),
+  }
 }

@@ -106,4 +106,15 @@ export class Keys {
   dashboardFlash(session: string): string {
     return `${this.prefix}:dash:flash:${session}`
   }
+
+  /** An erasure started in the dashboard: its state, progress and summary (a hash; src/dashboard/erasure-jobs.ts).
+   *  Named by a random id only: nothing of the tenant being erased is kept in it. */
+  erasureJob(job: string): string {
+    return `${this.prefix}:dash:erasure:${job}`
+  }
+
+  /** Held while an erasure of one app or organisation runs in the dashboard (its value: the job's id). */
+  erasureLock(tenant: string): string {
+    return `${this.prefix}:dash:erasure-lock:${tenant}`
+  }
 }

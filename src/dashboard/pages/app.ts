@@ -1,5 +1,6 @@
-// /apps/{app_id}: one app, its sections (Chaves, Credenciais, Dispositivos, Envios, Webhook, In-app), with the
-// credential problem met by real sends shown first. An app of another organisation answers 404.
+// /apps/{app_id}: one app, its sections (Chaves, Credenciais, Dispositivos, Envios, Webhook, In-app, and last the
+// danger zone, Excluir app), with the credential problem met by real sends shown first. An app of another
+// organisation answers 404.
 import type { Router } from '../../http/router'
 import { appFor } from '../access'
 import { html } from '../html'
@@ -8,6 +9,7 @@ import { htmlReply, viewerPage } from '../web'
 import type { AppPageDeps } from './context'
 import { credentialsRoutes, credentialsSection, problemBanner, recentProblem } from './credentials'
 import { devicesRoutes, devicesSection } from './devices'
+import { appEraseSection } from './erasure'
 import { inappRoutes, inappSection } from './inapp'
 import { keysRoutes, keysSection } from './keys'
 import { sendsRoutes, sendsSection } from './sends'
@@ -28,10 +30,10 @@ export function appPageRoutes(r: Router, d: AppPageDeps): void {
       inappSection(d, view),
     ])
     const body = html`<h1>${app.name}</h1>
-<p class="sub">ID <code>${app.id}</code> · plano ${app.plan}${app.paused ? ' · pausado' : ''}${app.sandbox ? ' · sandbox' : ''}</p>
+<p class="sub">ID <code>${app.id}</code> · <a href="/organizacoes/${app.orgId}">organização</a> · plano ${app.plan}${app.paused ? ' · pausado' : ''}${app.sandbox ? ' · sandbox' : ''}</p>
 ${problemBanner(problem)}
-<nav aria-label="Seções" class="secoes"><a href="#chaves">Chaves</a> <a href="#credenciais">Credenciais</a> <a href="#dispositivos">Dispositivos</a> <a href="#envios">Envios</a> <a href="#webhook">Webhook</a> <a href="#inapp">In-app</a></nav>
-${keys}${creds}${devices}${sends}${webhook}${inapp}`
+<nav aria-label="Seções" class="secoes"><a href="#chaves">Chaves</a> <a href="#credenciais">Credenciais</a> <a href="#dispositivos">Dispositivos</a> <a href="#envios">Envios</a> <a href="#webhook">Webhook</a> <a href="#inapp">In-app</a> <a href="#excluir">Excluir app</a></nav>
+${keys}${creds}${devices}${sends}${webhook}${inapp}${appEraseSection(v, app)}`
     return htmlReply(200, page({ title: app.name, viewer: v, flash, scripts: ['/assets/chart.umd.js'] }, body))
   })
   // Actions and sub-pages; static segments win over parameters in the router.
