@@ -9,20 +9,22 @@ import type { TestService } from './service'
  *  its people's e-mails as `quem`), never an end user's data: searched for the end users' ids only. */
 export const KEPT_AFTER_ERASURE = ['audit_log']
 
-/** Rows, in every table of the schema (but `skip`), whose text (every column) names one of the ids. */
+/** Rows, in every table of the schema (but `skip`), whose text (every column) names one of the ids, by table. */
 export async function rowsNaming(s: TestService, ids: string[], skip: string[] = []): Promise<Record<string, number>> {
-  const tables = await s.sql<{ t: string }>(
-    `SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+  // Every table that holds rows (a partition's rows are counted under its partitioned table's name).
+  const tables = await s.sql<{ t: string; root: string }>(
+    `SELECT c.relname AS t, r.relname AS root FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       JOIN pg_class r ON r.oid = coalesce(pg_partition_root(c.oid), c.oid)
       WHERE n.nspname = $1 AND c.relkind = 'r' ORDER BY 1`,
     [s.cfg.dbSchema],
   )
   if (tables.length < 20) throw new Error(`only ${tables.length} tables in ${s.cfg.dbSchema}: not the service's schema?`)
   const re = ids.map((x) => x.toLowerCase().replace(/[^0-9a-z-]/g, '')).join('|')
   const out: Record<string, number> = {}
-  for (const { t: table } of tables) {
-    if (skip.includes(table)) continue
+  for (const { t: table, root } of tables) {
+    if (skip.includes(root)) continue
     const [r] = await s.sql<{ n: number }>(`SELECT count(*)::int AS n FROM "${table}" x WHERE lower(x::text) ~ $1`, [re])
-    if ((r?.n ?? 0) > 0) out[table] = r?.n as number
+    if ((r?.n ?? 0) > 0) out[root] = (out[root] ?? 0) + (r?.n as number)
   }
   return out
 }
