@@ -313,6 +313,10 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
     })
 
   const values = new Map<string, string>()
+  /** A value the README asks for later, as the reader copies it from an output (nothing when the output lacks it). */
+  const copy = (name: string, value: unknown) => {
+    if (typeof value === 'string' && value) values.set(name, value)
+  }
   /** The command as the reader types it: the values the README asks for filled in, the API on the test's port. */
   const filled = (c: Command): string => {
     const missing = [...c.code.matchAll(/<([a-z][a-z_ ]*)>/g)].map((m) => m[1] as string).filter((n) => !values.has(n))
@@ -374,7 +378,7 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
       await t.test('npm start: the banner', async (t) => {
         banner = checkBanner(t, (shown as RegExpMatchArray)[1] as string, ports)
       })
-      values.set('platform key printed by npm start', banner.key as string)
+      copy('platform key printed by npm start', banner.key)
       continue
     }
     await t.test(`${kind}: ${c.code.slice(0, 90)}`, async (t) => {
@@ -389,22 +393,22 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
         const app = json(t, r, 'creating the app')
         asNoted(t, c, r, app)
         t.match(app, { id: /^[0-9a-f-]{36}$/, nome: 'Meu app', api_key: /^pm_live_/ })
-        values.set('id', app.id as string)
-        values.set('api_key', app.api_key as string)
+        copy('id', app.id)
+        copy('api_key', app.api_key)
       } else if (kind === 'register') {
         // The reader's own device's token; any string is a token to the service until a provider says otherwise.
-        values.set('push token', `readme-device-${Date.now()}`)
+        copy('push token', `readme-device-${Date.now()}`)
         const r = await run(filled(c), 30_000)
         const player = json(t, r, 'the registration')
         asNoted(t, c, r, player)
         t.match(player, { success: true, id: /^[0-9a-f-]{36}$/ })
-        values.set('player_id', player.id as string)
+        copy('player_id', player.id)
       } else if (kind === 'send') {
         const r = await run(filled(c), 30_000)
         const send = json(t, r, 'the send')
         asNoted(t, c, r, send)
         t.match(send, { id: /^[0-9a-f-]{36}$/, recipients: 1 })
-        values.set('send id', send.id as string)
+        copy('send id', send.id)
       } else if (kind === 'read') {
         // "The send answers at once; delivery follows": the reader runs the read again until it has closed.
         const problem = part.match(/`pm_problema: "([^"]+)"`/)?.[1]
@@ -426,6 +430,11 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
         const r = await run(filled(c), 300_000)
         t.equal(r.code, 0, 'pombo simulate succeeded', { err: r.err.slice(-3000) })
         checkSimulate(t, r.out, devices)
+        // The README's note names what the report shows.
+        for (const item of (c.expect ?? '').split(/,\s*/).filter(Boolean)) {
+          const shown = item === 'latency percentiles' ? /p50 \d+ ms · p90 \d+ ms · p99 \d+ ms/ : new RegExp(`^${item}\\b`, 'm')
+          t.match(r.out, shown, `the report shows ${item}, as the README says`)
+        }
       } else if (kind === 'create person') {
         const r = await run(filled(c), 60_000)
         t.equal(r.code, 0, 'the person was created', { err: r.err })
