@@ -454,6 +454,16 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
   })
   t.ok(existsSync(join(clone, '.data', 'local-env.json')), '.data/local-env.json was written')
 
+  // What runs before Ctrl-C, by the pids the logs name: each is found working in the clone, so "none is left" below
+  // looks where they are.
+  const pids = {
+    Postgres: Number(startOut.match(/Postgres: started on \S+ \(pid (\d+)/)?.[1]),
+    Redis: Number(startOut.match(/Redis: started redis-server on \S+ \(pid (\d+)/)?.[1]),
+    'the delivery worker': Number(startOut.match(/"pid":(\d+),"msg":"delivery worker process started"/)?.[1]),
+  }
+  const running = processesIn(dir)
+  for (const [name, pid] of Object.entries(pids)) t.ok(running.includes(pid), `${name} runs (pid ${pid}), in the clone`)
+
   // "Ctrl-C stops everything it started": the terminal's interrupt goes to npm start's whole process group. npm
   // waits for its script, then ends by the same signal (what a shell shows as 130), whatever the script's own exit:
   // a clean stop is read from what stopped and how.
@@ -465,6 +475,7 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
     signal: npmStart.signalCode,
   })
   t.same(processesIn(dir), [], 'no process it started outlives it')
+  for (const [name, pid] of Object.entries(pids)) t.notOk(alive(pid), `${name} is gone`)
   await startClosed
   t.match(startOut, /stopping: finishing in-flight requests/, 'Pombo drained')
   t.match(startOut, /stopping Redis[\s\S]*stopping Postgres/, 'then npm start stopped Redis, then Postgres')
@@ -522,6 +533,15 @@ function checkSimulate(t: Tap, out: string, devices: number): void {
     )
   }
   t.match(line("the run's key"), /^kid \w+, revoked$/, "the run's own key was revoked")
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
