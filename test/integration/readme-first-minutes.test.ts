@@ -148,7 +148,7 @@ function layOut(dir: string): Promise<void> {
       ['ls-files', '-z', '--cached', '--others', '--exclude-standard'],
       { cwd: ROOT, maxBuffer: 64 << 20 },
       (err, out) => {
-        if (err) return fail(err)
+        if (err) return fail(new Error(`git ls-files in ${ROOT} failed (a clone's files are read from git): ${err.message}`))
         for (const file of out.split('\0').filter(Boolean)) {
           const from = join(ROOT, file)
           const st = lstatSync(from, { throwIfNoEntry: false })
@@ -277,7 +277,9 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
   // A fresh machine's shell: none of the test runner's settings (its services, its key, tap's and npm's own).
   const env: NodeJS.ProcessEnv = {}
   for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(PM_|TAP|_TAPJS|npm_|DATABASE_URL$|REDIS_URL$|NODE_OPTIONS$|NODE_ENV$|CURL_HOME$)/.test(k)) env[k] = v
+    if (!/^(PM_|TAP|_TAPJS|npm_|DATABASE_URL$|REDIS_URL$|NODE_OPTIONS$|NODE_ENV$|NODE_V8_COVERAGE$|CURL_HOME$)/.test(k)) {
+      env[k] = v
+    }
   }
   for (const [k, v] of Object.entries(ports)) env[k] = String(v)
   env.CURL_HOME = curlHome
