@@ -14,6 +14,7 @@ import { http } from './http'
 import { inapp } from './inapp'
 import { receipts } from './receipts'
 import { register } from './register'
+import { retentionBench } from './retention'
 import { send } from './send'
 import { sendE2e } from './send-e2e'
 import { slices } from './slices'
@@ -32,6 +33,7 @@ const SCENARIOS: Record<string, () => Promise<void>> = {
   grpc: grpcBench,
   h2client,
   dashboard: dashboardBench,
+  retention: retentionBench,
 }
 
 const ROOT = join(__dirname, '..')

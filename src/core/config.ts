@@ -293,6 +293,29 @@ export interface Jobs {
   readonly webhookAttemptsRetentionDays: number
   /** Events older than this many days that no destination can still read are deleted (PM_EVENTS_RETENTION_DAYS). */
   readonly eventsRetentionDays: number
+  /** Completed sends (message, audience and counters) are deleted this many days after they completed; never less than
+   *  the receipt window, since a receipt is counted on its send (PM_SENDS_RETENTION_DAYS). */
+  readonly sendsRetentionDays: number
+  /** In-app events: a week partition is dropped once its last day is this many days old (PM_INAPP_EVENTS_RETENTION_DAYS). */
+  readonly inappEventsRetentionDays: number
+  /** In-app served records and reactivations older than this many days are deleted (PM_INAPP_SERVED_RETENTION_DAYS,
+   *  PM_INAPP_REACTIVATIONS_RETENTION_DAYS). */
+  readonly inappServedRetentionDays: number
+  readonly inappReactivationsRetentionDays: number
+  /** Abandoned webhook events are deleted this many days after they were given up (PM_WEBHOOK_ABANDONED_RETENTION_DAYS). */
+  readonly webhookAbandonedRetentionDays: number
+  /** Dashboard invitations are deleted this many days after they expired (PM_INVITES_RETENTION_DAYS). */
+  readonly invitesRetentionDays: number
+  /** A device whose token is dead is deleted this many days after it died (PM_DEAD_DEVICES_RETENTION_DAYS). */
+  readonly deadDevicesRetentionDays: number
+  /** Stream confirmations of an app with no reader are kept this many days (PM_STREAM_KEEP_DAYS); the app's
+   *  `pm_problema` and a metric warn PM_STREAM_WARN_H hours before the first of them goes. */
+  readonly streamKeepDays: number
+  readonly streamWarnH: number
+  /** Rows per DELETE of the retention job (PM_RETENTION_BATCH). */
+  readonly retentionBatch: number
+  /** Audit records older than this many days are deleted (PM_AUDIT_RETENTION_DAYS; 0: kept forever). */
+  readonly auditRetentionDays: number
   /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
   readonly streamMaxLen: number
 }
@@ -543,6 +566,17 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   retentionEveryMs: 10 * 60_000,
   webhookAttemptsRetentionDays: 30,
   eventsRetentionDays: 7,
+  sendsRetentionDays: 90,
+  inappEventsRetentionDays: 90,
+  inappServedRetentionDays: 90,
+  inappReactivationsRetentionDays: 90,
+  webhookAbandonedRetentionDays: 90,
+  invitesRetentionDays: 30,
+  deadDevicesRetentionDays: 30,
+  streamKeepDays: 7,
+  streamWarnH: 24,
+  retentionBatch: 10_000,
+  auditRetentionDays: 365,
   streamMaxLen: 1_000_000,
 })
 
@@ -918,6 +952,27 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       deliveriesRetentionDays: int(env, 'PM_DELIVERIES_RETENTION_DAYS', DEFAULT_JOBS.deliveriesRetentionDays, 0),
       webhookAttemptsRetentionDays: int(env, 'PM_WEBHOOK_ATTEMPTS_RETENTION_DAYS', DEFAULT_JOBS.webhookAttemptsRetentionDays, 0),
       eventsRetentionDays: int(env, 'PM_EVENTS_RETENTION_DAYS', DEFAULT_JOBS.eventsRetentionDays, 0),
+      sendsRetentionDays: int(env, 'PM_SENDS_RETENTION_DAYS', DEFAULT_JOBS.sendsRetentionDays, 1),
+      inappEventsRetentionDays: int(env, 'PM_INAPP_EVENTS_RETENTION_DAYS', DEFAULT_JOBS.inappEventsRetentionDays, 1),
+      inappServedRetentionDays: int(env, 'PM_INAPP_SERVED_RETENTION_DAYS', DEFAULT_JOBS.inappServedRetentionDays, 1),
+      inappReactivationsRetentionDays: int(
+        env,
+        'PM_INAPP_REACTIVATIONS_RETENTION_DAYS',
+        DEFAULT_JOBS.inappReactivationsRetentionDays,
+        1,
+      ),
+      webhookAbandonedRetentionDays: int(
+        env,
+        'PM_WEBHOOK_ABANDONED_RETENTION_DAYS',
+        DEFAULT_JOBS.webhookAbandonedRetentionDays,
+        1,
+      ),
+      invitesRetentionDays: int(env, 'PM_INVITES_RETENTION_DAYS', DEFAULT_JOBS.invitesRetentionDays, 1),
+      deadDevicesRetentionDays: int(env, 'PM_DEAD_DEVICES_RETENTION_DAYS', DEFAULT_JOBS.deadDevicesRetentionDays, 1),
+      streamKeepDays: int(env, 'PM_STREAM_KEEP_DAYS', DEFAULT_JOBS.streamKeepDays, 1),
+      streamWarnH: int(env, 'PM_STREAM_WARN_H', DEFAULT_JOBS.streamWarnH, 0),
+      retentionBatch: int(env, 'PM_RETENTION_BATCH', DEFAULT_JOBS.retentionBatch, 1),
+      auditRetentionDays: int(env, 'PM_AUDIT_RETENTION_DAYS', DEFAULT_JOBS.auditRetentionDays, 0),
       sweepEveryMs: int(env, 'PM_SWEEP_EVERY_MS', DEFAULT_JOBS.sweepEveryMs, 1),
       receiptArchiveEveryMs: int(env, 'PM_RECEIPT_ARCHIVE_EVERY_MS', DEFAULT_JOBS.receiptArchiveEveryMs, 1),
       retentionEveryMs: int(env, 'PM_RETENTION_EVERY_MS', DEFAULT_JOBS.retentionEveryMs, 1),
@@ -1003,6 +1058,12 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
   if (cfg.exports.claimStaleMs <= cfg.exports.claimEveryMs) {
     throw new ConfigError(
       `PM_EXPORT_CLAIM_STALE_MS: ${cfg.exports.claimStaleMs} must exceed PM_EXPORT_CLAIM_EVERY_MS (${cfg.exports.claimEveryMs})`,
+    )
+  }
+  // A receipt is counted on its send: a send deleted inside the acceptance window would turn valid receipts away.
+  if (cfg.jobs.sendsRetentionDays < cfg.limits.receiptWindowDays) {
+    throw new ConfigError(
+      `PM_SENDS_RETENTION_DAYS: ${cfg.jobs.sendsRetentionDays} is below PM_RECEIPT_WINDOW_DAYS (${cfg.limits.receiptWindowDays})`,
     )
   }
   if (cfg.stream.ttlMs <= cfg.stream.heartbeatMs) {

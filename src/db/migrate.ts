@@ -50,12 +50,26 @@ export function migrations(dir = DIR): Migration[] {
     })
 }
 
-/** A no-transaction migration's statements: split at `;` ending a line; comment-only pieces dropped. */
+/** A no-transaction migration's statements: split at `;` ending a line, except inside a dollar-quoted body (a
+ *  procedure's or a DO block's, whose own statements end lines with `;` too); comment-only pieces dropped. */
 export function statements(sql: string): string[] {
-  return sql
-    .split(/;[ \t]*(?:\r?\n|$)/)
-    .map((s) => s.trim())
-    .filter((s) => s.split('\n').some((line) => line.trim() !== '' && !line.trim().startsWith('--')))
+  const out: string[] = []
+  let current = ''
+  let quote: string | null = null
+  for (const line of sql.split(/\r?\n/)) {
+    current += `${line}\n`
+    const code = line.replace(/--.*$/, '')
+    for (const m of code.matchAll(/\$[A-Za-z_]*\$/g)) {
+      if (quote === null) quote = m[0]
+      else if (m[0] === quote) quote = null
+    }
+    if (quote === null && /;[ \t]*$/.test(line)) {
+      out.push(current.replace(/;[ \t]*\n$/, ''))
+      current = ''
+    }
+  }
+  out.push(current)
+  return out.map((s) => s.trim()).filter((s) => s.split('\n').some((line) => line.trim() !== '' && !line.trim().startsWith('--')))
 }
 
 /** The statement as a transaction may run it: `CREATE INDEX CONCURRENTLY` / `DROP INDEX CONCURRENTLY` made plain. */

@@ -1,11 +1,11 @@
 // Group commit of proven in-app events (the spec, In-app device routes, eventos): events whose proof verified in memory
-// are gathered from many requests and written in ONE statement per batch (one transaction: a throw means nothing of
-// the batch was written). Each occurrence (campaign, device, event, ocorrencia_n) is a row keyed in Postgres:
+// are gathered from many requests and written in ONE statement per batch, after locking the batch's campaigns (one
+// transaction: a throw means nothing of the batch was written). Each occurrence (app, campaign, device, event, ocorrencia_n) is a row keyed in Postgres:
 // `INSERT ... ON CONFLICT DO NOTHING RETURNING` says which rows were new, the counters move by exactly those, so
 // retries, duplicates in one batch and races between batches or instances count each occurrence once.
 import type { Logger } from 'pino'
 import { GroupCommit, type GroupCommitStats } from '../db/group-commit'
-import { type Db, queryPrepared, retryingConflicts } from '../db/pool'
+import { type Db, queryPrepared, retryingConflicts, tx } from '../db/pool'
 import type { Clock } from '../core/time'
 
 export const EVENT_CODES = { impressao: 1, clique: 2, fechou: 3 } as const
@@ -37,7 +37,14 @@ ins AS (
   INSERT INTO inapp_events (app_id, campanha_id, device_id, evento, ocorrencia_n, em, received_at)
   SELECT i.app_id, i.campanha_id, i.device_id, i.evento, i.n, i.em, $2
   FROM input i JOIN camp c ON c.app_id = i.app_id AND c.id = i.campanha_id
-  WHERE c.cap_total = 0 OR i.n <= c.cap_total
+  WHERE (c.cap_total = 0 OR i.n <= c.cap_total)
+    -- The key holds em (the partition column, migration 0029), so the same occurrence with another em would not
+    -- conflict: the key's prefix is probed in every week first. The batch holds its campaigns' rows (LOCK_CAMPAIGNS,
+    -- the statement before, in the same transaction), so a batch racing with this one on a campaign has committed
+    -- before this statement's snapshot is taken, and its rows are seen here.
+    AND NOT EXISTS (SELECT 1 FROM inapp_events e
+                     WHERE e.app_id = i.app_id AND e.campanha_id = i.campanha_id AND e.device_id = i.device_id
+                       AND e.evento = i.evento AND e.ocorrencia_n = i.n)
   ON CONFLICT DO NOTHING
   RETURNING app_id, campanha_id, device_id, evento, ocorrencia_n),
 upd AS (
@@ -50,6 +57,13 @@ upd AS (
 SELECT 'c' AS k, app_id::text || id::text AS key, cap_total FROM camp
 UNION ALL
 SELECT 'i', campanha_id::text || device_id::text || ':' || evento || ':' || ocorrencia_n, NULL FROM ins`
+
+/** The campaigns of a batch, locked in key order before WRITE: batches on one campaign take turns (they already
+ *  did, at its counters' UPDATE), so WRITE's probe sees every occurrence a batch before it wrote, whatever its em. */
+const LOCK_CAMPAIGNS = `
+SELECT 1 FROM inapp_campaigns
+ WHERE (app_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))
+ ORDER BY app_id, id FOR NO KEY UPDATE`
 
 function rowKey(j: EventJob): string {
   return `${j.campaignId}${j.deviceId}:${EVENT_CODES[j.event]}:${j.n}`
@@ -97,12 +111,16 @@ export class EventWriter {
         n: j.n,
         em: new Date(j.atMs).toISOString(),
       }))
+    const campaigns = [...new Map(rows.map((x) => [x.app_id + x.campanha_id, x])).values()]
     const r = await retryingConflicts(
       () =>
-        queryPrepared<{ k: string; key: string; cap_total: number | null }>(this.db, WRITE, [
-          JSON.stringify(rows),
-          new Date(this.clock()),
-        ]),
+        tx(this.db, async (c) => {
+          await queryPrepared(c, LOCK_CAMPAIGNS, [campaigns.map((x) => x.app_id), campaigns.map((x) => x.campanha_id)])
+          return queryPrepared<{ k: string; key: string; cap_total: number | null }>(c, WRITE, [
+            JSON.stringify(rows),
+            new Date(this.clock()),
+          ])
+        }),
       (err, attempt) =>
         this.log.warn({ code: (err as { code?: string }).code, attempt, events: rows.length }, 'in-app events batch retried'),
     )

@@ -3,37 +3,35 @@
 // A receipt for an archived day is still counted once, against the archive, and answered `tardio`.
 import type { Logger } from 'pino'
 import { type Db, query, type Tx, tx } from '../db/pool'
+import { DEFAULT_LIMITS } from '../core/config'
+import { ensureRangePartitions, type RangeTable } from '../db/partitions'
 import { DAY_MS } from '../core/time'
 
 /** Partitions created ahead: sends are scheduled at most 28 days ahead (the spec, Limits send_after). */
 const AHEAD_DAYS = 30
 
 const ymd = (ms: number): string => new Date(ms).toISOString().slice(0, 10)
-const partitionName = (day: string): string => `receipts_p${day.replaceAll('-', '')}`
 
-/** Creates the partitions of yesterday through 30 days ahead; a day whose rows are already in the default
- * partition keeps them there (its partition cannot be created), which archival handles alike. */
-export async function ensureDayPartitions(db: Db, nowMs: number, log: Logger): Promise<number> {
-  let created = 0
-  const existing = new Set((await partitions(db)).map((p) => p.name))
+/** Receipts: one partition per UTC day the send was due. */
+export const RECEIPTS_TABLE: RangeTable = { parent: 'receipts', prefix: 'receipts_p', widthDays: 1, kind: 'date' }
+/** The archive (migration 0028): one partition per day too, dropped once the day is past the acceptance window. */
+export const ARCHIVE_TABLE: RangeTable = { parent: 'receipt_archive', prefix: 'receipt_archive_p', widthDays: 1, kind: 'date' }
+
+/** Creates the receipts partitions of yesterday through 30 days ahead, and the archive's partitions of the days a
+ * receipt may still be accepted for (`windowDays`, the spec's 90); a day whose rows are already in the default
+ * partition keeps them there (its partition cannot be created), which archival and retention handle alike. */
+export async function ensureDayPartitions(
+  db: Db,
+  nowMs: number,
+  log: Logger,
+  windowDays = DEFAULT_LIMITS.receiptWindowDays,
+): Promise<number> {
   const st = await query<{ archived_before: string | null }>(db, 'SELECT archived_before::text FROM receipt_archive_state')
-  const archivedBefore = st.rows[0]?.archived_before ?? ''
-  for (let i = -1; i <= AHEAD_DAYS; i++) {
-    const day = ymd(nowMs + i * DAY_MS)
-    const name = partitionName(day)
-    // An archived day takes no partition: its receipts go to the archive.
-    if (existing.has(name) || day < archivedBefore) continue
-    try {
-      await query(
-        db,
-        `CREATE TABLE IF NOT EXISTS ${name} PARTITION OF receipts FOR VALUES FROM ('${day}') TO ('${ymd(Date.parse(day) + DAY_MS)}')`,
-      )
-      created++
-    } catch (err) {
-      log.debug({ err: String(err), day }, 'receipt partition not created (rows already in the default partition)')
-    }
-  }
-  return created
+  const archivedBefore = st.rows[0]?.archived_before
+  // An archived day takes no receipts partition: its receipts go to the archive.
+  const from = Math.max(nowMs - DAY_MS, archivedBefore ? Date.parse(`${archivedBefore}T00:00:00Z`) : 0)
+  const created = await ensureRangePartitions(db, RECEIPTS_TABLE, from, nowMs + (AHEAD_DAYS + 1) * DAY_MS, log)
+  return created + (await ensureRangePartitions(db, ARCHIVE_TABLE, nowMs - (windowDays + 1) * DAY_MS, nowMs + DAY_MS, log))
 }
 
 async function partitions(db: Db | Tx): Promise<Array<{ name: string; day: string }>> {
@@ -68,8 +66,8 @@ export async function archiveReceipts(
     if (current !== null && current >= before) return { before: current, rows: 0, dropped: 0 }
     const moved = await query(
       c,
-      `INSERT INTO receipt_archive (send_id, device_id, kind, app_id)
-       SELECT send_id, device_id, kind, app_id FROM receipts WHERE day < $1 ON CONFLICT DO NOTHING`,
+      `INSERT INTO receipt_archive (app_id, send_id, device_id, kind, day)
+       SELECT app_id, send_id, device_id, kind, day FROM receipts WHERE day < $1 ON CONFLICT DO NOTHING`,
       [before],
     )
     let dropped = 0

@@ -23,9 +23,11 @@ export class ReceiptsModule {
 
   /** The day-partition and archival job: at start, then every `receiptArchiveEveryMs` (safe on many processes:
    * archival locks, a partition created twice is skipped). */
-  startJobs(jobs: Jobs): void {
+  startJobs(jobs: Jobs, windowDays?: number): void {
     const run = (): void => {
-      this.archiveNow(jobs.receiptArchiveDays).catch((err) => this.d.log.warn({ err: String(err) }, 'receipt archival failed'))
+      this.archiveNow(jobs.receiptArchiveDays, windowDays).catch((err) =>
+        this.d.log.warn({ err: String(err) }, 'receipt archival failed'),
+      )
     }
     run()
     this.#timer = setInterval(run, jobs.receiptArchiveEveryMs)
@@ -33,9 +35,12 @@ export class ReceiptsModule {
   }
 
   /** One pass of the job (tests call it with their own horizon). */
-  async archiveNow(horizonDays: number): Promise<{ before: string; rows: number; dropped: number; created: number }> {
+  async archiveNow(
+    horizonDays: number,
+    windowDays?: number,
+  ): Promise<{ before: string; rows: number; dropped: number; created: number }> {
     const now = this.d.clock()
-    const created = await ensureDayPartitions(this.d.db, now, this.d.log)
+    const created = await ensureDayPartitions(this.d.db, now, this.d.log, windowDays)
     return { ...(await archiveReceipts(this.d.db, horizonDays, now)), created }
   }
 

@@ -52,8 +52,8 @@ export const WRITE_RECEIPTS_SQL = `WITH input AS (
    RETURNING app_id, send_id, device_id, kind, false AS late
  ), late AS (
    -- The slower path: the day's detailed history was archived; the archive still holds every key.
-   INSERT INTO receipt_archive (send_id, device_id, kind, app_id)
-   SELECT send_id, device_id, kind, app_id FROM wanted WHERE archived ORDER BY send_id, device_id, kind
+   INSERT INTO receipt_archive (app_id, send_id, device_id, kind, day)
+   SELECT app_id, send_id, device_id, kind, day FROM wanted WHERE archived ORDER BY app_id, send_id, device_id, kind
    ON CONFLICT DO NOTHING
    RETURNING app_id, send_id, device_id, kind, true AS late
  ), ins AS (
