@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url'
 export const LAYERS = [
   ['core', ['core']],
   ['platform', ['db', 'redis', 'http', 'h2', 'ops', 'infra']],
-  ['shared', ['message', 'handoff', 'providers']],
+  ['shared', ['message', 'handoff', 'providers', 'audit']],
   [
     'features',
     ['orgs', 'people', 'apps', 'devices', 'credentials', 'confirmations', 'sends', 'delivery', 'receipts', 'inapp', 'erasure'],
