@@ -76,10 +76,15 @@ export async function findApp(db: Db | Tx, id: string, forUpdate = false): Promi
   return r.rows[0] ? toApp(r.rows[0]) : null
 }
 
+/** A key names no app: its app comes from the kid's global entry, then the key is read by its own primary key
+ *  (app_id, kid), one index probe each (docs/scaling.md, API keys; its plan: test/integration/tenancy-plans.test.ts). */
+export const FIND_KEY_SQL = `SELECT kid, app_id, key_hash, expires_at, revoked_at FROM app_keys WHERE kid = $1
+    AND app_id = (SELECT app_id FROM app_key_kids WHERE kid = $1)`
+
 export async function findKey(db: Db, kid: string): Promise<KeyRecord | null> {
   const r = await query<{ kid: string; app_id: string; key_hash: Buffer; expires_at: Date | null; revoked_at: Date | null }>(
     db,
-    'SELECT kid, app_id, key_hash, expires_at, revoked_at FROM app_keys WHERE kid = $1',
+    FIND_KEY_SQL,
     [kid],
   )
   const row = r.rows[0]
@@ -122,6 +127,9 @@ export async function insertKey(
   at: Date,
   expiresAt: Date | null = null,
 ): Promise<void> {
+  // The kid's global entry first: a kid another app already holds fails here as a unique violation (retried with a
+  // new key by the service), as it did when kid alone was app_keys' key.
+  await query(c, 'INSERT INTO app_key_kids (kid, app_id) VALUES ($1, $2)', [k.kid, appId])
   await query(
     c,
     'INSERT INTO app_keys (kid, app_id, key_hash, sandbox, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',

@@ -156,8 +156,12 @@ export class WebhookDispatcher {
     // Once the slow destinations' share is taken, the look-up leaves them out: however many of them are due, the
     // destinations that answer in time are found.
     const slowFree = this.#runningSlow.size < this.#slowSlots
-    const due = await query<{ id: string; slow: boolean }>(this.#db, DUE, [new Date(this.d.clock()), free, slowFree])
-    for (const { id, slow } of due.rows) {
+    const due = await query<{ id: string; app_id: string; slow: boolean }>(this.#db, DUE, [
+      new Date(this.d.clock()),
+      free,
+      slowFree,
+    ])
+    for (const { id, app_id: appId, slow } of due.rows) {
       if (this.#running.size >= this.#concurrency || this.#stop.signal.aborted) break
       if (this.#running.has(id)) continue
       if (slow && this.#runningSlow.size >= this.#slowSlots) {
@@ -166,7 +170,7 @@ export class WebhookDispatcher {
       }
       if (slow) this.#runningSlow.add(id)
       let worked = false
-      const task = this.#turn(id)
+      const task = this.#turn(appId, id)
         .then((w) => {
           worked = w
         })
@@ -181,10 +185,10 @@ export class WebhookDispatcher {
   }
 
   /** One turn: lease, calls, record. Answers whether it claimed the queue. */
-  async #turn(id: string): Promise<boolean> {
+  async #turn(appId: string, id: string): Promise<boolean> {
     const w = this.d.cfg.webhook
     const sentAt = performance.now()
-    const got = await claim(this.#db, id, new Date(this.d.clock()), randomUUID(), w.leaseMs, w.batch)
+    const got = await claim(this.#db, appId, id, new Date(this.d.clock()), randomUUID(), w.leaseMs, w.batch)
     if (!got) return false
     const lease = new HeldLease(this.#db, got, w.leaseMs, sentAt)
     let out: { outcome: TurnOutcome; calls: number }
@@ -202,7 +206,7 @@ export class WebhookDispatcher {
       return true
     }
     if (calls === 0) {
-      await release(this.#db, id, got.leaseId)
+      await release(this.#db, appId, id, got.leaseId)
       return true
     }
     const ab = outcome.abandoned
@@ -227,6 +231,7 @@ export class WebhookDispatcher {
     const secret = this.#secrets.get(dest)
     const started = performance.now()
     const o: TurnOutcome = {
+      appId: dest.app_id,
       destinationId: dest.id,
       leaseId: c.leaseId,
       cursor: dest.last_seq,

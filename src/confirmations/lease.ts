@@ -40,16 +40,17 @@ export interface Claim {
 
 /** Due destinations nobody holds, with events after their cursor, oldest `next_at` first (turns go round); the
  *  slow ones only while $3 (a slot for them is free). */
-export const DUE = `SELECT d.id, d.slow FROM webhook_destinations d
+export const DUE = `SELECT d.id, d.app_id, d.slow FROM webhook_destinations d
   WHERE d.active AND d.disabled_at IS NULL AND d.next_at <= $1 AND ($3 OR NOT d.slow)
     AND (d.leased_until IS NULL OR d.leased_until < clock_timestamp())
     AND (d.handover_until IS NULL OR d.handover_until < clock_timestamp())
     AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook')
   ORDER BY d.next_at LIMIT $2`
 
-const CLAIM = `WITH c AS (
+/** claim's statement (its plan: test/integration/tenancy-plans.test.ts). */
+export const CLAIM_SQL = `WITH c AS (
   UPDATE webhook_destinations d SET lease_id = $3, leased_until = clock_timestamp() + $4 * interval '1 millisecond'
-   WHERE d.id = $1 AND d.active AND d.disabled_at IS NULL AND d.next_at <= $2
+   WHERE d.app_id = $6 AND d.id = $1 AND d.active AND d.disabled_at IS NULL AND d.next_at <= $2
      AND (d.leased_until IS NULL OR d.leased_until < clock_timestamp())
      AND (d.handover_until IS NULL OR d.handover_until < clock_timestamp())
      AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook')
@@ -63,18 +64,20 @@ SELECT c.*, e.seq, e.evento, e.body FROM c
 /** Claims the destination's queue for `leaseMs` with its next `batch` events; null when it is not claimable now. */
 export async function claim(
   db: Db,
+  appId: string,
   id: string,
   now: Date,
   leaseId: string,
   leaseMs: number,
   batch: number,
 ): Promise<Claim | null> {
-  const r = await queryPrepared<DestinationRow & { seq: string; evento: string; body: Record<string, unknown> }>(db, CLAIM, [
+  const r = await queryPrepared<DestinationRow & { seq: string; evento: string; body: Record<string, unknown> }>(db, CLAIM_SQL, [
     id,
     now,
     leaseId,
     leaseMs,
     batch,
+    appId,
   ])
   const first = r.rows[0]
   if (!first) return null
@@ -83,22 +86,23 @@ export async function claim(
 }
 
 /** Extends the lease; false when it is no longer this claim's (taken over after it expired, or handed over). */
-export async function renew(db: Db, id: string, leaseId: string, leaseMs: number): Promise<boolean> {
+export async function renew(db: Db, appId: string, id: string, leaseId: string, leaseMs: number): Promise<boolean> {
   const r = await queryPrepared(
     db,
     `UPDATE webhook_destinations SET leased_until = clock_timestamp() + $3 * interval '1 millisecond'
-      WHERE id = $1 AND lease_id = $2 RETURNING 1`,
-    [id, leaseId, leaseMs],
+      WHERE app_id = $4 AND id = $1 AND lease_id = $2 RETURNING 1`,
+    [id, leaseId, leaseMs, appId],
   )
   return r.rows.length > 0
 }
 
 /** Ends a lease that made no call (the dispatcher is stopping): the queue is free again at once. */
-export async function release(db: Db, id: string, leaseId: string): Promise<void> {
-  await query(db, 'UPDATE webhook_destinations SET lease_id = NULL, leased_until = NULL WHERE id = $1 AND lease_id = $2', [
-    id,
-    leaseId,
-  ])
+export async function release(db: Db, appId: string, id: string, leaseId: string): Promise<void> {
+  await query(
+    db,
+    'UPDATE webhook_destinations SET lease_id = NULL, leased_until = NULL WHERE app_id = $3 AND id = $1 AND lease_id = $2',
+    [id, leaseId, appId],
+  )
 }
 
 export interface AttemptRecord {
@@ -110,6 +114,8 @@ export interface AttemptRecord {
 }
 
 export interface TurnOutcome {
+  /** The destination's app: its key, and its attempts', lead with it. */
+  appId: string
   destinationId: string
   leaseId: string
   cursor: string
@@ -126,14 +132,15 @@ export interface TurnOutcome {
   abandoned: { ev: EventRow; attempts: number; reason: string } | null
 }
 
-const RECORD = `WITH u AS (
+/** record's statement (its plan: test/integration/tenancy-plans.test.ts). */
+export const RECORD_SQL = `WITH u AS (
   UPDATE webhook_destinations SET last_seq = $3, head_attempts = $4, consecutive_failures = $5, next_at = $6,
          disabled_at = CASE WHEN $7 THEN $8 ELSE disabled_at END, slow = $23, lease_id = NULL, leased_until = NULL
-   WHERE id = $1 AND lease_id = $2
+   WHERE app_id = $24 AND id = $1 AND lease_id = $2
   RETURNING id
 ), a AS (
-  INSERT INTO webhook_attempts (destination_id, event_seq, n, attempt_id, result, http_status, reason, at, next_at)
-  SELECT $1, x.* FROM unnest($9::bigint[], $10::int[], $11::uuid[], $12::text[], $13::int[], $14::text[],
+  INSERT INTO webhook_attempts (app_id, destination_id, event_seq, n, attempt_id, result, http_status, reason, at, next_at)
+  SELECT $24, $1, x.* FROM unnest($9::bigint[], $10::int[], $11::uuid[], $12::text[], $13::int[], $14::text[],
                              $15::timestamptz[], $16::timestamptz[]) x
    WHERE EXISTS (SELECT 1 FROM u)
 ), b AS (
@@ -147,7 +154,7 @@ SELECT count(*)::int AS n FROM u`
 /** Writes the turn's outcome if the lease is still this turn's; false when it was lost (nothing written). */
 export async function record(db: Db, o: TurnOutcome): Promise<boolean> {
   const ab = o.abandoned
-  const r = await queryPrepared<{ n: number }>(db, RECORD, [
+  const r = await queryPrepared<{ n: number }>(db, RECORD_SQL, [
     o.destinationId,
     o.leaseId,
     o.cursor,
@@ -171,6 +178,7 @@ export async function record(db: Db, o: TurnOutcome): Promise<boolean> {
     ab?.attempts ?? null,
     ab?.reason ?? null,
     o.slow,
+    o.appId,
   ])
   return (r.rows[0]?.n ?? 0) > 0
 }
@@ -228,7 +236,7 @@ export class HeldLease {
     if (this.#renewing || this.#ended) return
     this.#renewing = true
     const sentAt = performance.now()
-    renew(this.db, this.claimed.dest.id, this.claimed.leaseId, this.leaseMs)
+    renew(this.db, this.claimed.dest.app_id, this.claimed.dest.id, this.claimed.leaseId, this.leaseMs)
       .then(
         (ok) => {
           if (this.#ended) return

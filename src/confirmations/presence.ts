@@ -56,10 +56,11 @@ export class Presence {
   /** Never throws: a stream closing must not fail on its bookkeeping (the TTL and the next job correct it). */
   async closed(s: Tracked): Promise<void> {
     await this.redis.zrem(this.keys.grpcStreams(s.appId), this.#member(s)).catch(() => {})
-    await query(this.db, 'UPDATE event_streams SET last_seq = $2, seen_at = $3 WHERE id = $1', [
+    await query(this.db, 'UPDATE event_streams SET last_seq = $2, seen_at = $3 WHERE app_id = $4 AND id = $1', [
       s.id,
       s.cursor,
       new Date(this.now()),
+      s.appId,
     ]).catch(() => {})
   }
 
@@ -89,7 +90,7 @@ export class Presence {
       // An upsert: a row folded away by retention (src/confirmations/retention.ts) comes back.
       `INSERT INTO event_streams AS s (id, app_id, last_seq, opened_at, seen_at)
        SELECT x.id, x.app, x.seq, $4, $4 FROM unnest($1::uuid[], $2::uuid[], $3::bigint[]) AS x(id, app, seq)
-       ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, seen_at = excluded.seen_at`,
+       ON CONFLICT (app_id, id) DO UPDATE SET last_seq = excluded.last_seq, seen_at = excluded.seen_at`,
       [open.map((s) => s.id), open.map((s) => s.appId), open.map((s) => s.cursor), new Date(this.now())],
     )
   }

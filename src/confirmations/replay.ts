@@ -6,8 +6,9 @@
 // much as one abandoned by the active one: the active destination took that queue over, and replays it.
 import { type Db, query, tx } from '../db/pool'
 
-/** The app's abandoned events, whichever of its destinations gave them up (each through its primary key). */
-export const APP_ABANDONED = 'destination_id IN (SELECT id FROM webhook_destinations WHERE app_id = $1)'
+/** The app's abandoned events, whichever of its destinations gave them up (the primary key leads with app_id; its
+ *  foreign key holds each row to a destination of the same app). */
+export const APP_ABANDONED = 'app_id = $1'
 
 export async function replayAbandoned(db: Db, appId: string, seq: string, now: Date): Promise<boolean> {
   return tx(db, async (c) => {

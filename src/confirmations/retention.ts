@@ -14,7 +14,8 @@ import { DAY_MS } from '../core/time'
 export function pruneWebhookAttempts(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
   return deleteInChunks(
     db,
-    'DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 ORDER BY at LIMIT $2)',
+    `DELETE FROM webhook_attempts WHERE (app_id, id) IN (
+       SELECT app_id, id FROM webhook_attempts WHERE at < $1 ORDER BY at LIMIT $2)`,
     [new Date(nowMs - days * DAY_MS)],
     chunk,
   )
@@ -50,7 +51,7 @@ export const POSITIONS_PER_APP = 100
 export async function pruneStreamPositions(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
   const deleted = await deleteInChunks(
     db,
-    'DELETE FROM event_streams WHERE id IN (SELECT id FROM event_streams WHERE seen_at < $1 LIMIT $2)',
+    'DELETE FROM event_streams WHERE (app_id, id) IN (SELECT app_id, id FROM event_streams WHERE seen_at < $1 LIMIT $2)',
     [new Date(nowMs - days * DAY_MS)],
     chunk,
   )

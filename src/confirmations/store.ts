@@ -195,7 +195,7 @@ export async function enableDestination(db: Db, appId: string, now: Date): Promi
     db,
     `UPDATE webhook_destinations d SET disabled_at = NULL, consecutive_failures = 0, next_at = $2
        FROM (SELECT id, disabled_at IS NOT NULL AS was FROM webhook_destinations WHERE app_id = $1 AND active) o
-      WHERE d.id = o.id
+      WHERE d.app_id = $1 AND d.id = o.id
       RETURNING d.id, d.url, o.was`,
     [appId, now],
   )

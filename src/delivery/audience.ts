@@ -70,7 +70,7 @@ export const LOAD_SENDS_SQL = `WITH x AS (
        SELECT s.app_id, s.id, s.lane, s.target_kind, s.included_segments, s.platforms, s.message, s.ttl_s,
               COALESCE(s.send_after, s.queued_at) AS start, cardinality(s.audience) AS n, s.expanded_until,
               s.expansion_done, s.completed_at, s.send_after IS NULL AND s.queued_at > $4 AS fresh, s.recipients,
-              s.target_kind = 'segments' AND EXISTS (SELECT 1 FROM send_slices k WHERE k.send_id = s.id) AS sliced,
+              s.target_kind = 'segments' AND EXISTS (SELECT 1 FROM send_slices k WHERE k.app_id = s.app_id AND k.send_id = s.id) AS sliced,
               CASE WHEN s.completed_at IS NULL AND s.target_kind <> 'segments' AND $5::int > 0 THEN s.audience[1:$5::int] END AS first
          FROM unnest($1::uuid[], $2::uuid[]) AS u(a, i)
          CROSS JOIN LATERAL (SELECT * FROM sends s WHERE s.app_id = u.a AND s.id = u.i OFFSET 0) s
@@ -86,7 +86,7 @@ export const LOAD_SENDS_SQL = `WITH x AS (
            LEFT JOIN LATERAL (
              SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid, ${PROVEN_SQL} AS proven FROM devices d
               WHERE d.app_id = x.app_id AND d.id = a.id OFFSET 0) d ON true
-          WHERE NOT COALESCE((SELECT y.status <> 0 FROM deliveries y WHERE y.send_id = x.id AND y.device_id = a.id), false)
+          WHERE NOT COALESCE((SELECT y.status <> 0 FROM deliveries y WHERE y.app_id = x.app_id AND y.send_id = x.id AND y.device_id = a.id), false)
        ) f ON true`
 
 /**
@@ -141,7 +141,7 @@ export async function listPage(db: Db, s: SendMeta, from: number, size: number):
          SELECT d.identifier, d.device_type, d.transporte, (${REACHABLE_SQL}) AS valid, ${PROVEN_SQL} AS proven FROM devices d
           WHERE d.app_id = $1 AND d.id = a.id OFFSET 0) d ON true
       WHERE s.app_id = $1 AND s.id = $2
-        AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.send_id = $2 AND x.device_id = a.id AND x.status <> 0)
+        AND NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.app_id = $1 AND x.send_id = $2 AND x.device_id = a.id AND x.status <> 0)
       ORDER BY a.pos`,
     [s.appId, s.id, from, from + size - 1],
   )
@@ -212,7 +212,7 @@ export async function expandSegment(db: Db, s: SendMeta, size: number, now: Date
       db,
       // The placeholder count is final now (only this actor expands); `remaining` is derived from the row's own
       // counters, which a concurrent outcome batch may have just moved (the row lock makes this read them fresh).
-      `WITH n AS (SELECT count(*)::int AS n FROM deliveries WHERE send_id = $2)
+      `WITH n AS (SELECT count(*)::int AS n FROM deliveries WHERE app_id = $1 AND send_id = $2)
        UPDATE sends SET expansion_done = true, recipients = n.n, remaining = n.n - (successful + failed + errored)
          FROM n WHERE app_id = $1 AND id = $2`,
       [s.appId, s.id],
@@ -232,7 +232,7 @@ function segmentPageSql(bounded: boolean): string {
        LEFT JOIN LATERAL (
          SELECT d.identifier, d.transporte, (${REACHABLE_SQL}) AS valid, ${PROVEN_SQL} AS proven FROM devices d
           WHERE d.app_id = $1 AND d.id = x.device_id OFFSET 0) d ON true
-      WHERE x.send_id = $2 AND x.status = 0 AND x.device_id > $3::uuid${bounded ? ' AND x.device_id <= $5::uuid' : ''}
+      WHERE x.app_id = $1 AND x.send_id = $2 AND x.status = 0 AND x.device_id > $3::uuid${bounded ? ' AND x.device_id <= $5::uuid' : ''}
       ORDER BY x.device_id LIMIT $4`
 }
 

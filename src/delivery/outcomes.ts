@@ -157,7 +157,7 @@ async function recordFinal(db: Db, rows: OutcomeRow[], now: Date): Promise<Close
        SELECT s, dv, a, ty, st, att, $7::timestamptz, rs
          FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::smallint[], $5::smallint[], $6::smallint[], $12::text[])
               AS x(s, dv, a, ty, st, att, rs)
-       ON CONFLICT (send_id, device_id) DO UPDATE
+       ON CONFLICT (app_id, send_id, device_id) DO UPDATE
           SET status = excluded.status, attempts = excluded.attempts, updated_at = excluded.updated_at,
               reason = excluded.reason
         WHERE d.status = 0

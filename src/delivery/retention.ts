@@ -32,9 +32,9 @@ export async function pruneDeliveries(
   for (const s of due.rows) {
     rows += await deleteInChunks(
       db,
-      `DELETE FROM deliveries WHERE send_id = $1 AND device_id IN (
-         SELECT device_id FROM deliveries WHERE send_id = $1 ORDER BY device_id LIMIT $2)`,
-      [s.id],
+      `DELETE FROM deliveries WHERE app_id = $2 AND send_id = $1 AND device_id IN (
+         SELECT device_id FROM deliveries WHERE app_id = $2 AND send_id = $1 ORDER BY device_id LIMIT $3)`,
+      [s.id, s.app_id],
       o.chunk,
     )
     await query(db, 'UPDATE sends SET deliveries_pruned_at = $3 WHERE app_id = $1 AND id = $2', [s.app_id, s.id, new Date(nowMs)])

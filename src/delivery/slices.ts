@@ -77,7 +77,7 @@ export async function planSlices(db: Db, meta: SendMeta, k: number): Promise<voi
 export async function sliceProgress(db: Db, appId: string, sendId: string): Promise<{ open: number; completed: boolean }> {
   const r = await queryPrepared<{ open: number; completed: boolean }>(
     db,
-    `SELECT (SELECT count(*)::int FROM send_slices WHERE send_id = $2 AND done_at IS NULL) AS open,
+    `SELECT (SELECT count(*)::int FROM send_slices WHERE app_id = $1 AND send_id = $2 AND done_at IS NULL) AS open,
             COALESCE((SELECT completed_at IS NOT NULL FROM sends WHERE app_id = $1 AND id = $2), true) AS completed`,
     [appId, sendId],
   )
@@ -96,16 +96,15 @@ interface LeaseRow {
 }
 
 /** Leases one open slice whose lease is free or lapsed (transactional sends first, then the longest free). */
-export async function leaseSlice(db: Db, owner: string, now: Date, leaseMs: number): Promise<SliceLease | null> {
-  const r = await queryPrepared<LeaseRow>(
-    db,
-    `UPDATE send_slices t SET owner = $1, lease_until = $3, leases = t.leases + 1
-       FROM (SELECT send_id, slice FROM send_slices WHERE done_at IS NULL AND lease_until <= $2
+/** leaseSlice's statement (its plan: test/integration/tenancy-plans.test.ts). */
+export const LEASE_SLICE_SQL = `UPDATE send_slices t SET owner = $1, lease_until = $3, leases = t.leases + 1
+       FROM (SELECT app_id, send_id, slice FROM send_slices WHERE done_at IS NULL AND lease_until <= $2
               ORDER BY lane, lease_until, send_id, slice LIMIT 1 FOR UPDATE SKIP LOCKED) c
-      WHERE t.send_id = c.send_id AND t.slice = c.slice
-     RETURNING t.app_id, t.send_id, t.slice, t.lo, t.hi, t.expanded_until, t.expansion_done, t.leases`,
-    [owner, now, new Date(now.getTime() + leaseMs)],
-  )
+      WHERE t.app_id = c.app_id AND t.send_id = c.send_id AND t.slice = c.slice
+     RETURNING t.app_id, t.send_id, t.slice, t.lo, t.hi, t.expanded_until, t.expansion_done, t.leases`
+
+export async function leaseSlice(db: Db, owner: string, now: Date, leaseMs: number): Promise<SliceLease | null> {
+  const r = await queryPrepared<LeaseRow>(db, LEASE_SLICE_SQL, [owner, now, new Date(now.getTime() + leaseMs)])
   const x = r.rows[0]
   if (!x) return null
   return {
@@ -125,10 +124,16 @@ async function renewSlices(db: Db, owner: string, held: readonly SliceLease[], u
   const r = await query<{ send_id: string; slice: number }>(
     db,
     `UPDATE send_slices t SET lease_until = $4
-       FROM unnest($2::uuid[], $3::int[]) AS x(s, k)
-      WHERE t.send_id = x.s AND t.slice = x.k AND t.owner = $1 AND t.done_at IS NULL
+       FROM unnest($5::uuid[], $2::uuid[], $3::int[]) AS x(a, s, k)
+      WHERE t.app_id = x.a AND t.send_id = x.s AND t.slice = x.k AND t.owner = $1 AND t.done_at IS NULL
      RETURNING t.send_id, t.slice`,
-    [owner, arrayLiteral(held.map((h) => h.sendId)), arrayLiteral(held.map((h) => h.slice)), until],
+    [
+      owner,
+      arrayLiteral(held.map((h) => h.sendId)),
+      arrayLiteral(held.map((h) => h.slice)),
+      until,
+      arrayLiteral(held.map((h) => h.appId)),
+    ],
   )
   return new Set(r.rows.map((x) => sliceKey(x.send_id, x.slice)))
 }
@@ -153,10 +158,11 @@ export async function expandSlice(db: Db, meta: SendMeta, l: SliceLease, size: n
   ])
   const { n, last } = r.rows[0] ?? { n: 0, last: null }
   if (n > 0) {
-    await queryPrepared(db, 'UPDATE send_slices SET expanded_until = $3 WHERE send_id = $1 AND slice = $2', [
+    await queryPrepared(db, 'UPDATE send_slices SET expanded_until = $3 WHERE app_id = $4 AND send_id = $1 AND slice = $2', [
       meta.id,
       l.slice,
       last,
+      meta.appId,
     ])
     l.expandedUntil = last
   } else {
@@ -174,12 +180,16 @@ export async function expandSlice(db: Db, meta: SendMeta, l: SliceLease, size: n
 async function endSliceExpansion(db: Db, meta: SendMeta, slice: number): Promise<void> {
   await tx(db, async (c) => {
     await c.query('SELECT 1 FROM sends WHERE app_id = $1 AND id = $2 FOR UPDATE', [meta.appId, meta.id])
-    await c.query('UPDATE send_slices SET expansion_done = true WHERE send_id = $1 AND slice = $2', [meta.id, slice])
+    await c.query('UPDATE send_slices SET expansion_done = true WHERE app_id = $1 AND send_id = $2 AND slice = $3', [
+      meta.appId,
+      meta.id,
+      slice,
+    ])
     await c.query(
-      `WITH n AS (SELECT count(*)::int AS n FROM deliveries WHERE send_id = $2)
+      `WITH n AS (SELECT count(*)::int AS n FROM deliveries WHERE app_id = $1 AND send_id = $2)
        UPDATE sends SET expansion_done = true, recipients = n.n, remaining = n.n - (successful + failed + errored)
          FROM n WHERE app_id = $1 AND id = $2 AND NOT expansion_done
-          AND NOT EXISTS (SELECT 1 FROM send_slices WHERE send_id = $2 AND NOT expansion_done)`,
+          AND NOT EXISTS (SELECT 1 FROM send_slices WHERE app_id = $1 AND send_id = $2 AND NOT expansion_done)`,
       [meta.appId, meta.id],
     )
   })
@@ -275,10 +285,11 @@ export class SliceRunner {
       this.db,
       `UPDATE send_slices t SET lease_until = $4,
               done_at = CASE WHEN $5 AND NOT EXISTS (
-                SELECT 1 FROM deliveries x WHERE x.send_id = t.send_id AND x.device_id > t.lo AND x.device_id <= t.hi AND x.status = 0
+                SELECT 1 FROM deliveries x
+                 WHERE x.app_id = t.app_id AND x.send_id = t.send_id AND x.device_id > t.lo AND x.device_id <= t.hi AND x.status = 0
               ) THEN $4::timestamptz END
-        WHERE t.send_id = $1 AND t.slice = $2 AND t.owner = $3 AND t.done_at IS NULL`,
-      [lease.sendId, lease.slice, this.owner, now, complete],
+        WHERE t.app_id = $6 AND t.send_id = $1 AND t.slice = $2 AND t.owner = $3 AND t.done_at IS NULL`,
+      [lease.sendId, lease.slice, this.owner, now, complete, lease.appId],
     )
     // Room again: the next slice now rather than at the next poll (a worker's window must not idle between slices).
     if (!this.#stopped) this.poll().catch((err) => this.log.warn({ err: String(err) }, 'could not lease a slice'))

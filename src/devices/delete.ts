@@ -9,26 +9,28 @@ export async function deleteDevice(db: Db, appId: string, deviceId: string): Pro
   return tx(db, async (c) => {
     const dev = await query(c, 'SELECT 1 FROM devices WHERE app_id = $1 AND id = $2 FOR UPDATE', [appId, deviceId])
     if (dev.rows.length === 0) return false
-    await query(c, 'DELETE FROM deliveries d USING sends s WHERE s.app_id = $1 AND d.send_id = s.id AND d.device_id = $2', [
-      appId,
-      deviceId,
-    ])
+    await query(
+      c,
+      'DELETE FROM deliveries d USING sends s WHERE s.app_id = $1 AND d.app_id = $1 AND d.send_id = s.id AND d.device_id = $2',
+      [appId, deviceId],
+    )
     // Receipts are partitioned by the send's UTC day: naming it lets each probe use the primary key.
     await query(
       c,
       `DELETE FROM receipts r USING sends s
-        WHERE s.app_id = $1 AND r.day = (COALESCE(s.send_after, s.queued_at) AT TIME ZONE 'UTC')::date
+        WHERE s.app_id = $1 AND r.app_id = $1 AND r.day = (COALESCE(s.send_after, s.queued_at) AT TIME ZONE 'UTC')::date
           AND r.send_id = s.id AND r.device_id = $2`,
       [appId, deviceId],
     )
-    await query(c, 'DELETE FROM receipt_archive r USING sends s WHERE s.app_id = $1 AND r.send_id = s.id AND r.device_id = $2', [
-      appId,
-      deviceId,
-    ])
+    await query(
+      c,
+      'DELETE FROM receipt_archive r USING sends s WHERE s.app_id = $1 AND r.app_id = $1 AND r.send_id = s.id AND r.device_id = $2',
+      [appId, deviceId],
+    )
     for (const t of ['inapp_served', 'inapp_events', 'inapp_reactivations']) {
       await query(
         c,
-        `DELETE FROM ${t} x USING inapp_campaigns k WHERE k.app_id = $1 AND x.campanha_id = k.id AND x.device_id = $2`,
+        `DELETE FROM ${t} x USING inapp_campaigns k WHERE k.app_id = $1 AND x.app_id = $1 AND x.campanha_id = k.id AND x.device_id = $2`,
         [appId, deviceId],
       )
     }

@@ -105,8 +105,8 @@ export class Exporter {
     const r = await query<{ token_hash: string; app_id: string }>(
       this.db,
       `UPDATE exports SET claimed_at = $1
-        WHERE token_hash IN (
-          SELECT token_hash FROM exports
+        WHERE (app_id, token_hash) IN (
+          SELECT app_id, token_hash FROM exports
            WHERE status = 'building' AND expires_at > $1 AND COALESCE(claimed_at, created_at) < $2
            ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
         RETURNING token_hash, app_id`,
@@ -267,8 +267,9 @@ export class Exporter {
       if (rows >= 50_000) this.#rowsPerSec = Math.round(0.5 * this.#rowsPerSec + 0.5 * (rows / seconds))
       await query(
         this.db,
-        `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4 WHERE token_hash = $1 AND status = 'building'`,
-        [job.hash, rows, out.bytesWritten, new Date(this.clock())],
+        `UPDATE exports SET status = 'ready', rows = $2, bytes = $3, ready_at = $4
+          WHERE app_id = $5 AND token_hash = $1 AND status = 'building'`,
+        [job.hash, rows, out.bytesWritten, new Date(this.clock()), job.appId],
       )
       this.log.info({ app_id: job.appId, rows, bytes: out.bytesWritten, seconds: Number(seconds.toFixed(2)) }, 'export ready')
     } catch (err) {
@@ -280,7 +281,10 @@ export class Exporter {
         return
       }
       this.log.error({ app_id: job.appId, err }, 'export failed')
-      await query(this.db, `UPDATE exports SET status = 'failed' WHERE token_hash = $1`, [job.hash]).catch(() => {})
+      await query(this.db, `UPDATE exports SET status = 'failed' WHERE app_id = $2 AND token_hash = $1`, [
+        job.hash,
+        job.appId,
+      ]).catch(() => {})
       client?.release(true)
       client = null
     } finally {

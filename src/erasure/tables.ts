@@ -8,35 +8,36 @@ export interface TenantTable {
   table: string
   /** Condition on the table's own columns, $1 the tenant's id. */
   where: string
-  /** An index leads with the condition's column: each batch finds the tenant's next rows through it. Without one
-   *  (deliveries, receipts: keyed by send), batches walk the table once in physical order (src/erasure/erase.ts). */
+  /** An index leads with the condition's column: each batch finds the tenant's next rows through it. Without one,
+   *  batches walk the table once in physical order (src/erasure/erase.ts). Every tenant table's primary key leads
+   *  with its tenant (migrations 0025-0027, docs/scaling.md). */
   indexed?: true
 }
 
-const WEBHOOK_DESTINATIONS = 'SELECT id FROM webhook_destinations WHERE app_id = $1'
-
 /** An app's rows, children first, the `apps` row last. */
 export const APP_TABLES: readonly TenantTable[] = [
-  { table: 'send_slices', where: 'app_id = $1' },
-  { table: 'deliveries', where: 'app_id = $1' },
-  { table: 'receipts', where: 'app_id = $1' },
+  { table: 'send_slices', where: 'app_id = $1', indexed: true },
+  { table: 'deliveries', where: 'app_id = $1', indexed: true },
+  { table: 'receipts', where: 'app_id = $1', indexed: true },
   { table: 'receipt_archive', where: 'app_id = $1' },
   { table: 'sends', where: 'app_id = $1', indexed: true },
   { table: 'idempotency', where: 'app_id = $1', indexed: true },
   { table: 'inapp_events', where: 'app_id = $1', indexed: true },
-  { table: 'inapp_served', where: 'app_id = $1' },
+  { table: 'inapp_served', where: 'app_id = $1', indexed: true },
   { table: 'inapp_reactivations', where: 'app_id = $1', indexed: true },
   { table: 'inapp_campaigns', where: 'app_id = $1', indexed: true },
-  { table: 'webhook_attempts', where: `destination_id IN (${WEBHOOK_DESTINATIONS})`, indexed: true },
-  { table: 'webhook_abandoned', where: `(app_id = $1 OR destination_id IN (${WEBHOOK_DESTINATIONS}))` },
-  { table: 'webhook_destinations', where: 'app_id = $1' },
+  { table: 'webhook_attempts', where: 'app_id = $1', indexed: true },
+  { table: 'webhook_abandoned', where: 'app_id = $1', indexed: true },
+  { table: 'webhook_destinations', where: 'app_id = $1', indexed: true },
   { table: 'events', where: 'app_id = $1', indexed: true },
   { table: 'event_seqs', where: 'app_id = $1', indexed: true },
   { table: 'event_streams', where: 'app_id = $1', indexed: true },
-  { table: 'exports', where: 'app_id = $1' },
+  { table: 'exports', where: 'app_id = $1', indexed: true },
   { table: 'devices', where: 'app_id = $1', indexed: true },
   { table: 'credentials', where: 'app_id = $1', indexed: true },
   { table: 'app_keys', where: 'app_id = $1', indexed: true },
+  // A global table (docs/scaling.md): which app a key's kid belongs to; small, walked in physical order.
+  { table: 'app_key_kids', where: 'app_id = $1' },
   { table: 'apps', where: 'id = $1', indexed: true },
 ]
 

@@ -14,7 +14,7 @@ const CURSOR = `'${BEFORE_ANY_ID}'`
 t.test('the pending-page walk of a segment send seeks past its cursor', async (t) => {
   const s = await startService(t)
   const plan = await genericPlan(s.cfg.dbSchema, SEGMENT_PAGE_SQL, [APP, SEND, CURSOR, '500'])
-  t.match(plan, /Index Cond: \(\(send_id = \$2\) AND \(device_id > \$3\)\)/, plan)
+  t.match(plan, /Index Cond: \(\(app_id = \$1\) AND \(send_id = \$2\) AND \(device_id > \$3\)\)/, plan)
 })
 
 t.test('the segment expansion seeks past its cursor, for every segment', async (t) => {
@@ -53,7 +53,7 @@ t.test('taking a batch of sends looks each one up by its key, never through the 
   t.match(plan, /Index Scan using devices_pkey on devices d\s+Index Cond: \(\(app_id = x\.app_id\) AND \(id = a\.id\)\)/, plan)
   t.match(
     plan,
-    /Index Scan using deliveries_pkey on deliveries y\s+Index Cond: \(\(send_id = \$\d+\) AND \(device_id = a\.id\)\)/,
+    /Index Scan using deliveries_pkey on deliveries y\s+Index Cond: \(\(app_id = \$\d+\) AND \(send_id = \$\d+\) AND \(device_id = a\.id\)\)/,
     plan,
   )
 })

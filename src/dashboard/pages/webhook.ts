@@ -37,9 +37,9 @@ export async function webhookSection(d: AppPageDeps, { app, v, q }: AppView): Pr
     pendingCount(d.db, app.id),
     query<{ event_seq: string; n: number; result: string; http_status: number | null; reason: string | null; at: Date }>(
       d.db,
-      `SELECT event_seq, n, result, http_status, reason, at FROM webhook_attempts WHERE destination_id = $1
+      `SELECT event_seq, n, result, http_status, reason, at FROM webhook_attempts WHERE app_id = $3 AND destination_id = $1
         ORDER BY event_seq DESC, n DESC LIMIT $2`,
-      [dest.id, ATTEMPTS_SHOWN],
+      [dest.id, ATTEMPTS_SHOWN, app.id],
     ),
     query<{ event_seq: string; evento: string; attempts: number; last_reason: string | null; abandoned_at: Date }>(
       d.db,
