@@ -1,6 +1,8 @@
 // Entry: the `pombo` CLI (docs/spec/contract.md). The only module that reads process.env. Bad input exits non-zero with a
 // one-line reason and writes nothing.
+import { byOperator } from './audit/record'
 import { parseArgs } from 'node:util'
+import { AuditCliError, auditCommand } from './cli/audit'
 import { credentialsCommand } from './cli/credentials'
 import { ErasureError, eraseCommand } from './cli/erasure'
 import { withOperatorTools } from './cli/operator'
@@ -47,6 +49,8 @@ const USAGE = `usage:
   pombo user invite cancel (--id INVITE_ID | --email EMAIL [--org ORG_ID])
   pombo user remove --email EMAIL                 (the person and every session of theirs, at once)
   pombo user signout --email EMAIL                (ends every session of the person; the person stays)
+  pombo audit [--app APP_ID | --org ORG_ID] [--desde RFC3339]
+                                   (the audit log, oldest first: one JSON object a line, em quem acao org_id app_id detalhes)
   pombo partitions                 (each partition: owner, stream length, pending, oldest pending age)
   pombo partitions resize N        (every process of the deployment stopped first)
   ${SIMULATE_USAGE}`
@@ -199,6 +203,8 @@ async function main(argv: string[]): Promise<void> {
       return orgCommand(cfg, rest)
     case 'user':
       return userCommand(cfg, rest)
+    case 'audit':
+      return auditCommand(cfg, rest)
     case 'simulate':
       // Loaded on demand: the device SDK it drives is a workspace package built separately, and no other command
       // (nor `serve`) may depend on it being there
@@ -243,7 +249,10 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
         throw new UsageError('--rate-por-min: expected an integer > 0')
       const org = values.org === undefined ? undefined : orgId(values.org)
       const created = await withOperatorTools(cfg, (t) =>
-        t.apps.create({ name, sandbox: values.sandbox ?? false, ratePerMin: rateRaw ? Number(rateRaw) : undefined, orgId: org }),
+        t.apps.create(
+          { name, sandbox: values.sandbox ?? false, ratePerMin: rateRaw ? Number(rateRaw) : undefined, orgId: org },
+          byOperator('pombo app create'),
+        ),
       )
       console.log(JSON.stringify(created, null, 2))
       return
@@ -251,7 +260,7 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
     case 'pause':
     case 'resume': {
       const id = appId(positionals[0])
-      await withOperatorTools(cfg, (t) => t.apps.setPaused(id, sub === 'pause'))
+      await withOperatorTools(cfg, (t) => t.apps.setPaused(id, sub === 'pause', byOperator(`pombo app ${sub}`)))
       console.log(JSON.stringify({ id, pausado: sub === 'pause' }))
       return
     }
@@ -259,13 +268,19 @@ async function appCommand(cfg: Config, argv: string[]): Promise<void> {
       const id = appId(positionals[0])
       const plan = positionals[1]
       if (plan !== 'free' && plan !== 'pro') throw new UsageError('plan: expected free or pro')
-      await withOperatorTools(cfg, (t) => t.apps.setPlan(id, plan))
+      await withOperatorTools(cfg, (t) => t.apps.setPlan(id, plan, byOperator('pombo app plan')))
       console.log(JSON.stringify({ id, plano: plan }))
       return
     }
     case 'rotate-key': {
       const id = appId(positionals[0])
-      console.log(JSON.stringify(await withOperatorTools(cfg, (t) => t.apps.rotate(id, values.sandbox)), null, 2))
+      console.log(
+        JSON.stringify(
+          await withOperatorTools(cfg, (t) => t.apps.rotate(id, values.sandbox, byOperator('pombo app rotate-key'))),
+          null,
+          2,
+        ),
+      )
       return
     }
     default:
@@ -279,7 +294,7 @@ async function keyCommand(cfg: Config, argv: string[]): Promise<void> {
   if (sub !== 'revoke') throw new UsageError(`unknown key command "${sub ?? ''}"`)
   const id = appId(positionals[0])
   if (values.kid !== undefined && !/^[a-z0-9]{8}$/.test(values.kid)) throw new UsageError('--kid: expected 8 characters [a-z0-9]')
-  const n = await withOperatorTools(cfg, (t) => t.apps.revokeKeys(id, values.kid))
+  const n = await withOperatorTools(cfg, (t) => t.apps.revokeKeys(id, values.kid, byOperator('pombo key revoke')))
   console.log(JSON.stringify({ id, revogadas: n }))
 }
 
@@ -293,6 +308,7 @@ function fail(err: unknown): never {
     err instanceof ResizeRefused ||
     err instanceof PeopleError ||
     err instanceof ErasureError ||
+    err instanceof AuditCliError ||
     err instanceof SimulateError
   )
     console.error(`pombo: ${err.message}`)

@@ -1,4 +1,5 @@
 // Operator routes (platform key) and the public firebase_params (the spec, Apps).
+import { BY_PLATFORM_KEY } from '../audit/record'
 import type { Config } from '../core/config'
 import { ApiError } from '../core/errors'
 import type { IpLimiter } from '../http/ip-limit'
@@ -26,14 +27,14 @@ export function appRoutes(r: Router, d: AppRouteDeps): void {
     d.auth.platform(req) // spec: the credential is checked before the body
     d.vault.require()
     const input = parseCreateApp(await req.json(), d.cfg.limits.appNameMaxBytes)
-    return created(await d.apps.create(input))
+    return created(await d.apps.create(input, BY_PLATFORM_KEY))
   })
 
   r.post('/api/v1/apps/:id/rotate_key', { bodyLimit, uuidParams: true }, async (req) => {
     d.auth.platform(req)
     const raw = await req.body()
     const input = raw.length === 0 ? {} : parseRotate(await req.json())
-    return ok(await d.apps.rotate((req.params[0] as string).toLowerCase(), input.sandbox))
+    return ok(await d.apps.rotate((req.params[0] as string).toLowerCase(), input.sandbox, BY_PLATFORM_KEY))
   })
 
   r.get('/api/v1/apps/:id/firebase_params', { ipLimit: d.firebaseLimiter, uuidParams: true, cors: true }, async (req) => {

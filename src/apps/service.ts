@@ -1,8 +1,9 @@
 // Apps and keys: creation ((new) org + app + key + sealed receipt key in one transaction), rotation with a 24 h overlap,
 // pause/resume, plans, revocation. Every change is published so every instance's cache follows within a second.
 import { randomUUID } from 'node:crypto'
+import { type Action, type Actor, BY_CODE, record } from '../audit/record'
 import type { Config } from '../core/config'
-import { type Db, query, tx } from '../db/pool'
+import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
 import { insertOrg } from '../orgs/store'
 import { type Clock, isoWithOffset } from '../core/time'
@@ -52,7 +53,8 @@ export class AppService {
     private readonly now: Clock,
   ) {}
 
-  async create(input: CreateAppInput): Promise<CreatedApp> {
+  /** `by`: who asked (the audit log's `quem`); the app, its organisation when new, and their records commit together. */
+  async create(input: CreateAppInput, by: Actor = BY_CODE): Promise<CreatedApp> {
     this.vault.require()
     const id = randomUUID()
     const receiptKey = newReceiptKey()
@@ -81,6 +83,28 @@ export class AppService {
           createdAt,
         })
         await store.insertKey(c, id, k, createdAt)
+        if (!input.orgId)
+          await record(
+            c,
+            { by, action: 'org.criada', orgId, details: { name: input.name, plan: this.cfg.defaultPlan } },
+            createdAt,
+          )
+        await record(
+          c,
+          {
+            by,
+            action: 'app.criado',
+            orgId,
+            appId: id,
+            details: { name: input.name, sandbox, rate_per_min: ratePerMin, kid: k.kid },
+          },
+          createdAt,
+        )
+        await record(
+          c,
+          { by, action: 'chave.criada', orgId, appId: id, details: { kid: k.kid, sandbox, first: true } },
+          createdAt,
+        )
       })
       return k
     })
@@ -99,7 +123,7 @@ export class AppService {
   }
 
   /** the spec, Authentication 7: the previous key stays valid for the overlap, then answers 401; rotation itself never 401s. */
-  async rotate(appId: string, sandbox?: boolean): Promise<RotatedKey> {
+  async rotate(appId: string, sandbox?: boolean, by: Actor = BY_CODE): Promise<RotatedKey> {
     const at = new Date(this.now())
     const deadline = new Date(at.getTime() + this.cfg.limits.rotationOverlapMs)
     let out: { key: NewKey; previous: Date | null }
@@ -113,6 +137,17 @@ export class AppService {
           const previous = await store.expireCurrentKey(c, appId, deadline)
           await store.insertKey(c, appId, key, at)
           if (key.sandbox !== app.sandbox) await store.setAppSandbox(c, appId, key.sandbox)
+          await record(
+            c,
+            {
+              by,
+              action: 'chave.girada',
+              orgId: app.orgId,
+              appId,
+              details: { kid: key.kid, sandbox: key.sandbox, previous_expires_at: previous?.toISOString() ?? null },
+            },
+            at,
+          )
           return { key, previous }
         }),
       )
@@ -129,7 +164,11 @@ export class AppService {
    * A key beside the app's own, expiring by itself after `ttlMs` (`pombo simulate` makes one for its run and revokes it
    * at the end): not the app's current key, so a later rotation leaves it alone and the app's own key is untouched.
    */
-  async issueExpiringKey(appId: string, ttlMs: number): Promise<{ api_key: string; kid: string; expires_at: Date }> {
+  async issueExpiringKey(
+    appId: string,
+    ttlMs: number,
+    by: Actor = BY_CODE,
+  ): Promise<{ api_key: string; kid: string; expires_at: Date }> {
     const at = new Date(this.now())
     const expiresAt = new Date(at.getTime() + ttlMs)
     const key = await this.#retryOnKidCollision(() =>
@@ -138,6 +177,11 @@ export class AppService {
         if (!app) throw new ApiError('APP_NOT_FOUND')
         const key = newApiKey(app.sandbox)
         await store.insertKey(c, appId, key, at, expiresAt)
+        await record(
+          c,
+          { by, action: 'chave.criada', orgId: app.orgId, appId, details: { kid: key.kid, expires_at: expiresAt.toISOString() } },
+          at,
+        )
         return key
       }),
     )
@@ -145,26 +189,54 @@ export class AppService {
     return { api_key: key.apiKey, kid: key.kid, expires_at: expiresAt }
   }
 
-  async setPaused(appId: string, paused: boolean): Promise<void> {
-    if (!(await store.setPaused(this.db, appId, paused))) throw new ApiError('APP_NOT_FOUND')
-    await this.dir.invalidate(appId)
+  async setPaused(appId: string, paused: boolean, by: Actor = BY_CODE): Promise<void> {
+    await this.#change(appId, by, async (c, app) => {
+      await store.setPaused(c, appId, paused)
+      return { action: paused ? 'app.pausado' : 'app.retomado', details: { was_paused: app.paused } }
+    })
   }
 
-  async setRatePerMin(appId: string, rate: number): Promise<void> {
-    if (!(await store.setRatePerMin(this.db, appId, rate))) throw new ApiError('APP_NOT_FOUND')
-    await this.dir.invalidate(appId)
+  async setRatePerMin(appId: string, rate: number, by: Actor = BY_CODE): Promise<void> {
+    await this.#change(appId, by, async (c, app) => {
+      await store.setRatePerMin(c, appId, rate)
+      return { action: 'limite.alterado', details: { rate_per_min: rate, previous: app.ratePerMin } }
+    })
   }
 
-  async setPlan(appId: string, plan: store.Plan): Promise<void> {
-    if (!(await store.setPlan(this.db, appId, plan))) throw new ApiError('APP_NOT_FOUND')
-    await this.dir.invalidate(appId)
+  /** The plan is the organisation's: its record names the organisation and the app it was changed from. */
+  async setPlan(appId: string, plan: store.Plan, by: Actor = BY_CODE): Promise<void> {
+    await this.#change(appId, by, async (c, app) => {
+      await store.setPlan(c, appId, plan)
+      return { action: 'plano.alterado', details: { plan, previous: app.plan } }
+    })
   }
 
-  /** Revoked keys stop working at once on every instance (the spec, API key). */
-  async revokeKeys(appId: string, kid?: string): Promise<number> {
-    const n = await store.revokeKeys(this.db, appId, new Date(this.now()), kid)
+  /** Revoked keys stop working at once on every instance (the spec, API key). Recorded when a key stopped. */
+  async revokeKeys(appId: string, kid?: string, by: Actor = BY_CODE): Promise<number> {
+    const at = new Date(this.now())
+    const n = await tx(this.db, async (c) => {
+      const n = await store.revokeKeys(c, appId, at, kid)
+      if (n > 0) await record(c, { by, action: 'chave.revogada', appId, details: { kid: kid ?? null, revoked: n } }, at)
+      return n
+    })
     await this.dir.invalidate(appId)
     return n
+  }
+
+  /** One change of the app (row locked), its audit record in the same transaction; 404 for an unknown app. */
+  async #change(
+    appId: string,
+    by: Actor,
+    apply: (c: Tx, app: store.AppRecord) => Promise<{ action: Action; details: Record<string, unknown> }>,
+  ): Promise<void> {
+    const at = new Date(this.now())
+    await tx(this.db, async (c) => {
+      const app = await store.findApp(c, appId, true)
+      if (!app) throw new ApiError('APP_NOT_FOUND')
+      const r = await apply(c, app)
+      await record(c, { by, action: r.action, orgId: app.orgId, appId, details: r.details }, at)
+    })
+    await this.dir.invalidate(appId)
   }
 
   /** A random kid can collide with an existing one (36^8 space): the whole transaction is retried with a new key. */

@@ -152,23 +152,23 @@ export async function setAppSandbox(c: Tx, appId: string, sandbox: boolean): Pro
   await query(c, 'UPDATE apps SET sandbox = $2 WHERE id = $1', [appId, sandbox])
 }
 
-export async function setPaused(db: Db, appId: string, paused: boolean): Promise<boolean> {
+export async function setPaused(db: Db | Tx, appId: string, paused: boolean): Promise<boolean> {
   const r = await query(db, 'UPDATE apps SET paused = $2 WHERE id = $1', [appId, paused])
   return r.rowCount === 1
 }
 
-export async function setRatePerMin(db: Db, appId: string, rate: number): Promise<boolean> {
+export async function setRatePerMin(db: Db | Tx, appId: string, rate: number): Promise<boolean> {
   const r = await query(db, 'UPDATE apps SET rate_por_min = $2 WHERE id = $1', [appId, rate])
   return r.rowCount === 1
 }
 
-export async function setPlan(db: Db, appId: string, plan: Plan): Promise<boolean> {
+export async function setPlan(db: Db | Tx, appId: string, plan: Plan): Promise<boolean> {
   const r = await query(db, 'UPDATE orgs SET plan = $2 WHERE id = (SELECT org_id FROM apps WHERE id = $1)', [appId, plan])
   return r.rowCount === 1
 }
 
 /** Revokes one key (by kid) or every key of the app; returns how many keys stopped working. */
-export async function revokeKeys(db: Db, appId: string, at: Date, kid?: string): Promise<number> {
+export async function revokeKeys(db: Db | Tx, appId: string, at: Date, kid?: string): Promise<number> {
   const r = await query(
     db,
     `UPDATE app_keys SET revoked_at = $2 WHERE app_id = $1 AND revoked_at IS NULL ${kid ? 'AND kid = $3' : ''}`,

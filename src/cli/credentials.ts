@@ -1,5 +1,6 @@
 // `pombo credentials …` (docs/spec/contract.md): validate every input first, then store in one transaction and publish the
 // change; prints only the non-secret meta as JSON. Bad input: one line (CredentialError), exit 2, nothing written.
+import { byOperator } from '../audit/record'
 import { readFileSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import type { Config } from '../core/config'
@@ -61,7 +62,9 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
           ? undefined
           : { text: readInput(values.config, '--config'), what: '--config', packageName: values.package },
       )
-      const saved = await withService(cfg, (s) => s.save(id, 'fcm', credential, meta, params))
+      const saved = await withService(cfg, (s) =>
+        s.save(id, 'fcm', credential, meta, params, byOperator('pombo credentials fcm')),
+      )
       print({
         id,
         plataforma: 'fcm',
@@ -92,7 +95,9 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
         bundleId: values['bundle-id'],
         env: values.env,
       })
-      const saved = await withService(cfg, (s) => s.save(id, 'apns', credential, meta))
+      const saved = await withService(cfg, (s) =>
+        s.save(id, 'apns', credential, meta, undefined, byOperator('pombo credentials apns')),
+      )
       print({ id, plataforma: 'apns', ...saved.meta, atualizada_em: isoWithOffset(saved.updatedAt) })
       return
     }
@@ -101,7 +106,7 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
       const id = appId(positionals[0])
       const env = parseApnsEnv(positionals[1], 'environment')
       extraPositionals(positionals, 2)
-      const saved = await withService(cfg, (s) => s.setApnsEnv(id, env))
+      const saved = await withService(cfg, (s) => s.setApnsEnv(id, env, byOperator('pombo credentials apns-env')))
       print({ id, plataforma: 'apns', ...saved.meta, atualizada_em: isoWithOffset(saved.updatedAt) })
       return
     }
@@ -110,7 +115,7 @@ export async function credentialsCommand(cfg: Config, argv: string[]): Promise<v
       const id = appId(positionals[0])
       const platform = parsePlatform(positionals[1])
       extraPositionals(positionals, 2)
-      const removed = await withService(cfg, (s) => s.delete(id, platform))
+      const removed = await withService(cfg, (s) => s.delete(id, platform, byOperator('pombo credentials delete')))
       print({ id, plataforma: platform, removida: removed })
       return
     }

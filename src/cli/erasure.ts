@@ -1,6 +1,7 @@
 // `pombo app delete APP_ID --yes` and `pombo org delete ORG_ID --yes`: the thin command over src/erasure/. Without
 // --yes it refuses in one line saying what would go; with it, progress goes to stderr and the summary of what was
 // removed to stdout as JSON.
+import { byOperator } from '../audit/record'
 import { parseArgs } from 'node:util'
 import type { Config } from '../core/config'
 import { systemClock } from '../core/time'
@@ -56,10 +57,10 @@ export async function eraseCommand(cfg: Config, kind: 'app' | 'org', argv: strin
       )
     }
     if (kind === 'app') {
-      const r = await eraser.eraseApp(id)
+      const r = await eraser.eraseApp(id, byOperator('pombo app delete'))
       console.log(JSON.stringify({ app_id: id, deleted: true, ...summary(r) }))
     } else {
-      const r = await eraser.eraseOrg(id)
+      const r = await eraser.eraseOrg(id, byOperator('pombo org delete'))
       console.log(JSON.stringify({ org_id: id, deleted: true, apps: r.apps, ...summary(r) }))
     }
   })

@@ -1,9 +1,10 @@
 // `pombo org create` and `pombo user create | invite | invites | invite cancel | remove | signout`
 // (docs/spec/contract.md, docs/dashboard.md): organisations and the people of the dashboard. Bad input: one line
 // (PeopleError), exit 2, nothing written.
+import { byOperator, record } from '../audit/record'
 import { parseArgs } from 'node:util'
 import type { Config } from '../core/config'
-import type { Db } from '../db/pool'
+import { type Db, tx } from '../db/pool'
 import { insertOrg } from '../orgs/store'
 import { PeopleError, PeopleService } from '../people/service'
 import { systemClock } from '../core/time'
@@ -32,7 +33,14 @@ export async function orgCommand(cfg: Config, argv: string[]): Promise<void> {
   }
   const plan = values.plan ?? cfg.defaultPlan
   if (plan !== 'free' && plan !== 'pro') throw new PeopleError('--plan: expected free or pro')
-  const org = await withOperatorTools(cfg, (t) => insertOrg(t.db, { name, plan, at: new Date() }))
+  const at = new Date()
+  const org = await withOperatorTools(cfg, (t) =>
+    tx(t.db, async (c) => {
+      const o = await insertOrg(c, { name, plan, at })
+      await record(c, { by: byOperator('pombo org create'), action: 'org.criada', orgId: o.id, details: { name, plan } }, at)
+      return o
+    }),
+  )
   console.log(JSON.stringify(org))
 }
 
@@ -99,7 +107,7 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
       const password = await readStdin()
       const email = values.email
       const p = await withOperatorTools(cfg, (t) =>
-        people(t).create({ email, orgId: org, operator: values.operador === true, password }),
+        people(t).create({ email, orgId: org, operator: values.operador === true, password }, byOperator('pombo user create')),
       )
       console.log(JSON.stringify({ id: p.id, email: p.email }))
       return
@@ -110,7 +118,7 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
       if (!values.email) throw new PeopleError('--email: required')
       const org = orgId(values.org)
       const email = values.email
-      const inv = await withOperatorTools(cfg, (t) => people(t).invite(email, org))
+      const inv = await withOperatorTools(cfg, (t) => people(t).invite(email, org, byOperator('pombo user invite')))
       console.log(`${cfg.dashboard.url}/convite/${inv.token}`)
       return
     }
@@ -148,7 +156,9 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
       const email = values.email
       const out = await withOperatorTools(cfg, async (t) => {
         const p = await people(t).byEmail(email)
-        return sub === 'remove' ? people(t).remove(p.id) : { person: p, sessions: await people(t).endSessions(p.id) }
+        return sub === 'remove'
+          ? people(t).remove(p.id, byOperator('pombo user remove'))
+          : { person: p, sessions: await people(t).endSessions(p.id) }
       })
       console.log(JSON.stringify({ id: out.person.id, email: out.person.email, sessoes_encerradas: out.sessions }))
       return

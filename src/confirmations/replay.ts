@@ -4,13 +4,15 @@
 //
 // An event abandoned by an earlier destination of the app (before the URL or the secret changed) is the app's as
 // much as one abandoned by the active one: the active destination took that queue over, and replays it.
+import { type Actor, BY_CODE, record } from '../audit/record'
 import { type Db, query, tx } from '../db/pool'
 
 /** The app's abandoned events, whichever of its destinations gave them up (the primary key leads with app_id; its
  *  foreign key holds each row to a destination of the same app). */
 export const APP_ABANDONED = 'app_id = $1'
 
-export async function replayAbandoned(db: Db, appId: string, seq: string, now: Date): Promise<boolean> {
+/** `by`: who replayed it (its audit record names the event's number and kind, never its body). */
+export async function replayAbandoned(db: Db, appId: string, seq: string, now: Date, by: Actor = BY_CODE): Promise<boolean> {
   return tx(db, async (c) => {
     const gone = await query<{ evento: string; body: unknown }>(
       c,
@@ -26,6 +28,7 @@ export async function replayAbandoned(db: Db, appId: string, seq: string, now: D
       JSON.stringify(ev.body),
       now,
     ])
+    await record(c, { by, action: 'evento.reenviado', appId, details: { event_seq: seq, event: ev.evento } }, now)
     return true
   })
 }

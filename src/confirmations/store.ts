@@ -1,5 +1,6 @@
 // The SQL of the confirmation channel: the app's mode, its webhook destinations (one active at a time) and the
 // queue each destination drains (the app's events after its cursor).
+import { type Actor, BY_CODE, record } from '../audit/record'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
@@ -41,6 +42,7 @@ export async function applyChange(
   change: ConfigChange,
   now: Date,
   lockTimeoutMs: number,
+  by: Actor = BY_CODE,
 ): Promise<Applied> {
   if (change.url !== undefined) {
     vault.require()
@@ -78,6 +80,21 @@ export async function applyChange(
         mode = change.mode
         await query(c, 'UPDATE apps SET confirm_mode = $2 WHERE id = $1', [appId, mode])
       }
+      // The destination's origin only: a URL's user, path or query may carry a credential of the customer's.
+      await record(
+        c,
+        {
+          by,
+          action: 'webhook.configurado',
+          appId,
+          details: {
+            mode,
+            destination_id: destinationId,
+            origin: change.url === undefined ? null : new URL(change.url).origin,
+          },
+        },
+        now,
+      )
       return { mode, secret, destinationId }
     })
   } catch (err) {
@@ -190,15 +207,19 @@ export interface EnableResult {
 }
 
 /** `pombo webhook enable`: clears the disable and the failure streak; the queue drains at once. */
-export async function enableDestination(db: Db, appId: string, now: Date): Promise<EnableResult | null> {
-  const r = await query<{ id: string; url: string; was: boolean }>(
-    db,
-    `UPDATE webhook_destinations d SET disabled_at = NULL, consecutive_failures = 0, next_at = $2
-       FROM (SELECT id, disabled_at IS NOT NULL AS was FROM webhook_destinations WHERE app_id = $1 AND active) o
-      WHERE d.app_id = $1 AND d.id = o.id
-      RETURNING d.id, d.url, o.was`,
-    [appId, now],
-  )
-  const row = r.rows[0]
-  return row ? { destino: row.id, url: row.url, estava_desativado: row.was } : null
+export async function enableDestination(db: Db, appId: string, now: Date, by: Actor = BY_CODE): Promise<EnableResult | null> {
+  return tx(db, async (c) => {
+    const r = await query<{ id: string; url: string; was: boolean }>(
+      c,
+      `UPDATE webhook_destinations d SET disabled_at = NULL, consecutive_failures = 0, next_at = $2
+         FROM (SELECT id, disabled_at IS NOT NULL AS was FROM webhook_destinations WHERE app_id = $1 AND active) o
+        WHERE d.app_id = $1 AND d.id = o.id
+        RETURNING d.id, d.url, o.was`,
+      [appId, now],
+    )
+    const row = r.rows[0]
+    if (!row) return null
+    await record(c, { by, action: 'webhook.reativado', appId, details: { destination_id: row.id, was_disabled: row.was } }, now)
+    return { destino: row.id, url: row.url, estava_desativado: row.was }
+  })
 }

@@ -1,5 +1,6 @@
 // Storing, switching and deleting delivery credentials: input already validated (validate.ts); each change is one
 // transaction (credential + firebase_params together), published to every instance after it commits.
+import { type Actor, BY_CODE, record } from '../audit/record'
 import type { AppDirectory } from '../apps/directory'
 import { findApp } from '../apps/store'
 import { type Db, type Tx, tx } from '../db/pool'
@@ -28,6 +29,16 @@ export interface Saved<P extends Platform> {
   updatedAt: Date
 }
 
+/** What an audit record says of a credential: which one, never its key (an allow-list of the public fields). */
+export function credentialDetails<P extends Platform>(platform: P, meta: MetaOf<P>): Record<string, unknown> {
+  if (platform === 'fcm') {
+    const m = meta as MetaOf<'fcm'>
+    return { platform, project_id: m.project_id, client_email: m.client_email }
+  }
+  const m = meta as MetaOf<'apns'>
+  return { platform, key_id: m.key_id, team_id: m.team_id, bundle_id: m.bundle_id, env: m.env }
+}
+
 export class CredentialService {
   constructor(private readonly d: CredentialDeps) {}
 
@@ -38,6 +49,7 @@ export class CredentialService {
     credential: CredentialOf<P>,
     meta: MetaOf<P>,
     firebaseParams?: FirebaseParams,
+    by: Actor = BY_CODE,
   ): Promise<Saved<P>> {
     checkStorable(platform, credential, this.d.cfg)
     this.d.vault.require()
@@ -46,13 +58,14 @@ export class CredentialService {
       await this.#requireApp(c, appId)
       await store.saveCredential(c, this.d.vault, appId, platform, credential, meta, at)
       if (firebaseParams) await store.setFirebaseParams(c, appId, firebaseParams)
+      await record(c, { by, action: 'credencial.salva', appId, details: credentialDetails(platform, meta) }, at)
     })
     await this.#publish(appId, platform)
     return { meta, updatedAt: at }
   }
 
   /** Switches the APNs environment without a new key (spec: changeable at any time, effective immediately). */
-  async setApnsEnv(appId: string, env: ApnsEnv): Promise<Saved<'apns'>> {
+  async setApnsEnv(appId: string, env: ApnsEnv, by: Actor = BY_CODE): Promise<Saved<'apns'>> {
     this.d.vault.require()
     const at = new Date(this.d.now())
     const meta = await tx(this.d.db, async (c) => {
@@ -61,6 +74,11 @@ export class CredentialService {
       if (!cur) throw new CredentialError('this app has no APNs credential; store one with pombo credentials apns')
       const meta = { ...cur.meta, env }
       await store.saveCredential(c, this.d.vault, appId, 'apns', { ...cur.credential, env }, meta, at)
+      await record(
+        c,
+        { by, action: 'credencial.salva', appId, details: { ...credentialDetails('apns', meta), env_only: true } },
+        at,
+      )
       return meta
     })
     await this.#publish(appId, 'apns')
@@ -68,10 +86,12 @@ export class CredentialService {
   }
 
   /** Deletes the credential (firebase_params, public, stay); returns whether there was one. */
-  async delete(appId: string, platform: Platform): Promise<boolean> {
+  async delete(appId: string, platform: Platform, by: Actor = BY_CODE): Promise<boolean> {
     const deleted = await tx(this.d.db, async (c) => {
       await this.#requireApp(c, appId)
-      return store.deleteCredential(c, appId, platform)
+      const gone = await store.deleteCredential(c, appId, platform)
+      if (gone) await record(c, { by, action: 'credencial.excluida', appId, details: { platform } }, new Date(this.d.now()))
+      return gone
     })
     // Published even when nothing was deleted: a worker holding a stale provider drops it all the same.
     await this.#publish(appId, platform)

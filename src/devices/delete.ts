@@ -3,12 +3,22 @@
 // No table but `devices` is indexed by device alone (that would tax every hot write), so each history table is
 // probed through its primary key from the app's sends or campaigns: the cost grows with the app's sends, not with
 // the size of the tables.
+//
+// Its audit record (`dispositivo.excluido`) names who and the device's type, not the device: a deletion is often an
+// end user's request to be forgotten, which a record keeping their device's id would defeat.
+import { type Actor, BY_CODE, record } from '../audit/record'
 import { type Db, query, tx } from '../db/pool'
 
-export async function deleteDevice(db: Db, appId: string, deviceId: string): Promise<boolean> {
+export async function deleteDevice(db: Db, appId: string, deviceId: string, by: Actor = BY_CODE): Promise<boolean> {
   return tx(db, async (c) => {
-    const dev = await query(c, 'SELECT 1 FROM devices WHERE app_id = $1 AND id = $2 FOR UPDATE', [appId, deviceId])
-    if (dev.rows.length === 0) return false
+    const dev = await query<{ device_type: number }>(
+      c,
+      'SELECT device_type FROM devices WHERE app_id = $1 AND id = $2 FOR UPDATE',
+      [appId, deviceId],
+    )
+    const found = dev.rows[0]
+    if (!found) return false
+    await record(c, { by, action: 'dispositivo.excluido', appId, details: { device_type: found.device_type } }, new Date())
     await query(
       c,
       'DELETE FROM deliveries d USING sends s WHERE s.app_id = $1 AND d.app_id = $1 AND d.send_id = s.id AND d.device_id = $2',

@@ -5,6 +5,11 @@
 // the `apps` row goes last. Every step is idempotent and the `apps` (or `orgs`) row is the mark of an erasure in
 // progress, so running the command again after a crash continues where it stopped.
 // Every statement names the tenant's id: no other tenant's row is ever selected.
+//
+// The audit log is not the tenant's to erase: once everything is gone, the erasure writes its own record
+// (`app.excluido`, `org.excluida`: who, the name and the counts removed, nothing of the end users), which outlives the
+// tenant until the audit retention (src/audit/, migration 0031).
+import { type Actor, BY_CODE, record } from '../audit/record'
 import { readdir, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type Db, query } from '../db/pool'
@@ -53,6 +58,11 @@ function add(into: Removed, r: Removed): void {
 
 const fmt = (n: number) => n.toLocaleString('en-US')
 
+/** What an erasure's audit record says it removed: counts per table and of Redis keys, stream entries and files. */
+function summary(r: Removed): Record<string, unknown> {
+  return { rows: r.rows, redis_keys: r.redisKeys, stream_entries: r.streamEntries, files: r.files }
+}
+
 export class Eraser {
   constructor(private readonly d: ErasureDeps) {}
 
@@ -85,9 +95,11 @@ export class Eraser {
     return { ...out, apps: apps.length }
   }
 
-  /** Erases the app; answers what was removed by this run. */
-  async eraseApp(appId: string): Promise<Removed> {
+  /** Erases the app; answers what was removed by this run. `by`: who asked (the audit record's `quem`). */
+  async eraseApp(appId: string, by: Actor = BY_CODE, withOrg = false): Promise<Removed> {
     const out = empty()
+    const app = (await query<{ nome: string; org_id: string }>(this.d.db, 'SELECT nome, org_id FROM apps WHERE id = $1', [appId]))
+      .rows[0]
     await this.#disable([appId])
     out.streamEntries += await deleteStreamEntries(this.d.redis, this.d.keys.prefix, appId)
     out.files += await this.#exportFiles(appId)
@@ -101,18 +113,37 @@ export class Eraser {
     // Last: keys written meanwhile by a request that was already past its checks (a counter, a lock) go too.
     out.redisKeys += await deleteAppKeys(this.d.redis, this.d.keys.prefix, appId)
     await this.d.invalidate(appId)
+    if (app)
+      await record(
+        this.d.db,
+        {
+          by,
+          action: 'app.excluido',
+          orgId: app.org_id,
+          appId,
+          details: { name: app.nome, ...(withOrg ? { with_org: true } : {}), ...summary(out) },
+        },
+        new Date(this.d.now()),
+      )
     return out
   }
 
   /** Erases the organisation: its people's sessions end first, then every app of it, then its own rows. */
-  async eraseOrg(orgId: string): Promise<Removed & { apps: number }> {
+  async eraseOrg(orgId: string, by: Actor = BY_CODE): Promise<Removed & { apps: number }> {
     const out = empty()
+    const org = (await query<{ nome: string }>(this.d.db, 'SELECT nome FROM orgs WHERE id = $1', [orgId])).rows[0]
     const sessions = ORG_TABLES[0] as TenantTable
     out.rows[sessions.table] = await this.#erase(sessions, orgId)
     const apps = await this.#orgApps(orgId)
     await this.#disable(apps)
-    for (const a of apps) add(out, await this.eraseApp(a))
+    for (const a of apps) add(out, await this.eraseApp(a, by, true))
     for (const t of ORG_TABLES) out.rows[t.table] = (out.rows[t.table] ?? 0) + (await this.#erase(t, orgId))
+    if (org)
+      await record(
+        this.d.db,
+        { by, action: 'org.excluida', orgId, details: { name: org.nome, apps: apps.length, ...summary(out) } },
+        new Date(this.d.now()),
+      )
     return { ...out, apps: apps.length }
   }
 

@@ -1,5 +1,6 @@
 // In-app management routes (the spec, In-app management; app key). Each reads top to bottom: key and app (401/403),
 // the body or query checked, then the campaign service acts. The service knows nothing of HTTP.
+import { byKey } from '../audit/record'
 import type { Auth } from '../apps/auth'
 import type { Config } from '../core/config'
 import { fieldError } from '../core/errors'
@@ -95,8 +96,9 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
 
   for (const op of ['publicar', 'pausar', 'encerrar'] as Operation[]) {
     r.post(`${BASE}/:id/${op}`, {}, async (req) => {
-      const app = await d.auth.queryApp(req)
-      return ok(await d.campaigns.apply(app.id, campaignId(req), op))
+      const key = await d.auth.appKey(req)
+      const app = await d.auth.appOf(req, key, req.query.get('app_id') ?? undefined, 'query')
+      return ok(await d.campaigns.apply(app.id, campaignId(req), op, byKey(key.kid)))
     })
   }
 

@@ -1,9 +1,10 @@
 // The campaign service (the spec, In-app management, States In-app campaign): plain methods, no HTTP, so the dashboard
 // calls the same code as the routes. Every change that can alter what devices are served tells the package caches
 // of every instance (`onChange`).
+import { type Action, type Actor, BY_CODE, record } from '../audit/record'
 import { randomUUID } from 'node:crypto'
 import { DEFAULT_LIMITS, type Limits } from '../core/config'
-import type { Db } from '../db/pool'
+import { type Db, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
 import { isUuid } from '../http/router'
 import { type Clock, isoWithOffset, parseRfc3339 } from '../core/time'
@@ -29,6 +30,12 @@ export const TRANSITIONS: Record<Operation, { from: readonly CampaignState[]; to
   publicar: { from: ['rascunho', 'pausada'], to: 'ativa' },
   pausar: { from: ['ativa'], to: 'pausada' },
   encerrar: { from: ['rascunho', 'ativa', 'pausada'], to: 'encerrada' },
+}
+
+const AUDITED: Record<Operation, Action> = {
+  publicar: 'inapp.publicada',
+  pausar: 'inapp.pausada',
+  encerrar: 'inapp.encerrada',
 }
 
 export interface CampaignShape extends CampaignDef {
@@ -146,9 +153,15 @@ export class CampaignService {
     return campaignShape(row, this.clock())
   }
 
-  async apply(appId: string, id: string, op: Operation): Promise<CampaignShape> {
+  /** `by`: who asked; a transition that happened and its audit record commit together. */
+  async apply(appId: string, id: string, op: Operation, by: Actor = BY_CODE): Promise<CampaignShape> {
     const t = TRANSITIONS[op]
-    const r = await transition(this.db, appId, id, t.from, t.to, new Date(this.clock()))
+    const at = new Date(this.clock())
+    const r = await tx(this.db, async (c) => {
+      const r = await transition(c, appId, id, t.from, t.to, at)
+      if (r && 'row' in r) await record(c, { by, action: AUDITED[op], appId, details: { campaign_id: id, name: r.row.nome } }, at)
+      return r
+    })
     if (!r) throw new ApiError('INAPP_CAMPAIGN_NOT_FOUND')
     if ('state' in r) throw new ApiError('INAPP_TRANSITION_INVALID', { operation: op, state: r.state, origins: t.from })
     await this.onChange(appId)

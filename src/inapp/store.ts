@@ -103,7 +103,7 @@ export async function editCampaign(
 
 /** A state change, only from the accepted origins: answers the row, or the current state when refused (null: none). */
 export async function transition(
-  db: Db,
+  db: Db | Tx,
   appId: string,
   id: string,
   origins: readonly CampaignState[],

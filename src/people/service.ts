@@ -1,6 +1,7 @@
 // The people of the dashboard: accounts of one organisation or operators, sign-in checks, and one-time invitations
 // (`pombo user invite`). The CLI and the dashboard call the same methods; a refusal is a PeopleError whose message
 // is shown as it is (one line).
+import { type Action, type Actor, BY_CODE, byPerson, record } from '../audit/record'
 import { createHash, randomBytes, randomUUID } from 'node:crypto'
 import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
@@ -68,7 +69,10 @@ export class PeopleService {
   ) {}
 
   /** A person of `orgId`, or an operator (orgId null). The e-mail is unique; the password at least 12 characters. */
-  async create(input: { email: string; orgId: string | null; operator: boolean; password: string }): Promise<Person> {
+  async create(
+    input: { email: string; orgId: string | null; operator: boolean; password: string },
+    by: Actor = BY_CODE,
+  ): Promise<Person> {
     const email = parseEmail(input.email)
     const problem = passwordProblem(input.password)
     if (problem) throw new PeopleError(problem)
@@ -76,8 +80,45 @@ export class PeopleService {
     const hash = await hashPassword(input.password)
     return tx(this.db, async (c) => {
       if (input.orgId && !(await findOrg(c, input.orgId))) throw new ApiError('ORG_NOT_FOUND')
-      return this.#insert(c, email, input.operator ? null : input.orgId, input.operator, hash)
+      const p = await this.#insert(c, email, input.operator ? null : input.orgId, input.operator, hash)
+      await this.#record(c, by, 'pessoa.criada', p.orgId, { person_id: p.id, email, operator: p.operator })
+      return p
     })
+  }
+
+  /**
+   * The audit record of a sign-in: `sessao.entrou`, or `sessao.recusada` for a wrong e-mail or password, filed under
+   * the account's organisation when the address names an account. What was typed is written only when it is an
+   * e-mail address: anything else may be a password typed in the wrong box.
+   */
+  async recordSignIn(emailRaw: string, person: Person | null, ip: string): Promise<void> {
+    let email: string | null = null
+    try {
+      email = parseEmail(emailRaw)
+    } catch {}
+    const at = new Date(this.clock())
+    if (person) {
+      await record(this.db, { by: byPerson(person.email), action: 'sessao.entrou', orgId: person.orgId, details: { ip } }, at)
+      return
+    }
+    const org = email
+      ? ((await query<{ org_id: string | null }>(this.db, 'SELECT org_id FROM dashboard_users WHERE email = $1', [email])).rows[0]
+          ?.org_id ?? null)
+      : null
+    await record(
+      this.db,
+      {
+        by: byPerson(email ?? 'desconhecida'),
+        action: 'sessao.recusada',
+        orgId: org,
+        details: { ip, reason: email ? 'wrong_email_or_password' : 'not_an_email' },
+      },
+      at,
+    )
+  }
+
+  #record(c: Tx, by: Actor, action: Action, orgId: string | null, details: Record<string, unknown>): Promise<void> {
+    return record(c, { by, action, orgId, details }, new Date(this.clock()))
   }
 
   async #insert(c: Db | Tx, email: string, orgId: string | null, operator: boolean, hash: string): Promise<Person> {
@@ -140,7 +181,7 @@ export class PeopleService {
    * Every instance reads the session row on each request: each of their sessions ends at once, everywhere. Answers
    * how many sessions there were.
    */
-  async remove(id: string): Promise<{ person: Person; sessions: number }> {
+  async remove(id: string, by: Actor = BY_CODE): Promise<{ person: Person; sessions: number }> {
     return tx(this.db, async (c) => {
       const r = await query<UserRow>(
         c,
@@ -152,7 +193,13 @@ export class PeopleService {
       await query(c, 'DELETE FROM dashboard_users WHERE id = $1', [id])
       // An invitation sent to the e-mail before the account existed would bring the person back: it goes too.
       await query(c, 'DELETE FROM dashboard_invites WHERE email = $1 AND used_at IS NULL', [r.rows[0].email])
-      return { person: toPerson(r.rows[0]), sessions: n.rowCount ?? 0 }
+      const person = toPerson(r.rows[0])
+      await this.#record(c, by, 'pessoa.removida', person.orgId, {
+        person_id: id,
+        email: person.email,
+        sessions_ended: n.rowCount ?? 0,
+      })
+      return { person, sessions: n.rowCount ?? 0 }
     })
   }
 
@@ -242,7 +289,7 @@ export class PeopleService {
   }
 
   /** A one-time sign-up token for `email` in `orgId`, valid `inviteTtlMs` (72 h). Only its digest is stored. */
-  async invite(emailRaw: string, orgId: string): Promise<{ token: string; expiresAt: Date }> {
+  async invite(emailRaw: string, orgId: string, by: Actor = BY_CODE): Promise<{ token: string; expiresAt: Date }> {
     const email = parseEmail(emailRaw)
     const token = randomBytes(32).toString('base64url')
     const at = new Date(this.clock())
@@ -256,6 +303,8 @@ export class PeopleService {
         'INSERT INTO dashboard_invites (token_hash, email, org_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)',
         [digest(token), email, orgId, at, expiresAt],
       )
+      // The link is the invitation's credential: the record names the address and the deadline only.
+      await this.#record(c, by, 'pessoa.convidada', orgId, { email, expires_at: expiresAt.toISOString() })
     })
     return { token, expiresAt }
   }
@@ -289,7 +338,14 @@ export class PeopleService {
       )
       const inv = r.rows[0]
       if (!inv) return null
-      return this.#insert(c, inv.email, inv.org_id, false, hash)
+      const p = await this.#insert(c, inv.email, inv.org_id, false, hash)
+      await this.#record(c, byPerson(inv.email), 'pessoa.criada', inv.org_id, {
+        person_id: p.id,
+        email: inv.email,
+        operator: false,
+        invited: true,
+      })
+      return p
     })
   }
 }

@@ -1,6 +1,7 @@
 // One `pombo simulate` run: the provider simulators up (where the worker delivers), the app's credentials pointed
 // at them, N devices registered through the SDK, pushes sent (with the app's key) or awaited, every push answered
 // by its device, then the service's own counters read back and set beside what the devices did.
+import { byOperator } from '../audit/record'
 import { randomBytes } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import type { Writable } from 'node:stream'
@@ -205,7 +206,7 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     // No --key: a key of the run's own, made with the operator's local settings (as `pombo credentials` stores the
     // simulators'), expiring by itself and revoked when the run ends.
     if (!a.key && a.sends > 0 && !signal?.aborted) {
-      runKey = await withOperatorTools(cfg, (t) => t.apps.issueExpiringKey(a.appId, passTtlMs))
+      runKey = await withOperatorTools(cfg, (t) => t.apps.issueExpiringKey(a.appId, passTtlMs, byOperator('pombo simulate')))
       progress.note(`made a key for this run (kid ${runKey.kid}); it is revoked when the run ends`)
     }
     const key = a.key ?? runKey?.api_key ?? null
@@ -260,7 +261,7 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
   } finally {
     if (runKey) {
       const kid = runKey.kid
-      runKeyRevoked = await withOperatorTools(cfg, (t) => t.apps.revokeKeys(a.appId, kid))
+      runKeyRevoked = await withOperatorTools(cfg, (t) => t.apps.revokeKeys(a.appId, kid, byOperator('pombo simulate')))
         .then((n) => n === 1)
         .catch(() => false)
       if (!runKeyRevoked)

@@ -2,6 +2,7 @@
 // (/apps/{app_id}/inapp/{id}), and the live preview. Saving and every state change go through CampaignService, the
 // code of the API's routes: the same validator (every problem, beside its field), the same state machine (an
 // operation from a wrong state is its 409, shown at the top).
+import { byPerson } from '../../audit/record'
 import type { AppRecord } from '../../apps/store'
 import type { Config } from '../../core/config'
 import { ApiError, type FieldProblem } from '../../core/errors'
@@ -146,7 +147,7 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
         return render(app, v, s, null, errorsOf(err, s), 422)
       }
       if (action === 'salvar') return done(v, app, created, `Rascunho salvo: ${created.nome}.`)
-      const published = await d.campaigns.apply(app.id, created.id, 'publicar')
+      const published = await d.campaigns.apply(app.id, created.id, 'publicar', byPerson(v.email))
       return done(v, app, published, `Campanha publicada: ${published.nome} (${published.estado}).`)
     },
     EDITOR_BODY_LIMIT,
@@ -175,7 +176,7 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
       try {
         if (action === 'pausar' || action === 'encerrar') {
           // Without the script's dialog, ending asks on the page's own terms: the button carries confirmar.
-          const out = await d.campaigns.apply(app.id, c.id, action)
+          const out = await d.campaigns.apply(app.id, c.id, action, byPerson(v.email))
           return done(v, app, out, `Campanha ${out.nome}: ${out.estado}.`)
         }
         if (action === 'duplicar') {
@@ -201,7 +202,7 @@ export function inappEditorRoutes(r: Router, d: InappEditorDeps): void {
         if (action === 'salvar') return done(v, app, saved, `Alterações salvas (${saved.estado}).`)
         if (!TRANSITIONS.publicar.from.includes(saved.estado))
           return done(v, app, saved, `Alterações salvas; a campanha já está ${saved.estado}.`)
-        const published = await d.campaigns.apply(app.id, c.id, 'publicar')
+        const published = await d.campaigns.apply(app.id, c.id, 'publicar', byPerson(v.email))
         return done(v, app, published, `Campanha publicada: ${published.nome} (${published.estado}).`)
       } catch (err) {
         if (!(err instanceof ApiError)) throw err

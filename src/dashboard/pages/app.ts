@@ -9,6 +9,7 @@ import { htmlReply, viewerPage } from '../web'
 import type { AppPageDeps } from './context'
 import { credentialsRoutes, credentialsSection, problemBanner, recentProblem } from './credentials'
 import { devicesRoutes, devicesSection } from './devices'
+import { appAuditSection, auditRoutes } from './audit'
 import { appEraseSection } from './erasure'
 import { inappRoutes, inappSection } from './inapp'
 import { keysRoutes, keysSection } from './keys'
@@ -19,7 +20,7 @@ export function appPageRoutes(r: Router, d: AppPageDeps): void {
   viewerPage(d, r.get.bind(r), '/apps/:id', async (req, v) => {
     const app = await appFor(d.db, v, req.params[0])
     const view = { app, v, q: req.query }
-    const [flash, problem, keys, creds, devices, sends, webhook, inapp] = await Promise.all([
+    const [flash, problem, keys, creds, devices, sends, webhook, inapp, audit] = await Promise.all([
       d.sessions.takeFlash(v),
       recentProblem(d.db, app.id),
       keysSection(d, view),
@@ -28,12 +29,13 @@ export function appPageRoutes(r: Router, d: AppPageDeps): void {
       sendsSection(d, view),
       webhookSection(d, view),
       inappSection(d, view),
+      appAuditSection(d.db, app.id),
     ])
     const body = html`<h1>${app.name}</h1>
 <p class="sub">ID <code>${app.id}</code> · <a href="/organizacoes/${app.orgId}">organização</a> · plano ${app.plan}${app.paused ? ' · pausado' : ''}${app.sandbox ? ' · sandbox' : ''}</p>
 ${problemBanner(problem)}
-<nav aria-label="Seções" class="secoes"><a href="#chaves">Chaves</a> <a href="#credenciais">Credenciais</a> <a href="#dispositivos">Dispositivos</a> <a href="#envios">Envios</a> <a href="#webhook">Webhook</a> <a href="#inapp">In-app</a> <a href="#excluir">Excluir app</a></nav>
-${keys}${creds}${devices}${sends}${webhook}${inapp}${appEraseSection(v, app)}`
+<nav aria-label="Seções" class="secoes"><a href="#chaves">Chaves</a> <a href="#credenciais">Credenciais</a> <a href="#dispositivos">Dispositivos</a> <a href="#envios">Envios</a> <a href="#webhook">Webhook</a> <a href="#inapp">In-app</a> <a href="#auditoria">Auditoria</a> <a href="#excluir">Excluir app</a></nav>
+${keys}${creds}${devices}${sends}${webhook}${inapp}${audit}${appEraseSection(v, app)}`
     return htmlReply(200, page({ title: app.name, viewer: v, flash, scripts: ['/assets/chart.umd.js'] }, body))
   })
   // Actions and sub-pages; static segments win over parameters in the router.
@@ -43,4 +45,5 @@ ${keys}${creds}${devices}${sends}${webhook}${inapp}${appEraseSection(v, app)}`
   sendsRoutes(r, d)
   webhookRoutes(r, d)
   inappRoutes(r, d)
+  auditRoutes(r, d)
 }

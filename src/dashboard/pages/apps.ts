@@ -1,5 +1,6 @@
 // /apps: the viewer's apps (an operator's: every app), the "Novo app" form, and the creation answer that shows the
 // API key once (in a read-only text area: its text and its value are both the key, however a reader looks).
+import { byPerson } from '../../audit/record'
 import type { AppService } from '../../apps/service'
 import { parseCreateApp } from '../../apps/validate'
 import type { Config } from '../../core/config'
@@ -74,7 +75,7 @@ ${orgs.map((o) => html`<option value="${o.id}">${o.nome} (${o.plano})</option>`)
     } else {
       orgId = v.orgId ?? undefined
     }
-    const app = await d.apps.create({ ...input, orgId })
+    const app = await d.apps.create({ ...input, orgId }, byPerson(v.email))
     const body = html`<h1>App criado: ${app.nome}</h1>
 <p class="aviso ok" role="status">Guarde as chaves agora: elas não serão mostradas de novo.</p>
 <div class="cartao">

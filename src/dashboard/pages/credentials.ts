@@ -1,6 +1,7 @@
 // The app page's "Credenciais" section: upload (validated by the CLI's own validators, sealed with the vault key),
 // only the public part shown back, a real connection test per stored credential, deletion (that platform's
 // deliveries stop at once), and the APNs environment switch. Also the credential problem met by real sends.
+import { byPerson, record } from '../../audit/record'
 import { type Db, query } from '../../db/pool'
 import type { Router } from '../../http/router'
 import { credentialMeta } from '../../credentials/store'
@@ -98,7 +99,7 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
     d,
     r,
     '/apps/:id/credenciais/fcm',
-    async (app, form) => {
+    async (app, form, v) => {
       const account = fileText(form, 'conta', 'Conta de serviço (JSON)', true) as string
       const config = fileText(form, 'config', 'Configuração do app (google-services.json)', false)
       const packageName = form.text('pacote').trim() || undefined
@@ -106,7 +107,7 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
         { text: account, what: 'Conta de serviço (JSON)', fcmBaseUrl: d.cfg.fcmBaseUrl },
         config === undefined ? undefined : { text: config, what: 'google-services.json', packageName },
       )
-      await d.credentials.save(app.id, 'fcm', up.credential, up.meta, up.params)
+      await d.credentials.save(app.id, 'fcm', up.credential, up.meta, up.params, byPerson(v.email))
       return { flash: { kind: 'ok', text: `Credencial FCM salva (projeto ${up.meta.project_id}).` }, anchor: 'credenciais' }
     },
     UPLOAD_LIMIT,
@@ -115,7 +116,7 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
     d,
     r,
     '/apps/:id/credenciais/apns',
-    async (app, form) => {
+    async (app, form, v) => {
       const { credential, meta } = parseApns(
         {
           p8: fileText(form, 'p8', 'Chave .p8', true) as string,
@@ -126,20 +127,32 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
         },
         DASH_APNS_LABELS,
       )
-      await d.credentials.save(app.id, 'apns', credential, meta)
+      await d.credentials.save(app.id, 'apns', credential, meta, undefined, byPerson(v.email))
       return { flash: { kind: 'ok', text: `Credencial APNs salva (${meta.bundle_id}, ${meta.env}).` }, anchor: 'credenciais' }
     },
     UPLOAD_LIMIT,
   )
-  appAction(d, r, '/apps/:id/credenciais/apns/ambiente', async (app, form) => {
-    const saved = await d.credentials.setApnsEnv(app.id, parseApnsEnv(form.text('ambiente'), 'Ambiente'))
+  appAction(d, r, '/apps/:id/credenciais/apns/ambiente', async (app, form, v) => {
+    const saved = await d.credentials.setApnsEnv(app.id, parseApnsEnv(form.text('ambiente'), 'Ambiente'), byPerson(v.email))
     return { flash: { kind: 'ok', text: `Ambiente APNs: ${saved.meta.env}.` }, anchor: 'credenciais' }
   })
-  appAction(d, r, '/apps/:id/credenciais/:plataforma/testar', async (app, _form, _v, req) => {
+  appAction(d, r, '/apps/:id/credenciais/:plataforma/testar', async (app, _form, v, req) => {
     const platform = parsePlatform(req.params[1])
     const result = await d.tester.test(app.id, platform)
     const label = platform === 'fcm' ? 'FCM' : 'APNs'
     if (!result) throw new DashError(404, `Nenhuma credencial ${label} para testar.`)
+    // A test changes nothing, but who tried a credential, and what the provider said, explains what follows.
+    await record(
+      d.db,
+      {
+        by: byPerson(v.email),
+        action: 'credencial.testada',
+        orgId: app.orgId,
+        appId: app.id,
+        details: { platform, ok: result.ok, reason: result.ok ? null : result.motivo },
+      },
+      new Date(d.clock()),
+    )
     return {
       flash: result.ok
         ? { kind: 'ok', text: `${label}: Conexão OK` }
@@ -147,9 +160,9 @@ export function credentialsRoutes(r: Router, d: AppPageDeps): void {
       anchor: 'credenciais',
     }
   })
-  appAction(d, r, '/apps/:id/credenciais/:plataforma/excluir', async (app, _form, _v, req) => {
+  appAction(d, r, '/apps/:id/credenciais/:plataforma/excluir', async (app, _form, v, req) => {
     const platform = parsePlatform(req.params[1])
-    const removed = await d.credentials.delete(app.id, platform)
+    const removed = await d.credentials.delete(app.id, platform, byPerson(v.email))
     const label = platform === 'fcm' ? 'FCM' : 'APNs'
     return {
       flash: {

@@ -1,6 +1,7 @@
 // The app page's "In-app" section: the channel switch and `inapp_cap_horas`, the campaigns (keyset pages) with
 // their state and funnel (served → impressions → clicks), the estimated reach of one campaign on request (a count
 // over the app's devices, so never for a whole page at once), and publish, pause, end.
+import { byPerson } from '../../audit/record'
 import { isUuid, type Router } from '../../http/router'
 import { type Operation, parseCapHours, TRANSITIONS } from '../../inapp/service'
 import { html, type Html } from '../html'
@@ -66,11 +67,11 @@ export function inappRoutes(r: Router, d: AppPageDeps): void {
       anchor: 'inapp',
     }
   })
-  appAction(d, r, '/apps/:id/inapp/:cid/:op', async (app, _form, _v, req) => {
+  appAction(d, r, '/apps/:id/inapp/:cid/:op', async (app, _form, v, req) => {
     const [, cid, op] = req.params
     if (!isUuid(cid) || (op !== 'publicar' && op !== 'pausar' && op !== 'encerrar'))
       throw new DashError(404, 'Campanha não encontrada.')
-    const c = await d.campaigns.apply(app.id, cid.toLowerCase(), op)
+    const c = await d.campaigns.apply(app.id, cid.toLowerCase(), op, byPerson(v.email))
     return { flash: { kind: 'ok', text: `Campanha ${c.nome}: ${c.estado}.` }, anchor: 'inapp' }
   })
 }

@@ -1,6 +1,7 @@
 // The app page's "Chaves" section: pause and resume, rate_por_min, the plan (operators only: it is the
 // organisation's, shared by its apps), the keys with rotation (the new key shown once, the previous key's expiry
 // shown) and revocation.
+import { byPerson } from '../../audit/record'
 import type { AppRecord } from '../../apps/store'
 import { type Db, query } from '../../db/pool'
 import type { Router } from '../../http/router'
@@ -67,36 +68,36 @@ ${button(v, `${base}/girar`, 'Girar chave', { confirm: 'Criar uma chave nova? A 
 }
 
 export function keysRoutes(r: Router, d: AppPageDeps): void {
-  appAction(d, r, '/apps/:id/pausar', async (app) => {
-    await d.apps.setPaused(app.id, true)
+  appAction(d, r, '/apps/:id/pausar', async (app, _form, v) => {
+    await d.apps.setPaused(app.id, true, byPerson(v.email))
     return { flash: { kind: 'ok', text: 'App pausado.' }, anchor: 'chaves' }
   })
-  appAction(d, r, '/apps/:id/retomar', async (app) => {
-    await d.apps.setPaused(app.id, false)
+  appAction(d, r, '/apps/:id/retomar', async (app, _form, v) => {
+    await d.apps.setPaused(app.id, false, byPerson(v.email))
     return { flash: { kind: 'ok', text: 'App retomado.' }, anchor: 'chaves' }
   })
-  appAction(d, r, '/apps/:id/rate', async (app, form) => {
+  appAction(d, r, '/apps/:id/rate', async (app, form, v) => {
     const raw = form.text('rate_por_min').trim()
     const n = /^\d{1,10}$/.test(raw) ? Number(raw) : Number.NaN
     const rate = optInt({ rate_por_min: n }, 'rate_por_min', 1, INT4_MAX) as number
-    await d.apps.setRatePerMin(app.id, rate)
+    await d.apps.setRatePerMin(app.id, rate, byPerson(v.email))
     return { flash: { kind: 'ok', text: `rate_por_min agora é ${rate}.` }, anchor: 'chaves' }
   })
   appAction(d, r, '/apps/:id/plano', async (app, form, v) => {
     if (!v.operator) throw new DashError(403, 'Só o operador muda o plano.')
     const plan = form.text('plano')
     if (plan !== 'free' && plan !== 'pro') throw new DashError(400, 'Plano inválido: free ou pro.')
-    await d.apps.setPlan(app.id, plan)
+    await d.apps.setPlan(app.id, plan, byPerson(v.email))
     return { flash: { kind: 'ok', text: `Plano da organização: ${plan}.` }, anchor: 'chaves' }
   })
-  appAction(d, r, '/apps/:id/revogar', async (app, form) => {
+  appAction(d, r, '/apps/:id/revogar', async (app, form, v) => {
     const kid = form.text('kid')
     if (!/^[a-z0-9]{8}$/.test(kid)) throw new DashError(400, 'Chave inválida.')
-    const n = await d.apps.revokeKeys(app.id, kid)
+    const n = await d.apps.revokeKeys(app.id, kid, byPerson(v.email))
     return { flash: { kind: 'ok', text: n ? `Chave ${kid} revogada.` : `A chave ${kid} já estava revogada.` }, anchor: 'chaves' }
   })
   appAction(d, r, '/apps/:id/girar', async (app: AppRecord, _form, v) => {
-    const k = await d.apps.rotate(app.id)
+    const k = await d.apps.rotate(app.id, undefined, byPerson(v.email))
     const body = html`<h1>Chave nova de ${app.name}</h1>
 <p class="aviso ok" role="status">Guarde a chave agora: ela não será mostrada de novo.</p>
 <div class="cartao"><label for="chave">Chave da API</label><textarea id="chave" readonly rows="2" class="segredo">${k.api_key}</textarea>

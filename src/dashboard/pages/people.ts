@@ -2,6 +2,7 @@
 // sessions, remove a person), /convites (operators: invitations still usable; cancel one) and /conta (anyone: sign
 // out everywhere). Organisations have no administrator of their own, so managing people is the operators' (as
 // `pombo user …` is); every action calls the PeopleService the CLI calls.
+import { byPerson } from '../../audit/record'
 import { isUuid, type Router } from '../../http/router'
 import type { PeopleService } from '../../people/service'
 import { decodeCursor, encodeCursor } from '../access'
@@ -83,7 +84,7 @@ ${button(v, `/pessoas/${id}/remover`, 'Confirmar remoção', { fields: { confirm
 <p><a href="/pessoas">Voltar</a></p>`
       return htmlReply(200, page({ title: 'Remover pessoa', viewer: v }, body))
     }
-    const out = await d.people.remove(id)
+    const out = await d.people.remove(id, byPerson(v.email))
     await d.sessions.setFlash(v, {
       kind: 'ok',
       text: `${out.person.email} removida; sessões encerradas: ${out.sessions}.`,

@@ -113,6 +113,7 @@ export function signinRoutes(r: Router, d: SigninDeps): void {
       throw err
     }
     await gate.settle(person ? 'success' : 'failure')
+    await d.people.recordSignIn(email, person, req.ip)
     if (!person) return signinPage(token, { email, error: 'E-mail ou senha inválidos.', status: 401 })
     return redirect('/apps', {
       'Set-Cookie': await d.sessions.create(person),

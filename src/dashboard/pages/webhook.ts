@@ -1,5 +1,6 @@
 // The app page's "Webhook" section: the confirmation mode, the destination, `fila_pendente`, whether it is
 // disabled (re-enable), its last attempts, and the abandoned events with a replay button.
+import { byPerson } from '../../audit/record'
 import { enableDestination, pendingCount } from '../../confirmations/store'
 import { APP_ABANDONED, replayAbandoned } from '../../confirmations/replay'
 import { query } from '../../db/pool'
@@ -71,17 +72,17 @@ ${abandoned.rows.length > ABANDONED_PAGE && lastAb ? html`<p><a href="${base}?ab
 }
 
 export function webhookRoutes(r: Router, d: AppPageDeps): void {
-  appAction(d, r, '/apps/:id/webhook/reativar', async (app) => {
-    const out = await enableDestination(d.db, app.id, new Date(d.clock()))
+  appAction(d, r, '/apps/:id/webhook/reativar', async (app, _form, v) => {
+    const out = await enableDestination(d.db, app.id, new Date(d.clock()), byPerson(v.email))
     if (!out) throw new DashError(404, 'Este app não tem destino de webhook ativo.')
     return { flash: { kind: 'ok', text: 'Webhook reativado: a fila volta a ser entregue.' }, anchor: 'webhook' }
   })
-  appAction(d, r, '/apps/:id/webhook/reenviar', async (app, form) => {
+  appAction(d, r, '/apps/:id/webhook/reenviar', async (app, form, v) => {
     const seq = form.text('seq')
     if (!/^\d{1,19}$/.test(seq)) throw new DashError(400, 'Evento inválido.')
     const dest = (await query<{ id: string }>(d.db, 'SELECT id FROM webhook_destinations WHERE app_id = $1 AND active', [app.id]))
       .rows[0]
-    if (!dest || !(await replayAbandoned(d.db, app.id, seq, new Date(d.clock())))) {
+    if (!dest || !(await replayAbandoned(d.db, app.id, seq, new Date(d.clock()), byPerson(v.email)))) {
       throw new DashError(404, 'Evento abandonado não encontrado (já reenviado?).')
     }
     return { flash: { kind: 'ok', text: `Evento ${seq} de volta à fila do webhook.` }, anchor: 'webhook' }
