@@ -28,7 +28,7 @@ import type { Vault } from '../core/vault'
 import { createPool, type Db, query } from '../db/pool'
 import { onFailure } from './ladder'
 import { type AttemptRecord, type Claim, claim, DUE, HeldLease, record, release, type TurnOutcome } from './lease'
-import { pruneEvents, pruneStreamPositions, pruneWebhookAttempts } from './retention'
+import { expiringStreamTotal, pruneEvents, pruneStreamPositions, pruneWebhookAttempts } from './retention'
 import { WebhookSecrets } from './secrets'
 import { WebhookSender } from './sender'
 
@@ -41,6 +41,9 @@ export interface DispatcherDeps {
   ca?: string
   /** Told of every attempt's result (metrics: ok, http, timeout, refused, network). */
   onAttempt?: (result: string) => void
+  /** Told after each retention pass: unread stream confirmations deleted by it, and those going within
+   *  PM_STREAM_WARN_H (metrics: pombo_confirmations_expired_total, pombo_confirmations_expiring). */
+  onStreamRetention?: (r: { expired: number; expiring: number }) => void
   /** Its pool's share of the process's connection budget (src/db/budget.ts). Turns use a connection only for their
    *  short statements (claim, renewals, record), so it bounds no number of calls. Default: PM_WEBHOOK_CONCURRENCY + 1. */
   poolMax?: number
@@ -91,24 +94,33 @@ export class WebhookDispatcher {
 
   /** The attempts and events retention job: at start, then with the other retention jobs (safe on many processes). */
   startJobs(): void {
+    const j = this.d.cfg.jobs
     const run = (): void => {
-      this.pruneNow(this.d.cfg.jobs.webhookAttemptsRetentionDays, this.d.cfg.jobs.eventsRetentionDays)
+      this.pruneNow(j.webhookAttemptsRetentionDays, j.eventsRetentionDays, j.streamKeepDays)
         .then((r) => {
           if (r.attempts > 0 || r.events > 0) this.d.log.info(r, 'old webhook attempts and delivered events deleted')
         })
         .catch((err) => this.d.log.warn({ err: String(err) }, 'webhook attempts retention failed'))
     }
     run()
-    this.#jobs = setInterval(run, this.d.cfg.jobs.retentionEveryMs)
+    this.#jobs = setInterval(run, j.retentionEveryMs)
     this.#jobs.unref()
   }
 
-  /** One pass of the retention job (tests call it with their own horizons). */
-  async pruneNow(attemptDays: number, eventDays: number): Promise<{ attempts: number; events: number }> {
-    const attempts = await pruneWebhookAttempts(this.#db, attemptDays, this.d.clock())
-    const events = await pruneEvents(this.#db, eventDays, this.d.clock())
-    await pruneStreamPositions(this.#db, eventDays, this.d.clock())
-    return { attempts, events }
+  /** One pass of the retention job (tests call it with their own horizons; `streamDays`: PM_STREAM_KEEP_DAYS). */
+  async pruneNow(attemptDays: number, eventDays: number, streamDays = eventDays): Promise<{ attempts: number; events: number }> {
+    const now = this.d.clock()
+    const attempts = await pruneWebhookAttempts(this.#db, attemptDays, now)
+    const events = await pruneEvents(this.#db, eventDays, now, 10_000, streamDays)
+    await pruneStreamPositions(this.#db, streamDays, now)
+    if (events.unread > 0)
+      this.d.log.warn(
+        { confirmations: events.unread },
+        'stream confirmations deleted unread (no reader within PM_STREAM_KEEP_DAYS)',
+      )
+    const expiring = await expiringStreamTotal(this.#db, streamDays, this.d.cfg.jobs.streamWarnH * 3_600_000, now)
+    this.d.onStreamRetention?.({ expired: events.unread, expiring })
+    return { attempts, events: events.events }
   }
 
   /** Stops looking for work, lets attempts in flight end (each within the timeout) and writes their outcome. */

@@ -4,9 +4,11 @@
 //   active destination (delivered, or abandoned into webhook_abandoned), or any event of an app without an active
 //   one (a destination registered later starts after the app's newest event; a deactivated one never resumes).
 //   Events still queued for a destination are never deleted, however old.
-// - Stream events (`canal = 'grpc'`): an event older than `days` is deleted only when every stream of the app seen
-//   within `days` (open now, or closed less than `days` ago: src/confirmations/stream.ts records how far each was
-//   sent) is past it; an app whose streams were all gone for `days` keeps nothing older than `days`.
+// - Stream events (`canal = 'grpc'`, PM_STREAM_KEEP_DAYS): an event older than that is deleted only when every
+//   stream of the app seen within it (open now, or closed less than that ago: src/confirmations/stream.ts records
+//   how far each was sent) is past it; an app whose streams were all gone that long keeps nothing older. Those no
+//   stream was ever sent are warned of first (the app's `pm_problema`, pombo_confirmations_expiring) and counted
+//   when they go (pombo_confirmations_expired_total).
 // Abandoned events are never deleted here: they are the only copy of an event that never arrived.
 import { type Db, deleteInChunks, query } from '../db/pool'
 import { DAY_MS } from '../core/time'
@@ -21,23 +23,102 @@ export function pruneWebhookAttempts(db: Db, days: number, nowMs: number, chunk 
   )
 }
 
-export function pruneEvents(db: Db, days: number, nowMs: number, chunk = 10_000): Promise<number> {
-  // No ORDER BY: seq is per app now; the BRIN index on created_at finds the old rows.
-  return deleteInChunks(
+/** What one pass of pruneEvents removed: every event, and of them the stream confirmations no stream had been sent. */
+export interface PrunedEvents {
+  events: number
+  unread: number
+}
+
+/**
+ * Webhook events after `days` (as above); stream events after `streamDays` (PM_STREAM_KEEP_DAYS). A stream event
+ * beyond every position (no stream was ever sent it) is an unread confirmation: its deletion is counted apart, and
+ * the app was warned before it (expiringStreamConfirmations).
+ */
+export async function pruneEvents(db: Db, days: number, nowMs: number, chunk = 10_000, streamDays = days): Promise<PrunedEvents> {
+  const out: PrunedEvents = { events: 0, unread: 0 }
+  const webhookBefore = new Date(nowMs - days * DAY_MS)
+  const streamBefore = new Date(nowMs - streamDays * DAY_MS)
+  for (;;) {
+    // No ORDER BY: seq is per app now; the BRIN index on created_at finds the old rows.
+    const r = await query<{ unread: boolean }>(
+      db,
+      `WITH doomed AS (
+         SELECT e.app_id, e.seq,
+                e.canal = 'grpc' AND e.seq > COALESCE((SELECT max(s.last_seq) FROM event_streams s WHERE s.app_id = e.app_id), 0)
+                  AS unread
+           FROM events e
+          WHERE e.created_at < GREATEST($1::timestamptz, $2::timestamptz)
+            AND CASE WHEN e.canal = 'grpc'
+                  THEN e.created_at < $2 AND e.seq <= COALESCE(
+                         (SELECT min(s.last_seq) FROM event_streams s WHERE s.app_id = e.app_id AND s.seen_at >= $2),
+                         9223372036854775807)
+                  ELSE e.created_at < $1 AND e.seq <= COALESCE(
+                         (SELECT d.last_seq FROM webhook_destinations d WHERE d.app_id = e.app_id AND d.active),
+                         9223372036854775807)
+                END
+          LIMIT $3)
+       DELETE FROM events e USING doomed x WHERE e.app_id = x.app_id AND e.seq = x.seq RETURNING x.unread`,
+      [webhookBefore, streamBefore, chunk],
+    )
+    out.events += r.rows.length
+    for (const x of r.rows) if (x.unread) out.unread++
+    if (r.rows.length < chunk) return out
+  }
+}
+
+/** Unread stream confirmations of one app that will go soon. */
+export interface Expiring {
+  /** How many are waiting for a reader (counted up to EXPIRING_COUNT_MAX). */
+  count: number
+  /** When the first of them goes, if no stream reads it before. */
+  at: Date
+}
+
+/** Unread confirmations are counted up to this (the index walk of one app stays bounded). */
+export const EXPIRING_COUNT_MAX = 100_000
+
+/**
+ * The app's stream confirmations no stream has been sent, when the first of them goes within `warnMs`; null when
+ * none does. They go (pruneEvents) once older than `keepDays` while no stream of the app was seen within
+ * `keepDays`: the first at max(its creation, the last sighting) + keepDays.
+ */
+export async function expiringStreamConfirmations(
+  db: Db,
+  appId: string,
+  keepDays: number,
+  warnMs: number,
+  nowMs: number,
+): Promise<Expiring | null> {
+  if (warnMs <= 0) return null
+  const r = await query<{ n: string; oldest: Date | null; seen: Date | null }>(
     db,
-    `DELETE FROM events WHERE (app_id, seq) IN (
-       SELECT e.app_id, e.seq FROM events e
-        WHERE e.created_at < $1
-          AND e.seq <= CASE WHEN e.canal = 'grpc'
-                THEN COALESCE((SELECT min(s.last_seq) FROM event_streams s WHERE s.app_id = e.app_id AND s.seen_at >= $1),
-                              9223372036854775807)
-                ELSE COALESCE((SELECT d.last_seq FROM webhook_destinations d WHERE d.app_id = e.app_id AND d.active),
-                              9223372036854775807)
-              END
-        LIMIT $2)`,
-    [new Date(nowMs - days * DAY_MS)],
-    chunk,
+    `WITH pos AS (SELECT max(last_seq) AS read, max(seen_at) AS seen FROM event_streams WHERE app_id = $1),
+     unread AS (
+       SELECT e.created_at FROM events e
+        WHERE e.app_id = $1 AND e.canal = 'grpc' AND e.seq > COALESCE((SELECT read FROM pos), 0)
+        ORDER BY e.seq LIMIT $2)
+     SELECT count(*) AS n, min(created_at) AS oldest, (SELECT seen FROM pos) AS seen FROM unread`,
+    [appId, EXPIRING_COUNT_MAX],
   )
+  const x = r.rows[0]
+  if (!x?.oldest) return null
+  const from = Math.max(x.oldest.getTime(), x.seen?.getTime() ?? 0)
+  const at = from + keepDays * DAY_MS
+  if (at - nowMs > warnMs) return null
+  return { count: Number(x.n), at: new Date(at) }
+}
+
+/** The deployment's unread stream confirmations that go within `warnMs` (the gauge), app by app in `grpc` mode. */
+export async function expiringStreamTotal(db: Db, keepDays: number, warnMs: number, nowMs: number): Promise<number> {
+  if (warnMs <= 0) return 0
+  const apps = await query<{ app_id: string }>(
+    db,
+    `SELECT DISTINCT app_id FROM events WHERE canal = 'grpc' AND created_at < $1`,
+    [new Date(nowMs + warnMs - keepDays * DAY_MS)],
+  )
+  let total = 0
+  for (const a of apps.rows) total += (await expiringStreamConfirmations(db, a.app_id, keepDays, warnMs, nowMs))?.count ?? 0
+  return total
 }
 
 /** An app with more closed positions than this (a client reconnecting in a loop) has them folded into one. */

@@ -2,6 +2,7 @@
 // (COPY … TO STDOUT, CSV) through gzip into a temporary file that is renamed when complete, so memory stays flat
 // whatever the device count and a half-written file is never served. The URL carries 32 random bytes; only their
 // sha256 is stored and names the file. Files live 72 hours on the service clock, then a sweep removes them.
+import { type Actor, BY_CODE, record } from '../audit/record'
 import { createHash, randomBytes } from 'node:crypto'
 import { constants, createWriteStream } from 'node:fs'
 import { access, type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises'
@@ -11,7 +12,7 @@ import { createGzip } from 'node:zlib'
 import type { Logger } from 'pino'
 import { to as copyTo } from 'pg-copy-streams'
 import { DEFAULT_EXPORTS, type Exports } from '../core/config'
-import { type Db, query, type Tx } from '../db/pool'
+import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
 import type { Clock } from '../core/time'
 
@@ -37,6 +38,8 @@ interface Job {
   appId: string
   hash: string
   rows: number
+  /** `incluir_invalidos=true`: dead devices too. */
+  includeDead: boolean
 }
 
 const sha256hex = (s: string): string => createHash('sha256').update(s).digest('hex')
@@ -47,14 +50,14 @@ const sha256hex = (s: string): string => createHash('sha256').update(s).digest('
  * doubled); NULL is an empty field. Nothing is rewritten to defuse spreadsheet formulas: `+5511…` and `=1+1` are data
  * (docs/decisions.md; docs/design/devices.md says how to open the file safely).
  */
-export function copySql(appId: string): string {
+export function copySql(appId: string, includeDead = false): string {
   // COPY takes no parameters; appId is a validated, lower-case UUID (the key's own app).
   if (!/^[0-9a-f-]{36}$/.test(appId)) throw new Error('copySql: app id is not a UUID')
   return `COPY (
     SELECT id, external_user_id, notification_types,
            CASE WHEN invalid_identifier THEN 'true' ELSE 'false' END AS invalid_identifier,
            floor(extract(epoch FROM last_active))::bigint AS last_active
-      FROM devices WHERE app_id = '${appId}' AND NOT sandbox
+      FROM devices WHERE app_id = '${appId}' AND NOT sandbox${includeDead ? '' : ' AND NOT invalid_identifier'}
   ) TO STDOUT WITH (FORMAT csv, HEADER)`
 }
 
@@ -102,20 +105,20 @@ export class Exporter {
   async recover(): Promise<number> {
     if (this.dir === '' || this.#abort.signal.aborted) return 0
     const now = this.clock()
-    const r = await query<{ token_hash: string; app_id: string }>(
+    const r = await query<{ token_hash: string; app_id: string; include_dead: boolean }>(
       this.db,
       `UPDATE exports SET claimed_at = $1
         WHERE (app_id, token_hash) IN (
           SELECT app_id, token_hash FROM exports
            WHERE status = 'building' AND expires_at > $1 AND COALESCE(claimed_at, created_at) < $2
            ORDER BY created_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-        RETURNING token_hash, app_id`,
+        RETURNING token_hash, app_id, include_dead`,
       [new Date(now), new Date(now - this.o.claimStaleMs), this.o.recoverBatch],
     )
     for (const x of r.rows) {
       if (this.#owned().includes(x.token_hash)) continue // ours, only slow to refresh
       this.log.info({ app_id: x.app_id }, 'export build taken over from an instance that went away')
-      this.#enqueue({ appId: x.app_id, hash: x.token_hash, rows: 0 })
+      this.#enqueue({ appId: x.app_id, hash: x.token_hash, rows: 0, includeDead: x.include_dead })
     }
     return r.rows.length
   }
@@ -147,22 +150,34 @@ export class Exporter {
   }
 
   /** Records the export and queues its build; the estimate counts the rows of builds still ahead of it. */
-  async start(appId: string): Promise<ExportAnswer> {
+  /** `by`: who asked (the audit log); the export's row and its record commit together. */
+  async start(appId: string, by: Actor = BY_CODE, includeDead = false): Promise<ExportAnswer> {
     if (this.#queue.length >= this.o.maxQueued) throw new ApiError('DEPENDENCY_UNAVAILABLE', { dependencia: 'armazenamento' })
-    const count = await query<{ n: string }>(this.db, 'SELECT count(*) AS n FROM devices WHERE app_id = $1 AND NOT sandbox', [
-      appId,
-    ])
+    const count = await query<{ n: string }>(
+      this.db,
+      'SELECT count(*) AS n FROM devices WHERE app_id = $1 AND NOT sandbox AND ($2 OR NOT invalid_identifier)',
+      [appId, includeDead],
+    )
     const rows = Number(count.rows[0]?.n ?? 0)
     const token = randomBytes(32).toString('hex')
     const hash = sha256hex(token)
     const now = this.clock()
-    await query(
-      this.db,
-      `INSERT INTO exports (token_hash, app_id, status, created_at, expires_at, claimed_at) VALUES ($1, $2, 'building', $3, $4, $3)`,
-      [hash, appId, new Date(now), new Date(now + this.validityH * 3_600_000)],
-    )
+    await tx(this.db, async (c) => {
+      await query(
+        c,
+        `INSERT INTO exports (token_hash, app_id, status, created_at, expires_at, claimed_at, include_dead)
+         VALUES ($1, $2, 'building', $3, $4, $3, $5)`,
+        [hash, appId, new Date(now), new Date(now + this.validityH * 3_600_000), includeDead],
+      )
+      // The file's address is its own credential: the record says how many devices, never where.
+      await record(
+        c,
+        { by, action: 'exportacao.pedida', appId, details: { devices: rows, valid_hours: this.validityH } },
+        new Date(now),
+      )
+    })
     const estimate = Math.max(1, Math.ceil((this.#rowsAhead + rows) / this.#rowsPerSec))
-    this.#enqueue({ appId, hash, rows })
+    this.#enqueue({ appId, hash, rows, includeDead })
     return {
       csv_file_url: `${this.publicBaseUrl}/api/v1/exports/${token}.csv.gz`,
       pm_pronto_em_s_estimado: estimate,
@@ -258,7 +273,7 @@ export class Exporter {
     try {
       await mkdir(this.dir, { recursive: true }) // a taken-over build may be this instance's first export
       client = await this.db.connect()
-      const copy = client.query(copyTo(copySql(job.appId)))
+      const copy = client.query(copyTo(copySql(job.appId, job.includeDead)))
       const out = createWriteStream(tmp)
       await pipeline(copy, createGzip({ level: 6 }), out, { signal: this.#abort.signal })
       await rename(tmp, this.#path(job.hash))

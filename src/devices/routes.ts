@@ -1,10 +1,11 @@
 // Device routes (the spec, Devices). POST and PUT are public (no credential): the body is capped, the source IP is
 // rate-limited, every field is validated and the app_id checked (unknown 400, paused 403) before any write.
 // GET and the export need the app key; the export file URL is its own credential.
+import { byKey } from '../audit/record'
 import type { Config } from '../core/config'
 import type { AppDirectory } from '../apps/directory'
 import type { Auth } from '../apps/auth'
-import { ApiError } from '../core/errors'
+import { ApiError, fieldError } from '../core/errors'
 import type { IpLimiter } from '../http/ip-limit'
 import { ok } from '../http/reply'
 import { isUuid, type Router } from '../http/router'
@@ -56,10 +57,14 @@ export function deviceRoutes(r: Router, d: DeviceRouteDeps): void {
 
   // No body: the route declares no body cap, so nothing is read.
   r.post('/api/v1/players/csv_export', {}, async (req) => {
-    const app = await d.auth.queryApp(req)
+    const key = await d.auth.appKey(req)
+    const app = await d.auth.appOf(req, key, req.query.get('app_id') ?? undefined, 'query')
+    // Dead devices (invalid_identifier) are left out unless asked for (docs/design/devices.md).
+    const dead = req.query.get('incluir_invalidos')
+    if (dead !== null && dead !== 'true' && dead !== 'false') throw fieldError('incluir_invalidos', 'deve ser true ou false')
     await d.devices.exporter.requireStorage()
     await d.devices.quotas.takeExport(app.id)
-    return ok(await d.devices.exporter.start(app.id))
+    return ok(await d.devices.exporter.start(app.id, byKey(key.kid), dead === 'true'))
   })
 
   r.get('/api/v1/exports/:file', {}, async (req) => {

@@ -5,7 +5,6 @@ import { WindowCounter } from '../redis/window-counter'
 import { Handoff } from '../handoff/stream'
 import { MauGate } from './mau'
 import { SendService } from './service'
-import { deleteExpiredIdempotency } from './store'
 import { SendWriter } from './writer'
 
 export type SendsDeps = Infra
@@ -55,22 +54,13 @@ export class SendsModule {
     this.service = new SendService(db, redis, keys, this.writer, this.handoff, quota, this.mau, clock, cfg.limits)
   }
 
-  #janitor: NodeJS.Timeout | null = null
-
   /** The periodic jobs (one instance at a time does the work, through Redis locks). */
   startJobs(): void {
     this.handoff.start(this.d.keys.job('sweep'))
     this.mau.start()
-    this.#janitor = setInterval(() => {
-      deleteExpiredIdempotency(this.d.db, new Date(this.d.clock())).catch((err) =>
-        this.d.log.warn({ err: String(err) }, 'idempotency cleanup failed'),
-      )
-    }, 10 * 60_000)
-    this.#janitor.unref()
   }
 
   async stop(): Promise<void> {
-    if (this.#janitor) clearInterval(this.#janitor)
     this.mau.stop()
     await this.handoff.stop()
     await this.writer.stop()

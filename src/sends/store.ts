@@ -303,13 +303,3 @@ export async function findIdempotency(db: Db, appId: string, key: string, now: D
   const x = r.rows[0]
   return x ? { bodyHash: x.body_hash, status: x.status, lane: x.lane, exact: x.exact, response: x.response } : null
 }
-
-/** Drops expired idempotency records, a bounded number at a time. */
-export async function deleteExpiredIdempotency(db: Db, now: Date, limit = 10_000): Promise<number> {
-  const r = await query(
-    db,
-    `DELETE FROM idempotency WHERE ctid IN (SELECT ctid FROM idempotency WHERE expires_at <= $1 LIMIT $2)`,
-    [now, limit],
-  )
-  return r.rowCount ?? 0
-}

@@ -9,8 +9,8 @@
 // nothing; dropping a partition another process dropped is IF EXISTS).
 // Lives in the composition layer because it reaches across features' tables; each feature keeps the rules that
 // need its own logic (deliveries: src/delivery/retention.ts; webhook attempts, events and stream confirmations:
-// src/confirmations/retention.ts; receipt archival: src/receipts/archive.ts; idempotency: src/sends/store.ts;
-// exports: src/devices/export.ts; audit: src/audit/retention.ts).
+// src/confirmations/retention.ts; receipt archival: src/receipts/archive.ts; exports: src/devices/export.ts; audit:
+// src/audit/retention.ts).
 import type { Logger } from 'pino'
 import type { Config } from '../core/config'
 import { DAY_MS } from '../core/time'
@@ -151,6 +151,8 @@ export class Retention {
       [before(j.webhookAbandonedRetentionDays)],
       batch,
     )
+    // Idempotency keys: the spec's 30 days (PM_IDEMPOTENCY_TTL_DAYS), stamped on each record as expires_at.
+    rows.idempotency = await deleteBatched(db, 'idempotency', 'expires_at <= $1', 'expires_at', [new Date(now)], batch)
     rows.dashboard_invites = await deleteBatched(
       db,
       'dashboard_invites',
@@ -279,6 +281,7 @@ const RETENTION_TABLES = [
   'inapp_served',
   'inapp_reactivations',
   'webhook_abandoned',
+  'idempotency',
   'dashboard_invites',
   'dashboard_sessions',
   'devices',

@@ -1,5 +1,6 @@
 // Wires one process: connections, caches, services, and the servers of the roles it runs. `pombo serve` and the
 // tests build the service the same way; tests pass their own config (schema, Redis prefix, port 0) and clock.
+import { startAuditRetention } from '../audit/retention'
 import type { Logger } from 'pino'
 import { Auth } from '../apps/auth'
 import { AppDirectory } from '../apps/directory'
@@ -46,6 +47,7 @@ import { Keys } from '../redis/keys'
 import { checkPartitions } from '../redis/partitions'
 import { SendsModule } from '../sends/module'
 import { sendRoutes } from '../sends/routes'
+import { Retention, retentionMetrics } from './retention'
 import { type Clock, DAY_MS, systemClock } from '../core/time'
 import { Vault } from '../core/vault'
 import { gitCommit, VERSION } from '../core/version'
@@ -107,8 +109,17 @@ export class Service {
   #stopped = false
   /** What the dashboard holds open besides its server (the connection test's provider connections). */
   #dashboardParts: { close(): Promise<void> } | null = null
+  #stopAuditRetention: (() => void) | null = null
+  /** Every lifetime the feature jobs do not bound (src/service/retention.ts): its timer runs on worker processes
+   *  only; any process (tests, the benchmark) may run a pass. */
+  readonly retention: Retention
+  readonly #retentionMetrics: ReturnType<typeof retentionMetrics>
 
-  private constructor(readonly deps: Deps) {}
+  private constructor(readonly deps: Deps) {
+    this.#retentionMetrics = retentionMetrics(deps.metrics)
+    const { db, cfg, clock, log } = deps
+    this.retention = new Retention({ db, cfg, clock, log, onPass: this.#retentionMetrics.onPass })
+  }
 
   static async start(cfg: Config, opts: ServiceOptions): Promise<Service> {
     const roles = new Set(opts.roles ?? ALL_ROLES)
@@ -226,7 +237,7 @@ export class Service {
       }
       if (opts.jobs !== false && (roles.has('api') || roles.has('worker'))) {
         deps.sends.startJobs()
-        deps.receipts.startJobs(cfg.jobs)
+        deps.receipts.startJobs(cfg.jobs, cfg.limits.receiptWindowDays)
       }
       if (roles.has('worker')) {
         svc.delivery = new DeliveryModule({
@@ -238,7 +249,17 @@ export class Service {
         svc.delivery.recorder.onRecorded = deliveryCounter(metrics)
         collectGroupCommits(metrics, [['outcomes', svc.delivery.recorder.groupCommit]])
         await svc.delivery.start()
-        if (opts.jobs !== false) svc.delivery.startJobs()
+        if (opts.jobs !== false) {
+          svc.delivery.startJobs()
+          svc.#stopAuditRetention = startAuditRetention({
+            db,
+            days: cfg.jobs.auditRetentionDays,
+            everyMs: cfg.jobs.retentionEveryMs,
+            now: clock,
+            log,
+          })
+          svc.retention.start()
+        }
       }
       if (runsDispatcher) {
         const attempts = metrics.webhookEvents
@@ -249,6 +270,7 @@ export class Service {
           clock,
           ca: opts.webhookCa,
           onAttempt: (r) => attempts.labels(r).inc(),
+          onStreamRetention: svc.#retentionMetrics.onStreamRetention,
           poolMax: budget.webhooks,
         })
         svc.dispatcher.start()
@@ -327,6 +349,8 @@ export class Service {
     this.drain()
     await Promise.all([this.api?.close(), this.dashboard?.close(), this.grpc?.close()])
     await this.#dashboardParts?.close()
+    this.#stopAuditRetention?.()
+    await this.retention.stop()
     await this.delivery?.stop()
     await this.dispatcher?.stop()
     await this.deps.devices.stop()

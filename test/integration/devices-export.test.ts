@@ -14,8 +14,8 @@ const reg = async (s: TestService, body: Record<string, unknown>): Promise<strin
   if (r.status !== 200) throw new Error(`register: ${r.status} ${r.text}`)
   return r.json.id
 }
-const startExport = (s: TestService, app: App) =>
-  s.call('POST', `/api/v1/players/csv_export?app_id=${app.id}`, { headers: basic(app.api_key) })
+const startExport = (s: TestService, app: App, query = '') =>
+  s.call('POST', `/api/v1/players/csv_export?app_id=${app.id}${query}`, { headers: basic(app.api_key) })
 
 /** The path of csv_file_url, fetched from this service (the URL's host is PM_PUBLIC_BASE_URL). */
 const pathOf = (url: string): string => new URL(url).pathname
@@ -85,14 +85,21 @@ t.test('export: answer shape, 404 until ready, then a gzipped CSV with the spec 
   const rows = parseCsv(gunzipSync(gz).toString('utf8'))
   t.same(rows[0], ['id', 'external_user_id', 'notification_types', 'invalid_identifier', 'last_active'])
   const byId = new Map(rows.slice(1).map((row) => [row[0], row]))
-  t.equal(byId.size, 2, 'sandbox device and other app left out')
+  t.equal(byId.size, 1, 'sandbox device, dead device and other app left out')
   const l = byId.get(live) as string[]
   t.equal(l[1], 'maria')
   t.equal(l[2], '1')
   t.equal(l[3], 'false')
   const now = Math.floor(Date.now() / 1000)
   t.ok(Math.abs(Number(l[4]) - now) < 30, 'last_active in epoch seconds')
-  const d = byId.get(dead) as string[]
+  t.notOk(byId.has(dead), 'a dead device is left out unless asked')
+  // Asked for (incluir_invalidos=true), the dead device is there, flagged. A second export within the second waits.
+  await new Promise((r) => setTimeout(r, 1_100))
+  const all = await startExport(s, app, '&incluir_invalidos=true')
+  t.equal(all.status, 200)
+  const withDead = parseCsv(gunzipSync(await waitReady(s, all.json.csv_file_url)).toString('utf8'))
+  const d = new Map(withDead.slice(1).map((row) => [row[0], row])).get(dead) as string[]
+  t.equal(withDead.length, 3, 'header, live and dead')
   t.equal(d[1], '', 'no user: empty field')
   t.equal(d[3], 'true')
   // The URL is not guessable from the database: only its hash is stored, and names the file.
