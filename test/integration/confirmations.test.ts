@@ -34,7 +34,7 @@ t.test('GET: consulta by default, nothing pending, no streams; 200 means the key
   const app = await s.createApp()
   const r = await get(s, app)
   t.equal(r.status, 200)
-  t.same(r.json, { modo: 'consulta', fila_pendente: 0, streams_ativos: 0 })
+  t.same(r.json, { modo: 'consulta', fila_pendente: 0, streams_ativos: 0, pm_problema: null })
   t.equal((await s.call('GET', `/api/v1/confirmacoes?app_id=${app.id}`)).status, 401, 'no key')
   const other = await s.createApp()
   t.equal(
@@ -77,7 +77,7 @@ t.test('PUT url: https only; a new secret shown once and kept sealed; the mode i
   t.notOk(d?.sealed_secret.includes(Buffer.from(r.json.segredo)), 'not stored in clear')
   const opened = new Vault(Buffer.from(VAULT_KEY, 'hex')).open(d?.sealed_secret as Buffer, secretAad(app.id, d?.id as string))
   t.equal(opened.toString(), r.json.segredo, 'sealed with AAD webhook:<app>:<destination>')
-  t.same((await get(s, app)).json, { modo: 'consulta', fila_pendente: 0, streams_ativos: 0 })
+  t.same((await get(s, app)).json, { modo: 'consulta', fila_pendente: 0, streams_ativos: 0, pm_problema: null })
 })
 
 t.test('PUT modo: unknown 400; webhook without a destination 400; url is processed before modo', async (t) => {
@@ -145,7 +145,7 @@ t.test('transitions: consulta → webhook → consulta → webhook (no new secre
 
   const grpc = await put(s, app, { modo: 'grpc' })
   t.same(grpc.json, { ok: true, modo: 'grpc', segredo: null })
-  t.same((await get(s, app)).json, { modo: 'grpc', fila_pendente: 0, streams_ativos: 0 })
+  t.same((await get(s, app)).json, { modo: 'grpc', fila_pendente: 0, streams_ativos: 0, pm_problema: null })
   t.same(await readStatuses(s, app), [403, 403, 200], 'grpc: send reads 403 too')
   t.equal((await put(s, app, { modo: 'consulta' })).json.modo, 'consulta')
   t.same(await readStatuses(s, app), [200, 404, 200])
