@@ -251,8 +251,11 @@ t.test('0019 on a database with rows: they read back under the English names', a
         ORDER BY 1, 2`,
       [schema],
     ),
-    [{ table_name: 'inapp_events', column_name: 'em' }],
-    'no old name is left (inapp_events.em is the wire field `em`)',
+    [
+      { table_name: 'audit_log', column_name: 'em' },
+      { table_name: 'inapp_events', column_name: 'em' },
+    ],
+    'no old name is left (inapp_events.em and audit_log.em are the wire field `em`)',
   )
   await t.rejects(one(`UPDATE apps SET confirm_mode = 'bogus'`), /apps_confirm_mode_check/, 'the check follows, renamed')
 
