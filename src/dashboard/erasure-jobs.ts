@@ -6,6 +6,7 @@
 // run: the job's hash keeps no id and no name of what it erases, and the lock goes before the job is marked done.
 // If the process dies mid-way the heartbeat stops, the page says the erasure was interrupted, and typing the name
 // again continues it (the erasure is resumable: src/erasure/erase.ts).
+import { type Actor, BY_CODE } from '../audit/record'
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/time'
 import { Eraser, type ErasureDeps, type Removed } from '../erasure/erase'
@@ -17,7 +18,7 @@ export type ErasureKind = 'app' | 'org'
 export interface ErasureJob {
   id: string
   kind: ErasureKind
-  /** The person who started it: only they see its page. */
+  /** The person who started it. */
   userId: string
   /** Where to go afterwards: the organisation's page for an app (the organisation stays), else the apps. */
   back: string
@@ -58,21 +59,21 @@ export class ErasureJobs {
    * Starts erasing the tenant, or finds the erasure of it already running (its job id is answered either way). The
    * caller has checked the person's right and the typed name.
    */
-  async start(kind: ErasureKind, tenantId: string, userId: string, back: string): Promise<string> {
+  async start(kind: ErasureKind, tenantId: string, userId: string, back: string, by: Actor = BY_CODE): Promise<string> {
     const id = randomBytes(16).toString('hex')
     const lock = this.keys.erasureLock(tenantId)
     const got = await this.redis.set(lock, id, 'PX', STALE_MS, 'NX')
     if (got === null) {
       const other = await this.redis.get(lock)
-      if (other && (await this.read(other))) return other
-      // The lock's job record is gone (expired): take the lock over.
+      if (other && (await this.read(other))?.state === 'andamento') return other
+      // The lock's job stopped beating (its process is gone) or its record expired: this one continues the erasure.
       await this.redis.set(lock, id, 'PX', STALE_MS)
     }
     const key = this.keys.erasureJob(id)
     const now = this.clock()
     await this.redis.hset(key, { kind, user: userId, back, state: 'andamento', progress: '', started: now, beat: now })
     await this.redis.expire(key, KEEP_S)
-    const run = this.#run(id, kind, tenantId, lock).finally(() => this.#running.delete(run))
+    const run = this.#run(id, kind, tenantId, lock, by).finally(() => this.#running.delete(run))
     this.#running.add(run)
     return id
   }
@@ -109,7 +110,7 @@ export class ErasureJobs {
     clearTimeout(timer)
   }
 
-  async #run(id: string, kind: ErasureKind, tenantId: string, lock: string): Promise<void> {
+  async #run(id: string, kind: ErasureKind, tenantId: string, lock: string, by: Actor): Promise<void> {
     const key = this.keys.erasureJob(id)
     let lastProgress = 0
     let pending: string | null = null
@@ -128,7 +129,7 @@ export class ErasureJobs {
     beat.unref()
     try {
       const eraser = new Eraser({ ...this.eraser, progress: write })
-      const removed = kind === 'app' ? await eraser.eraseApp(tenantId) : await eraser.eraseOrg(tenantId)
+      const removed = kind === 'app' ? await eraser.eraseApp(tenantId, by) : await eraser.eraseOrg(tenantId, by)
       clearInterval(beat)
       // The lock names the tenant: it goes before the job says it is done, so nothing of the tenant is left then.
       await this.redis.eval(RELEASE, 1, lock, id)

@@ -107,7 +107,7 @@ t.test(
     t.equal(go.status, 303, 'the right name (spaces around it aside) starts the erasure')
     const location = go.headers.get('location') as string
     t.match(location, /^\/exclusoes\/[0-9a-f]{32}$/, 'and answers with its status page')
-    t.equal((await ana.get(location)).status, 404, "another person cannot see the operator's erasure")
+    t.equal((await ana.get(location)).status, 404, "a person who is no operator cannot see the erasure's page")
     const done = await finished(ops, location)
     t.match(done.text, /Exclusão concluída em \d+ s/, done.text)
     t.match(done.text, /<caption>Removido<\/caption>/)
@@ -133,7 +133,10 @@ t.test(
     t.equal((await ops.get(`/apps/${app.id}`)).status, 404, 'its page is gone')
     const orgPage = await ops.get(`/organizacoes/${org}`)
     t.equal(orgPage.status, 200)
-    t.notMatch(orgPage.text, /Loja Azul Android/)
+    // Its apps section (the audit section below keeps the erased app's name in its app.excluido record, on purpose).
+    const appsSection = /<section aria-labelledby="sec-org-apps"[\s\S]*?<\/section>/.exec(orgPage.text)?.[0] ?? ''
+    t.match(appsSection, /Loja Azul iOS/)
+    t.notMatch(appsSection, /Loja Azul Android/, 'the erased app is no longer among its apps')
     t.match(orgPage.text, new RegExp(`<a href="/apps/${twin.id}">Loja Azul iOS</a>`), 'the organisation lists its other app')
   },
 )
@@ -154,7 +157,8 @@ t.test(
     await makePerson(s, 'caio@fica.example', SENHA, other)
     await makePerson(s, 'ops@pombo.example', SENHA, null)
     ids.push(bia, 'saidaqui.example')
-    const staysBefore = await rowsNaming(s, [other, ...stayIds])
+    // The audit log is left out of the comparison: the other organisation's person signs in below (sessao.entrou).
+    const staysBefore = await rowsNaming(s, [other, ...stayIds], KEPT_AFTER_ERASURE)
 
     const caio = await signedIn(s, 'caio@fica.example')
     t.equal((await caio.get(`/organizacoes/${org}`)).status, 404, "another organisation's page does not exist for a person")
@@ -207,7 +211,7 @@ t.test(
     )
     t.same(await rowsNaming(s, endUsers), {}, 'not even the audit log names their devices, sends or tokens')
     t.same(await keysNaming(s, ids), [])
-    t.same(await rowsNaming(s, [other, ...stayIds]), staysBefore, 'the other organisation is as it was')
+    t.same(await rowsNaming(s, [other, ...stayIds], KEPT_AFTER_ERASURE), staysBefore, 'the other organisation is as it was')
     t.equal(
       (await s.call('GET', `/api/v1/notifications?app_id=${stays.id}`, { headers: basic(stays.api_key) })).status,
       200,
@@ -229,13 +233,19 @@ t.test('a large app: the status page shows progress while it runs; a second subm
       [device, from],
     )
   await makePerson(s, 'ops@pombo.example', SENHA, null)
+  await makePerson(s, 'ops2@pombo.example', SENHA, null)
   const ops = await signedIn(s, 'ops@pombo.example')
   const p = await ops.get(`/apps/${app.id}`)
+  const ops2 = await signedIn(s, 'ops2@pombo.example')
+  const p2 = await ops2.get(`/apps/${app.id}`)
   const first = await ops.post(`/apps/${app.id}/excluir`, { _csrf: DashClient.token(p), nome_confirmacao: 'Grande' })
   t.equal(first.status, 303)
   const location = first.headers.get('location') as string
   const second = await ops.post(`/apps/${app.id}/excluir`, { _csrf: DashClient.token(p), nome_confirmacao: 'Grande' })
   t.equal(second.headers.get('location'), location, 'the second submission shows the running erasure')
+  const third = await ops2.post(`/apps/${app.id}/excluir`, { _csrf: DashClient.token(p2), nome_confirmacao: 'Grande' })
+  t.equal(third.headers.get('location'), location, "another operator's submission too")
+  t.equal((await ops2.get(location)).status, 200, 'and they see its page')
   let running: Page | null = null
   for (let i = 0; i < 200 && !running; i++) {
     const x = await ops.get(location)
@@ -248,4 +258,52 @@ t.test('a large app: the status page shows progress while it runs; a second subm
   const done = await finished(ops, location)
   t.match(done.text, /linhas de <code>devices<\/code><\/td><td>10\.001</, done.text)
   t.equal(await count(s, 'devices', 'app_id = $1', app.id), 0)
+})
+
+t.test('an erasure whose process stopped: its page says so, and typing the name again continues it', async (t) => {
+  const s = await startService(t, { roles: ['api', 'dashboard'] })
+  const org = await makeOrg(s, 'Parada')
+  const app = await makeApp(s, 'Parada', org)
+  for (let i = 0; i < 6; i++) {
+    const r = await s.call('POST', '/api/v1/players', { body: { app_id: app.id, device_type: 1, identifier: `tok-stop-${i}` } })
+    t.equal(r.status, 200)
+  }
+  const ops = await makePerson(s, 'ops@pombo.example', SENHA, null)
+  const c = await signedIn(s, 'ops@pombo.example')
+  // Where a dashboard process left the erasure when it stopped: the app paused, its keys revoked, half its devices
+  // gone; its job's last heartbeat a minute ago, and its lock not yet expired (as another instance's clock may see it).
+  await s.sql('UPDATE app_keys SET revoked_at = now() WHERE app_id = $1', [app.id])
+  await s.sql('UPDATE apps SET paused = true WHERE id = $1', [app.id])
+  await s.sql(`DELETE FROM devices WHERE app_id = $1 AND identifier IN ('tok-stop-0', 'tok-stop-1', 'tok-stop-2')`, [app.id])
+  const { redis, keys } = s.svc.deps
+  const dead = 'd'.repeat(32)
+  const minuteAgo = Date.now() - 60_000
+  await redis.hset(keys.erasureJob(dead), {
+    kind: 'app',
+    user: ops,
+    back: `/organizacoes/${org}`,
+    state: 'andamento',
+    progress: 'devices: 3 / 6',
+    started: minuteAgo - 1000,
+    beat: minuteAgo,
+  })
+  await redis.set(keys.erasureLock(app.id), dead, 'PX', 20_000)
+
+  const stopped = await c.get(`/exclusoes/${dead}`)
+  t.equal(stopped.status, 200)
+  t.match(stopped.text, /role="alert"[^>]*>A exclusão foi interrompida/, 'the page says the erasure stopped')
+  t.match(stopped.text, /digite o nome de novo/)
+  t.notMatch(stopped.text, /http-equiv="refresh"/, 'and no longer reloads')
+
+  const p = await c.get(`/apps/${app.id}`)
+  t.equal(p.status, 200, 'the half-erased app still has its page, with the form')
+  const again = await c.post(`/apps/${app.id}/excluir`, { _csrf: DashClient.token(p), nome_confirmacao: 'Parada' })
+  t.equal(again.status, 303)
+  const location = again.headers.get('location') as string
+  t.not(location, `/exclusoes/${dead}`, 'a new erasure takes over from the stopped one')
+  const done = await finished(c, location)
+  t.match(done.text, /Exclusão concluída/, done.text)
+  t.match(done.text, /linhas de <code>devices<\/code><\/td><td>3</, 'it removes what the first left')
+  t.same(await rowsNaming(s, [app.id, 'tok-stop-'], KEPT_AFTER_ERASURE), {}, 'and nothing of the app is left')
+  t.same(await keysNaming(s, [app.id]), [], 'the lock included')
 })

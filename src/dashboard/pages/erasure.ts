@@ -4,6 +4,8 @@
 // as only they change plans and manage people (organisations have no administrator of their own); anyone else sees
 // why and is refused (403). A wrong name is refused (400) and nothing is touched. The erasure itself is the one the
 // CLI runs (src/erasure/erase.ts), started in the background (src/dashboard/erasure-jobs.ts).
+import { orgAuditSection } from './audit'
+import { byPerson } from '../../audit/record'
 import type { AppRecord } from '../../apps/store'
 import { type Db, query } from '../../db/pool'
 import { isUuid, type Router } from '../../http/router'
@@ -155,6 +157,7 @@ export function erasureRoutes(r: Router, d: ErasurePageDeps): void {
     )
     const shown = apps.rows.slice(0, APPS_SHOWN)
     const flash = await d.sessions.takeFlash(v)
+    const audit = await orgAuditSection(d.db, org.id)
     const body = html`<h1>${org.nome}</h1>
 <p class="sub">Organização · ID <code>${org.id}</code> · plano ${org.plano}</p>
 <section aria-labelledby="sec-org-apps" id="apps">
@@ -169,6 +172,7 @@ ${
       )}</tbody></table>${apps.rows.length > APPS_SHOWN ? html`<p>E outros: veja <a href="/apps">Apps</a>.</p>` : ''}`
 }
 </section>
+${audit}
 ${dangerZone(v, { kind: 'org', name: org.nome, action: `/organizacoes/${org.id}/excluir` })}`
     return htmlReply(200, page({ title: org.nome, viewer: v, flash }, body))
   })
@@ -178,7 +182,7 @@ ${dangerZone(v, { kind: 'org', name: org.nome, action: `/organizacoes/${org.id}/
     operatorOnly(v)
     const t: Target = { kind: 'app', name: app.name, action: `/apps/${app.id}/excluir` }
     if (!sameName(form.text('nome_confirmacao'), app.name)) return wrongName(v, t, `/apps/${app.id}#excluir`)
-    const job = await d.jobs.start('app', app.id, v.userId, `/organizacoes/${app.orgId}`)
+    const job = await d.jobs.start('app', app.id, v.userId, `/organizacoes/${app.orgId}`, byPerson(v.email))
     return redirect(`/exclusoes/${job}`)
   })
 
@@ -189,13 +193,14 @@ ${dangerZone(v, { kind: 'org', name: org.nome, action: `/organizacoes/${org.id}/
     if (!sameName(form.text('nome_confirmacao'), org.nome)) return wrongName(v, t, `/organizacoes/${org.id}#excluir`)
     // The operator's own account is no organisation's; the organisation's people are signed out by the erasure (their
     // sessions go first), wherever they are signed in.
-    const job = await d.jobs.start('org', org.id, v.userId, '/apps')
+    const job = await d.jobs.start('org', org.id, v.userId, '/apps', byPerson(v.email))
     return redirect(`/exclusoes/${job}`)
   })
 
   viewerPage(d, get, '/exclusoes/:job', async (req, v) => {
     const job = await d.jobs.read(req.params[0] ?? '')
-    if (!job || job.userId !== v.userId) throw notFound()
+    // Any operator (a second one who submitted the same name lands here too); nobody else, as nobody else erases.
+    if (!job || !v.operator) throw notFound()
     return statusPage(v, job)
   })
 }
