@@ -1,5 +1,6 @@
 // The app page's "Dispositivos" section: search by player id or external user id, a keyset-paged list, a device's
 // details, deletion with its delivery history (after a confirmation), and the CSV export with its progress.
+import { byPerson } from '../../audit/record'
 import { createHash } from 'node:crypto'
 import { type Db, query } from '../../db/pool'
 import { deleteDevice } from '../../devices/delete'
@@ -110,7 +111,7 @@ ${button(v, `/apps/${app.id}/dispositivos/${row.id}/excluir`, 'Excluir', { confi
     if (!isUuid(pid)) throw notFound()
     // Without the confirmation (no script ran to ask), the question is a page of its own.
     if (form.text('confirmar') !== '1') return htmlReply(200, confirmPage(app.id, pid.toLowerCase(), v))
-    if (!(await deleteDevice(d.db, app.id, pid.toLowerCase())))
+    if (!(await deleteDevice(d.db, app.id, pid.toLowerCase(), byPerson(v.email))))
       throw new DashError(404, 'Dispositivo não encontrado (já excluído?).')
     return {
       flash: { kind: 'ok', text: `Dispositivo ${pid.toLowerCase()} excluído com o histórico de entregas.` },
@@ -121,7 +122,7 @@ ${button(v, `/apps/${app.id}/dispositivos/${row.id}/excluir`, 'Excluir', { confi
   appAction(d, r, '/apps/:id/exportar', async (app, _form, v) => {
     await d.devices.exporter.requireStorage()
     await d.devices.quotas.takeExport(app.id)
-    const out = await d.devices.exporter.start(app.id)
+    const out = await d.devices.exporter.start(app.id, byPerson(v.email))
     const token = /\/exports\/([0-9a-f]{64})\.csv\.gz$/.exec(out.csv_file_url)?.[1] ?? ''
     const body = html`<h1>Exportação de dispositivos</h1>
 <p>Pronta em cerca de ${out.pm_pronto_em_s_estimado} s; o arquivo vale ${out.pm_validade_h} horas.</p>
