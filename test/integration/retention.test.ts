@@ -86,7 +86,49 @@ t.test('each lifetime: older rows go, newer stay, the other app keeps its own', 
   for (const table of tables) t.equal(await count(s, table, a.id), 2, `${table}: app a has an old and a recent row`)
   t.equal(await count(s, 'devices', a.id), 4)
 
+  // Sessions go once expired; invitations PM_INVITES_RETENTION_DAYS (30) after they expired.
+  const people: Record<string, string> = {}
+  for (const app of [a, b]) {
+    const [org] = await s.sql<{ org_id: string }>('SELECT org_id FROM apps WHERE id = $1', [app.id])
+    const user = randomUUID()
+    people[app.id] = user
+    await s.sql(
+      `INSERT INTO dashboard_users (id, email, org_id, operator, password_hash, created_at)
+       VALUES ($1, $2, $3, false, 'scrypt$x', now())`,
+      [user, `p-${user}@example.com`, org?.org_id],
+    )
+    for (const [h, expiry] of [
+      ['old', ago(1)],
+      ['new', new Date(Date.now() + 3_600_000)],
+    ] as const) {
+      if (app === b && h === 'old') continue
+      await s.sql(
+        `INSERT INTO dashboard_sessions (id_hash, user_id, csrf, created_at, expires_at, last_seen_at)
+         VALUES (decode(md5($1), 'hex'), $2, 'c', now(), $3, now())`,
+        [`${h}-${user}`, user, expiry],
+      )
+    }
+    for (const expiry of app === a ? [ago(40), ago(5)] : [ago(5)]) {
+      await s.sql(
+        `INSERT INTO dashboard_invites (token_hash, email, org_id, created_at, expires_at)
+         VALUES (decode(md5($1), 'hex'), $2, $3, $4, $4)`,
+        [randomUUID(), `i-${randomUUID()}@example.com`, org?.org_id, expiry],
+      )
+    }
+  }
+  const countOf = async (sql: string, id: string) => (await s.sql<{ n: number }>(sql, [id]))[0]?.n ?? 0
+  const sessions = (app: { id: string }) =>
+    countOf('SELECT count(*)::int AS n FROM dashboard_sessions WHERE user_id = $1', people[app.id] as string)
+  const invites = (app: { id: string }) =>
+    countOf('SELECT count(*)::int AS n FROM dashboard_invites i JOIN apps x ON x.org_id = i.org_id WHERE x.id = $1', app.id)
+  t.equal(await sessions(a), 2)
+  t.equal(await invites(a), 2)
+
   const r = await retention.runOnce()
+  t.equal(await sessions(a), 1, 'the expired session went, the open one stayed')
+  t.equal(await sessions(b), 1, "the other organisation's session is untouched")
+  t.equal(await invites(a), 1, 'the invitation expired 40 days ago went, the one expired 5 days ago stayed')
+  t.equal(await invites(b), 1, "the other organisation's invitation is untouched")
   for (const table of tables) {
     t.equal(await count(s, table, a.id), 1, `${table}: the old row went, the recent one stayed`)
     t.equal(await count(s, table, b.id), 1, `${table}: the other app's recent row is untouched`)
