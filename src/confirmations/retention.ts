@@ -90,22 +90,27 @@ export async function expiringStreamConfirmations(
   nowMs: number,
 ): Promise<Expiring | null> {
   if (warnMs <= 0) return null
-  const r = await query<{ n: string; oldest: Date | null; seen: Date | null }>(
+  // The oldest unread one first (one index probe): most apps have none, or none going soon, and are not counted.
+  const first = await query<{ read: string | null; seen: Date | null; oldest: Date | null }>(
     db,
-    `WITH pos AS (SELECT max(last_seq) AS read, max(seen_at) AS seen FROM event_streams WHERE app_id = $1),
-     unread AS (
-       SELECT e.created_at FROM events e
-        WHERE e.app_id = $1 AND e.canal = 'grpc' AND e.seq > COALESCE((SELECT read FROM pos), 0)
-        ORDER BY e.seq LIMIT $2)
-     SELECT count(*) AS n, min(created_at) AS oldest, (SELECT seen FROM pos) AS seen FROM unread`,
-    [appId, EXPIRING_COUNT_MAX],
+    `WITH pos AS (SELECT max(last_seq) AS read, max(seen_at) AS seen FROM event_streams WHERE app_id = $1)
+     SELECT (SELECT read FROM pos)::text AS read, (SELECT seen FROM pos) AS seen,
+            (SELECT e.created_at FROM events e
+              WHERE e.app_id = $1 AND e.canal = 'grpc' AND e.seq > COALESCE((SELECT read FROM pos), 0)
+              ORDER BY e.seq LIMIT 1) AS oldest`,
+    [appId],
   )
-  const x = r.rows[0]
+  const x = first.rows[0]
   if (!x?.oldest) return null
-  const from = Math.max(x.oldest.getTime(), x.seen?.getTime() ?? 0)
-  const at = from + keepDays * DAY_MS
+  const at = Math.max(x.oldest.getTime(), x.seen?.getTime() ?? 0) + keepDays * DAY_MS
   if (at - nowMs > warnMs) return null
-  return { count: Number(x.n), at: new Date(at) }
+  const n = await query<{ n: number }>(
+    db,
+    `SELECT count(*)::int AS n FROM (
+       SELECT 1 FROM events WHERE app_id = $1 AND canal = 'grpc' AND seq > $2 ORDER BY seq LIMIT $3) u`,
+    [appId, x.read ?? '0', EXPIRING_COUNT_MAX],
+  )
+  return { count: n.rows[0]?.n ?? 0, at: new Date(at) }
 }
 
 /** The deployment's unread stream confirmations that go within `warnMs` (the gauge), app by app in `grpc` mode. */
