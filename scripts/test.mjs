@@ -6,7 +6,8 @@
 //                3-master Redis Cluster (scripts/redis-cluster.mjs), with DATABASE_URL, REDIS_URL and
 //                PM_TEST_REDIS_CLUSTER_NODES set; then the Redis-bound suites (CLUSTER_SUITES) a second time with
 //                every service on the cluster (PM_TEST_REDIS=cluster). Chromium, PgBouncer and Docker Compose are
-//                installed first when the files to run drive them (scripts/test-tools.mjs). `npm run test:integration`.
+//                installed first when the files to run drive them (scripts/test-tools.mjs). Tests that start `pombo`
+//                as a child start src/ compiled once for the run (scripts/test-dist.mjs). `npm run test:integration`.
 // Extra arguments go to tap:
 //   npm test -- test/unit/foo.test.ts                       (unit files only: run as the unit tier, no services)
 //   npm test -- test/integration/delivery.test.ts           (any other file: with the services)
@@ -23,6 +24,7 @@ import { checkCoverage, coverageArgs, coverageWanted, keepCoverage, resetCoverag
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
 import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
+import { buildTestDist } from './test-dist.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
 
 /** The suites a full run repeats against the Redis Cluster: delivery, sends, receipts and the shared pace. */
@@ -44,6 +46,8 @@ const log = (msg) => console.error(`[pombo test] ${msg}`)
 let tap = null
 let interrupted = null
 let cluster = null
+/** The sources compiled for this run's children; removed at the very end (the coverage report reads their maps). */
+let testDist = null
 
 const stopCluster = () => (cluster ? cluster.stop().catch(() => {}) : Promise.resolve())
 const exitCode = () => (interrupted === 'SIGINT' ? 130 : 143)
@@ -54,7 +58,10 @@ function forward(signal) {
     tap.kill(signal)
   } else if (!interrupted) {
     interrupted = signal
-    Promise.all([stopAllServices(), stopCluster()]).finally(() => process.exit(exitCode()))
+    Promise.all([stopAllServices(), stopCluster()]).finally(() => {
+      testDist?.remove()
+      process.exit(exitCode())
+    })
   }
 }
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, forward)
@@ -109,6 +116,12 @@ async function integrationTier(files, flags, { onCluster, full }) {
   if (interrupted) return 1
   log(`DATABASE_URL=${redactUrl(DATABASE_URL)} REDIS_URL=${redactUrl(REDIS_URL)}`)
   const env = { ...process.env, DATABASE_URL, REDIS_URL }
+  // Children that run `pombo` start the sources compiled once for this run (test/helpers/entry.ts); PM_TEST_DIST=0
+  // has them run src/ through tsx instead.
+  if (process.env.PM_TEST_DIST !== '0' && !env.PM_TEST_DIST_MAIN) {
+    testDist = await buildTestDist()
+    env.PM_TEST_DIST_MAIN = testDist.main
+  }
   // Started once for the run (about 2 s) when something will use it; files run alone start their own.
   if (!env.PM_TEST_REDIS_CLUSTER_NODES && (full || onCluster || files.some((f) => /cluster/.test(f)))) {
     cluster = await startRedisCluster({ log })
@@ -163,11 +176,13 @@ async function main() {
     codes.push(await integrationTier(otherFiles, tierFlags, { onCluster, full: files.length === 0 }))
   }
   if (coverage && !interrupted) codes.push(await checkCoverage(runTap))
+  testDist?.remove()
   process.exit(interrupted ? exitCode() : (codes.find((c) => c !== 0) ?? 0))
 }
 
 main().catch(async (err) => {
   log(err.message)
   await Promise.all([stopAllServices().catch(() => {}), stopCluster()])
+  testDist?.remove()
   process.exit(1)
 })

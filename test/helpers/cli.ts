@@ -1,10 +1,8 @@
 // Runs the real `pombo` entry point as a child process against a test service's namespace (schema + Redis prefix).
 import { execFile } from 'node:child_process'
-import { join } from 'node:path'
 import type { Test } from 'tap'
+import { pomboArgv } from './entry'
 import { DATABASE_URL, REDIS_URL, type TestService, VAULT_KEY } from './service'
-
-const MAIN = join(__dirname, '..', '..', 'src', 'main.ts')
 
 export interface Run {
   code: number
@@ -16,7 +14,7 @@ export function pombo(s: TestService, args: string[], env: Record<string, string
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', MAIN, ...args],
+      pomboArgv(args),
       {
         env: {
           ...process.env,

@@ -1,11 +1,13 @@
-// Runs the real `pombo serve` (sources, through tsx) as a child process in its own schema and Redis prefix, on free
-// ports, with its output captured: for what only a whole process shows (signals, shutdown, the process policy).
+// Runs the real `pombo serve` (the working tree's sources, started as test/helpers/entry.ts says) as a child process
+// in its own schema and Redis prefix, on free ports, with its output captured: for what only a whole process shows
+// (signals, shutdown, the process policy).
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import pg from 'pg'
 import type { Test } from 'tap'
+import { pomboArgv } from './entry'
 import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, VAULT_KEY } from './service'
 
 const ROOT = join(__dirname, '..', '..')
@@ -48,30 +50,26 @@ export async function serveChild(
   })
   const port = await freePort()
   const opsPort = await freePort()
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', ...(o.nodeArgs ?? []), join(ROOT, 'src', 'main.ts'), 'serve', '--roles', o.roles ?? 'api'],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        ...process.env,
-        DATABASE_URL,
-        REDIS_URL,
-        PORT: String(port),
-        PM_DASHBOARD_PORT: String(await freePort()),
-        PM_OPS_PORT: String(opsPort),
-        // Tests read /metrics right after what they measure: every scrape computes (a test of the cache sets it).
-        PM_OPS_METRICS_CACHE_MS: '0',
-        PM_GRPC_PORT: '0',
-        PM_DB_SCHEMA: schema,
-        PM_REDIS_PREFIX: `pmt_${schema}`,
-        PM_PLATFORM_KEY: PLATFORM_KEY,
-        PM_VAULT_KEY: VAULT_KEY,
-        ...o.env,
-      },
+  const child = spawn(process.execPath, pomboArgv(['serve', '--roles', o.roles ?? 'api'], o.nodeArgs), {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      DATABASE_URL,
+      REDIS_URL,
+      PORT: String(port),
+      PM_DASHBOARD_PORT: String(await freePort()),
+      PM_OPS_PORT: String(opsPort),
+      // Tests read /metrics right after what they measure: every scrape computes (a test of the cache sets it).
+      PM_OPS_METRICS_CACHE_MS: '0',
+      PM_GRPC_PORT: '0',
+      PM_DB_SCHEMA: schema,
+      PM_REDIS_PREFIX: `pmt_${schema}`,
+      PM_PLATFORM_KEY: PLATFORM_KEY,
+      PM_VAULT_KEY: VAULT_KEY,
+      ...o.env,
     },
-  )
+  })
   let out = ''
   child.stdout?.on('data', (c) => {
     out += c
