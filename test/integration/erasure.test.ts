@@ -13,6 +13,7 @@ import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { APP_TABLES, ORG_TABLES } from '../../src/erasure/tables'
 import { pombo } from '../helpers/cli'
+import { pomboArgv } from '../helpers/entry'
 import { type App, startDelivery } from '../helpers/delivery'
 import { KEPT_AFTER_ERASURE, keyCount, keysNaming, rowsNaming } from '../helpers/erasure'
 import { InappWorld, nowIso } from '../helpers/inapp'
@@ -228,18 +229,7 @@ function userCreate(s: TestService, email: string, org: string): Promise<number>
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      [
-        '--import',
-        'tsx',
-        join(__dirname, '..', '..', 'src', 'main.ts'),
-        'user',
-        'create',
-        '--email',
-        email,
-        '--org',
-        org,
-        '--senha-stdin',
-      ],
+      pomboArgv(['user', 'create', '--email', email, '--org', org, '--senha-stdin']),
       {
         env: cliEnv(s),
       },
@@ -299,13 +289,9 @@ t.test('crash mid-way: killed after its first batch, the app is already unusable
   const w = new InappWorld(s, app)
   for (let i = 0; i < 60; i++) await w.device({ identifier: `crash-${i}` })
   const batchEnv = { ...env, PM_ERASE_BATCH: '5' }
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'main.ts'), 'app', 'delete', app.id, '--yes'],
-    {
-      env: { ...cliEnv(s), ...batchEnv },
-    },
-  )
+  const child = spawn(process.execPath, pomboArgv(['app', 'delete', app.id, '--yes']), {
+    env: { ...cliEnv(s), ...batchEnv },
+  })
   let err = ''
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, sig) => resolve(sig)))
   child.stderr.on('data', (b: Buffer) => {

@@ -1,12 +1,10 @@
 // `pombo org create`, `pombo app create --org`, `pombo user create`, `pombo user invite` (docs/spec/contract.md), and the
 // free plan's allowance measured per organisation, shared by its apps.
 import { execFile } from 'node:child_process'
-import { join } from 'node:path'
 import t from 'tap'
 import { oneLineFailure, pombo, type Run } from '../helpers/cli'
+import { pomboArgv } from '../helpers/entry'
 import { DATABASE_URL, REDIS_URL, startService, type TestService, VAULT_KEY } from '../helpers/service'
-
-const MAIN = join(__dirname, '..', '..', 'src', 'main.ts')
 
 // About twenty CLI processes, each a few seconds on a busy machine.
 t.setTimeout(600_000)
@@ -16,7 +14,7 @@ function pomboStdin(s: TestService, args: string[], input: string, env: Record<s
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', MAIN, ...args],
+      pomboArgv(args),
       {
         env: {
           ...process.env,

@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { startFakeProviders } from '../fakes'
+import { pomboArgv } from '../helpers/entry'
 import { serveChild, type ServeChild } from '../helpers/serve-child'
 import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, VAULT_KEY } from '../helpers/service'
 import { until } from '../helpers/until'
 
-const MAIN = join(__dirname, '..', '..', 'src', 'main.ts')
 const ALL = 'api,worker,dashboard'
 
 function childrenOf(pid: number): number[] {
@@ -50,7 +50,7 @@ async function group(tt: Test, env: Record<string, string> = {}) {
   await new Promise<void>((resolve, reject) =>
     execFile(
       process.execPath,
-      ['--import', 'tsx', MAIN, 'credentials', 'fcm', app.id, sa],
+      pomboArgv(['credentials', 'fcm', app.id, sa]),
       {
         env: {
           ...process.env,
