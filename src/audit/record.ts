@@ -48,6 +48,10 @@ export const ACTIONS = [
   'sessao.entrou',
   'sessao.recusada',
   'exportacao.pedida',
+  // Beyond the list: the other changes a person or an operator makes.
+  'inapp.configurado',
+  'sessao.encerrada',
+  'convite.cancelado',
 ] as const
 
 export type Action = (typeof ACTIONS)[number]

@@ -91,7 +91,9 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
     const id = values.id === undefined ? undefined : inviteId(values.id)
     const org = values.org === undefined ? undefined : orgId(values.org)
     const email = values.email
-    const gone = await withOperatorTools(cfg, (t) => people(t).cancelInvites({ id, email, orgId: org }))
+    const gone = await withOperatorTools(cfg, (t) =>
+      people(t).cancelInvites({ id, email, orgId: org }, byOperator('pombo user invite cancel')),
+    )
     if (gone.length === 0) throw new PeopleError('no pending invitation matches (used, expired or never made)')
     console.log(JSON.stringify({ cancelados: gone.map((x) => ({ id: x.id, email: x.email })) }))
     return
@@ -158,7 +160,7 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
         const p = await people(t).byEmail(email)
         return sub === 'remove'
           ? people(t).remove(p.id, byOperator('pombo user remove'))
-          : { person: p, sessions: await people(t).endSessions(p.id) }
+          : { person: p, sessions: await people(t).endSessions(p.id, byOperator('pombo user signout')) }
       })
       console.log(JSON.stringify({ id: out.person.id, email: out.person.email, sessoes_encerradas: out.sessions }))
       return

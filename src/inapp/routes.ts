@@ -40,7 +40,8 @@ export function inappRoutes(r: Router, d: InappRouteDeps): void {
       if (!['app_id', 'inapp_ativo', 'inapp_cap_horas'].includes(k)) throw fieldError(k, 'não é um campo aceito aqui')
     const active = body.inapp_ativo
     if (active !== undefined && typeof active !== 'boolean') throw fieldError('inapp_ativo', 'deve ser booleano (true ou false)')
-    return ok(await d.campaigns.setConfig(app.id, active, parseCapHours(body.inapp_cap_horas, d.cfg.limits.inappCapHoursMax)))
+    const cap = parseCapHours(body.inapp_cap_horas, d.cfg.limits.inappCapHoursMax)
+    return ok(await d.campaigns.setConfig(app.id, active, cap, byKey(key.kid)))
   })
 
   r.post(BASE, { bodyLimit }, async (req) => {

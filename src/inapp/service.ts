@@ -100,8 +100,23 @@ export class CampaignService {
     appId: string,
     active: boolean | undefined,
     capHours: number | undefined,
+    by: Actor = BY_CODE,
   ): Promise<{ inapp_ativo: boolean; inapp_cap_horas: number }> {
-    const out = await updateConfig(this.db, appId, active, capHours)
+    const at = new Date(this.clock())
+    const out = await tx(this.db, async (c) => {
+      const out = await updateConfig(c, appId, active, capHours)
+      await record(
+        c,
+        {
+          by,
+          action: 'inapp.configurado',
+          appId,
+          details: { active: out.inapp_ativo, cap_hours: out.inapp_cap_horas },
+        },
+        at,
+      )
+      return out
+    })
     await this.onConfig(appId)
     return out
   }

@@ -165,7 +165,7 @@ export async function activeCampaigns(db: Db, appId: string): Promise<CampaignRo
 }
 
 export async function updateConfig(
-  db: Db,
+  db: Db | Tx,
   appId: string,
   active: boolean | undefined,
   cap: number | undefined,

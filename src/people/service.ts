@@ -204,9 +204,23 @@ export class PeopleService {
   }
 
   /** Ends every session of a person on every instance (sign out everywhere); the person stays. Answers how many. */
-  async endSessions(id: string): Promise<number> {
-    const r = await query(this.db, 'DELETE FROM dashboard_sessions WHERE user_id = $1', [id])
-    return r.rowCount ?? 0
+  async endSessions(id: string, by: Actor = BY_CODE): Promise<number> {
+    return tx(this.db, async (c) => {
+      const r = await query(c, 'DELETE FROM dashboard_sessions WHERE user_id = $1', [id])
+      const p = await query<{ email: string; org_id: string | null }>(
+        c,
+        'SELECT email, org_id FROM dashboard_users WHERE id = $1',
+        [id],
+      )
+      const person = p.rows[0]
+      if (person)
+        await this.#record(c, by, 'sessao.encerrada', person.org_id, {
+          person_id: id,
+          email: person.email,
+          sessions_ended: r.rowCount ?? 0,
+        })
+      return r.rowCount ?? 0
+    })
   }
 
   /** One page of people, by e-mail (keyset: as fast on the last page), with their open sessions. */
@@ -255,7 +269,10 @@ export class PeopleService {
    * Cancels invitations still usable: the one with `id`, or every one for `email` (in `orgId` when given). Their
    * links stop working at once. Answers the cancelled ones (none: nothing matched).
    */
-  async cancelInvites(o: { id?: string; email?: string; orgId?: string }): Promise<Array<{ id: string; email: string }>> {
+  async cancelInvites(
+    o: { id?: string; email?: string; orgId?: string },
+    by: Actor = BY_CODE,
+  ): Promise<Array<{ id: string; email: string }>> {
     const params: unknown[] = [new Date(this.clock())]
     const where = ['used_at IS NULL', 'expires_at > $1']
     if (o.id !== undefined) {
@@ -271,12 +288,15 @@ export class PeopleService {
       where.push(`org_id = $${params.length}`)
     }
     if (params.length === 1) throw new PeopleError('Diga qual convite cancelar.')
-    const r = await query<{ id: string; email: string }>(
-      this.db,
-      `DELETE FROM dashboard_invites WHERE ${where.join(' AND ')} RETURNING id, email`,
-      params,
-    )
-    return r.rows
+    return tx(this.db, async (c) => {
+      const r = await query<{ id: string; email: string; org_id: string }>(
+        c,
+        `DELETE FROM dashboard_invites WHERE ${where.join(' AND ')} RETURNING id, email, org_id`,
+        params,
+      )
+      for (const x of r.rows) await this.#record(c, by, 'convite.cancelado', x.org_id, { invite_id: x.id, email: x.email })
+      return r.rows.map((x) => ({ id: x.id, email: x.email }))
+    })
   }
 
   async find(id: string): Promise<Person | null> {

@@ -194,6 +194,7 @@ t.test('every action, through its real surface, is recorded with who, what and w
   await expect('evento.reenviado', { quem: ana, app_id: app.id, detalhes: { event_seq: '41', event: 'delivery.received' } })
 
   await act('inapp/config', { ativo: '1', cap_horas: '12' })
+  await expect('inapp.configurado', { quem: ana, app_id: app.id, detalhes: { active: true, cap_hours: 12 } })
   const camp = await s.call('POST', '/api/v1/in_app_messages', {
     body: { app_id: app.id, nome: 'Boas-vindas', conteudo: CARD },
     headers: basic(key),
@@ -290,6 +291,20 @@ t.test('every action, through its real surface, is recorded with who, what and w
   t.equal(form.status, 200)
   t.equal((await caio.post(`/convite/${token}`, { _csrf: DashClient.token(form), senha: SENHA, senha2: SENHA })).status, 303)
   await expect('pessoa.criada', { quem: 'pessoa:caio@example.com', org_id: org2, detalhes: { invited: true } })
+  const dora = ok(await pombo(s, ['user', 'invite', '--email', 'dora@example.com', '--org', org2]), 'invite').trim()
+  secrets.push(dora.split('/convite/')[1] as string)
+  ok(await pombo(s, ['user', 'invite', 'cancel', '--email', 'dora@example.com']), 'invite cancel')
+  await expect('convite.cancelado', {
+    quem: 'operador:pombo user invite cancel',
+    org_id: org2,
+    detalhes: { email: 'dora@example.com' },
+  })
+  ok(await pombo(s, ['user', 'signout', '--email', 'ana@example.com']), 'user signout')
+  await expect('sessao.encerrada', {
+    quem: 'operador:pombo user signout',
+    org_id: orgId,
+    detalhes: { email: 'ana@example.com', sessions_ended: 1 },
+  })
   ok(await pombo(s, ['user', 'remove', '--email', 'caio@example.com']), 'user remove')
   await expect('pessoa.removida', { quem: 'operador:pombo user remove', org_id: org2, detalhes: { email: 'caio@example.com' } })
 

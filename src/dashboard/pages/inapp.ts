@@ -58,10 +58,10 @@ ${list.proximo ? html`<p><a href="${base}?inapp_apos=${list.proximo}#inapp">Pró
 }
 
 export function inappRoutes(r: Router, d: AppPageDeps): void {
-  appAction(d, r, '/apps/:id/inapp/config', async (app, form) => {
+  appAction(d, r, '/apps/:id/inapp/config', async (app, form, v) => {
     const raw = form.text('cap_horas').trim()
     const cap = parseCapHours(/^\d{1,4}$/.test(raw) ? Number(raw) : raw === '' ? undefined : raw, d.cfg.limits.inappCapHoursMax)
-    const out = await d.campaigns.setConfig(app.id, form.text('ativo') === '1', cap)
+    const out = await d.campaigns.setConfig(app.id, form.text('ativo') === '1', cap, byPerson(v.email))
     return {
       flash: { kind: 'ok', text: `In-app ${out.inapp_ativo ? 'ativo' : 'desligado'}, inapp_cap_horas ${out.inapp_cap_horas}.` },
       anchor: 'inapp',

@@ -63,7 +63,7 @@ ${rows.length > PAGE && last ? html`<p><a href="/pessoas?apos=${encodeURICompone
     const id = pathId(req.params[0])
     const person = await d.people.find(id)
     if (!person) throw notFound()
-    const n = await d.people.endSessions(id)
+    const n = await d.people.endSessions(id, byPerson(v.email))
     if (id === v.userId) return signedOut(d)
     await d.sessions.setFlash(v, { kind: 'ok', text: `Sessões de ${person.email} encerradas: ${n}.` })
     return redirect('/pessoas')
@@ -119,7 +119,7 @@ ${rows.length > PAGE && last ? html`<p><a href="${next}">Próxima página</a></p
 
   viewerAction(d, post, '/convites/:id/cancelar', async (req, v) => {
     operatorOnly(v)
-    const gone = await d.people.cancelInvites({ id: pathId(req.params[0]) })
+    const gone = await d.people.cancelInvites({ id: pathId(req.params[0]) }, byPerson(v.email))
     if (gone.length === 0) throw new DashError(404, 'Convite não encontrado: já usado, vencido ou cancelado.')
     await d.sessions.setFlash(v, { kind: 'ok', text: `Convite de ${gone[0]?.email} cancelado.` })
     return redirect('/convites')
@@ -137,7 +137,7 @@ ${button(v, '/conta/sair-de-todos', 'Sair de todos os dispositivos', { confirm: 
   })
 
   viewerAction(d, post, '/conta/sair-de-todos', async (_req, v) => {
-    await d.people.endSessions(v.userId)
+    await d.people.endSessions(v.userId, byPerson(v.email))
     return signedOut(d)
   })
 }
