@@ -14,11 +14,11 @@ import { pruneAudit } from '../../src/audit/retention'
 import { DAY_MS } from '../../src/core/time'
 import { oneLineFailure, pombo, type Run } from '../helpers/cli'
 import { DashClient, makeOrg, makePerson } from '../helpers/dashboard'
+import { pomboArgv } from '../helpers/entry'
 import { startDelivery } from '../helpers/delivery'
 import { CARD } from '../helpers/inapp'
 import { basic, DATABASE_URL, PLATFORM_KEY, REDIS_URL, startService, type TestService, VAULT_KEY } from '../helpers/service'
 
-const MAIN = join(__dirname, '..', '..', 'src', 'main.ts')
 const SENHA = 'uma-senha-bem-longa'
 const SENHA_OP = 'operadora-senha-longa'
 
@@ -39,7 +39,7 @@ function pomboStdin(s: TestService, args: string[], input: string): Promise<Run>
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
-      ['--import', 'tsx', MAIN, ...args],
+      pomboArgv(args),
       {
         env: {
           ...process.env,
