@@ -10,27 +10,30 @@ export interface Run {
   stderr: string
 }
 
-export function pombo(s: TestService, args: string[], env: Record<string, string> = {}): Promise<Run> {
+/** The environment a `pombo` child gets: the service's schema, prefix and Redis (cluster or not), its vault key, no
+ *  platform key; `env` on top. */
+export function cliEnv(s: TestService, env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    DATABASE_URL,
+    REDIS_URL,
+    // The CLI talks to the Redis the service uses: the cluster's seeds when it is on one, none otherwise.
+    REDIS_CLUSTER_NODES: s.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
+    PM_DB_SCHEMA: s.cfg.dbSchema,
+    PM_REDIS_PREFIX: s.cfg.redisPrefix,
+    PM_VAULT_KEY: VAULT_KEY,
+    PM_PLATFORM_KEY: '',
+    ...env,
+  }
+}
+
+/** `pombo <args>` against the service's namespace; `input` is written to its standard input (then closed). */
+export function pombo(s: TestService, args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      pomboArgv(args),
-      {
-        env: {
-          ...process.env,
-          DATABASE_URL,
-          REDIS_URL,
-          // The CLI talks to the Redis the service uses: the cluster's seeds when it is on one, none otherwise.
-          REDIS_CLUSTER_NODES: s.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
-          PM_DB_SCHEMA: s.cfg.dbSchema,
-          PM_REDIS_PREFIX: s.cfg.redisPrefix,
-          PM_VAULT_KEY: VAULT_KEY,
-          PM_PLATFORM_KEY: '',
-          ...env,
-        },
-      },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    const child = execFile(process.execPath, pomboArgv(args), { env: cliEnv(s, env) }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )
+    if (input !== undefined) child.stdin?.end(input)
   })
 }
 

@@ -1,10 +1,3 @@
-// The audit log (issue 32, point 3): every action named by the issue performed through its real surface (the
-// operator routes with the platform key, server routes with an app's key, the dashboard as a person and as an
-// operator, the `pombo` commands, the erasure) and its record read back: who (`quem`), what (`acao`), which
-// organisation and app, the details; no secret used anywhere in the run appears in any record. Then `pombo audit`
-// (format, order, filters, paging, refusals), the dashboard's `Auditoria` (sections, pages, access), retention, and
-// append-only (the table's trigger; no statement in src/ but the retention job's writes anything but INSERT).
-import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,10 +7,9 @@ import { pruneAudit } from '../../src/audit/retention'
 import { DAY_MS } from '../../src/core/time'
 import { oneLineFailure, pombo, type Run } from '../helpers/cli'
 import { DashClient, makeOrg, makePerson } from '../helpers/dashboard'
-import { pomboArgv } from '../helpers/entry'
 import { startDelivery } from '../helpers/delivery'
 import { CARD } from '../helpers/inapp'
-import { basic, DATABASE_URL, PLATFORM_KEY, REDIS_URL, startService, type TestService, VAULT_KEY } from '../helpers/service'
+import { basic, PLATFORM_KEY, startService, type TestService, VAULT_KEY } from '../helpers/service'
 
 const SENHA = 'uma-senha-bem-longa'
 const SENHA_OP = 'operadora-senha-longa'
@@ -33,28 +25,6 @@ interface Rec {
 
 async function records(s: TestService): Promise<Rec[]> {
   return s.sql<Rec>('SELECT em, quem, acao, org_id::text, app_id::text, detalhes FROM audit_log ORDER BY em, id')
-}
-
-function pomboStdin(s: TestService, args: string[], input: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      pomboArgv(args),
-      {
-        env: {
-          ...process.env,
-          DATABASE_URL,
-          REDIS_URL,
-          REDIS_CLUSTER_NODES: s.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
-          PM_DB_SCHEMA: s.cfg.dbSchema,
-          PM_REDIS_PREFIX: s.cfg.redisPrefix,
-          PM_VAULT_KEY: VAULT_KEY,
-        },
-      },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    )
-    child.stdin?.end(input)
-  })
 }
 
 /** The base64 body of a PEM (what would betray a key), without its armour lines. */
@@ -218,7 +188,7 @@ t.test('every action, through its real surface, is recorded with who, what and w
   await expect('app.criado', { quem: ana, org_id: orgId, detalhes: { name: 'Loja 2' } })
 
   // The operator: created by the command, signs in, changes the plan, removes a person.
-  ok(await pomboStdin(s, ['user', 'create', '--email', 'op@example.com', '--operador', '--senha-stdin'], SENHA_OP), 'user create')
+  ok(await pombo(s, ['user', 'create', '--email', 'op@example.com', '--operador', '--senha-stdin'], {}, SENHA_OP), 'user create')
   await expect('pessoa.criada', {
     quem: 'operador:pombo user create',
     org_id: PLATFORM_ORG,

@@ -5,19 +5,19 @@
 // second is untouched and still delivers (a send after the erasure reaches its devices through the fake provider),
 // and a second instance of the service that had the erased app's key cached refuses it at once. Then an organisation
 // with its apps and people; then a run killed mid-way and run again.
-import { execFile, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { testCa } from '../fakes/tls'
 import { WebhookReceiver } from '../fakes/webhook-receiver'
 import { APP_TABLES, ORG_TABLES } from '../../src/erasure/tables'
-import { pombo } from '../helpers/cli'
+import { cliEnv, pombo } from '../helpers/cli'
 import { pomboArgv } from '../helpers/entry'
 import { type App, startDelivery } from '../helpers/delivery'
 import { KEPT_AFTER_ERASURE, keyCount, keysNaming, rowsNaming } from '../helpers/erasure'
 import { InappWorld, nowIso } from '../helpers/inapp'
-import { basic, DATABASE_URL, REDIS_URL, startService, type TestService, VAULT_KEY } from '../helpers/service'
+import { basic, startService, type TestService } from '../helpers/service'
 import { until } from '../helpers/until'
 
 type Delivery = Awaited<ReturnType<typeof startDelivery>>
@@ -211,34 +211,6 @@ t.test('app delete: nothing of the app is left anywhere; the twin app is untouch
   t.match(bad.stderr, /APP_ID: expected one UUID/)
 })
 
-/** The environment test/helpers/cli.ts gives the command (the service's schema, prefix and Redis, cluster or not). */
-function cliEnv(s: TestService): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    DATABASE_URL,
-    REDIS_URL,
-    REDIS_CLUSTER_NODES: s.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? '',
-    PM_DB_SCHEMA: s.cfg.dbSchema,
-    PM_REDIS_PREFIX: s.cfg.redisPrefix,
-    PM_VAULT_KEY: VAULT_KEY,
-    PM_PLATFORM_KEY: '',
-  }
-}
-
-function userCreate(s: TestService, email: string, org: string): Promise<number> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      pomboArgv(['user', 'create', '--email', email, '--org', org, '--senha-stdin']),
-      {
-        env: cliEnv(s),
-      },
-      (err) => resolve(err ? 1 : 0),
-    )
-    child.stdin?.end('uma senha bem longa 123\n')
-  })
-}
-
 t.test('org delete: its apps, people, invitations and usage go; another organisation stays', async (t) => {
   const { d } = await startWorld(t)
   const { s } = d
@@ -256,7 +228,13 @@ t.test('org delete: its apps, people, invitations and usage go; another organisa
   }
   const sendId = await d.send(apps[0] as App, { include_player_ids: [devices[0]] })
   await d.closed(sendId)
-  t.equal(await userCreate(s, 'pessoa@sai.example', org), 0, 'a person of the organisation')
+  const person = await pombo(
+    s,
+    ['user', 'create', '--email', 'pessoa@sai.example', '--org', org, '--senha-stdin'],
+    {},
+    'uma senha bem longa 123\n',
+  )
+  t.equal(person.code, 0, 'a person of the organisation')
   t.equal((await pombo(s, ['user', 'invite', '--email', 'convidada@sai.example', '--org', org])).code, 0)
   const people = await s.sql<{ id: string }>('SELECT id::text FROM dashboard_users WHERE org_id = $1', [org])
   t.equal(people.length, 1)
@@ -290,7 +268,7 @@ t.test('crash mid-way: killed after its first batch, the app is already unusable
   for (let i = 0; i < 60; i++) await w.device({ identifier: `crash-${i}` })
   const batchEnv = { ...env, PM_ERASE_BATCH: '5' }
   const child = spawn(process.execPath, pomboArgv(['app', 'delete', app.id, '--yes']), {
-    env: { ...cliEnv(s), ...batchEnv },
+    env: cliEnv(s, batchEnv),
   })
   let err = ''
   const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, sig) => resolve(sig)))

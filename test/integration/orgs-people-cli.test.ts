@@ -1,36 +1,12 @@
-// `pombo org create`, `pombo app create --org`, `pombo user create`, `pombo user invite` (docs/spec/contract.md), and the
-// free plan's allowance measured per organisation, shared by its apps.
-import { execFile } from 'node:child_process'
 import t from 'tap'
 import { oneLineFailure, pombo, type Run } from '../helpers/cli'
-import { pomboArgv } from '../helpers/entry'
-import { DATABASE_URL, REDIS_URL, startService, type TestService, VAULT_KEY } from '../helpers/service'
+import { startService, type TestService } from '../helpers/service'
 
 // About twenty CLI processes, each a few seconds on a busy machine.
 t.setTimeout(600_000)
 
 /** pombo with `input` on standard input. */
-function pomboStdin(s: TestService, args: string[], input: string, env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      process.execPath,
-      pomboArgv(args),
-      {
-        env: {
-          ...process.env,
-          DATABASE_URL,
-          REDIS_URL,
-          PM_DB_SCHEMA: s.cfg.dbSchema,
-          PM_REDIS_PREFIX: s.cfg.redisPrefix,
-          PM_VAULT_KEY: VAULT_KEY,
-          ...env,
-        },
-      },
-      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    )
-    child.stdin?.end(input)
-  })
-}
+const pomboStdin = (s: TestService, args: string[], input: string): Promise<Run> => pombo(s, args, {}, input)
 
 t.test('org create, app create --org: apps of one organisation share its plan', async (t) => {
   const s = await startService(t)
