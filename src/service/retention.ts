@@ -126,59 +126,8 @@ export class Retention {
     partitions.inapp_events = (await dropRangePartitionsBefore(db, INAPP_EVENTS_TABLE, eventsCut, log)).length
     rows.inapp_events_default = await deleteBatched(db, 'inapp_events_default', 'em < $1', 'em', [new Date(eventsCut)], batch)
 
-    const before = (days: number): Date => new Date(now - days * DAY_MS)
-    rows.inapp_served = await deleteBatched(
-      db,
-      'inapp_served',
-      'served_at < $1',
-      'served_at',
-      [before(j.inappServedRetentionDays)],
-      batch,
-    )
-    rows.inapp_reactivations = await deleteBatched(
-      db,
-      'inapp_reactivations',
-      'reactivated_at < $1',
-      'reactivated_at',
-      [before(j.inappReactivationsRetentionDays)],
-      batch,
-    )
-    rows.webhook_abandoned = await deleteBatched(
-      db,
-      'webhook_abandoned',
-      'abandoned_at < $1',
-      'abandoned_at',
-      [before(j.webhookAbandonedRetentionDays)],
-      batch,
-    )
-    // Idempotency keys: the spec's 30 days (PM_IDEMPOTENCY_TTL_DAYS), stamped on each record as expires_at.
-    rows.idempotency = await deleteBatched(db, 'idempotency', 'expires_at <= $1', 'expires_at', [new Date(now)], batch)
-    rows.dashboard_invites = await deleteBatched(
-      db,
-      'dashboard_invites',
-      'expires_at < $1',
-      'expires_at',
-      [before(j.invitesRetentionDays)],
-      batch,
-    )
-    rows.dashboard_sessions = await deleteBatched(
-      db,
-      'dashboard_sessions',
-      'expires_at < $1',
-      'expires_at',
-      [new Date(now)],
-      batch,
-    )
-    // A dead device changes no more (a registration with its token revives it, clearing invalid_identifier).
-    rows.devices = await deleteBatched(
-      db,
-      'devices',
-      'invalid_identifier AND updated_at < $1',
-      'updated_at',
-      [before(j.deadDevicesRetentionDays)],
-      batch,
-    )
-    const sends = await this.#pruneSends(before(j.sendsRetentionDays), batch)
+    for (const d of this.#rowLifetimes(now)) rows[d.table] = await deleteBatched(db, d.table, d.where, d.order, [d.cut], batch)
+    const sends = await this.#pruneSends(new Date(now - j.sendsRetentionDays * DAY_MS), batch)
     rows.sends = sends.sends
     rows.deliveries = sends.deliveries
 
@@ -187,6 +136,38 @@ export class Retention {
     if (removed > 0) log.info(report, 'retention: old rows and partitions removed')
     this.d.onPass?.(report)
     return report
+  }
+
+  /** The tables whose rows go one batch at a time: each row past `cut` by `where` ($1), found by an index on `order`. */
+  #rowLifetimes(now: number): Array<{ table: string; where: string; order: string; cut: Date }> {
+    const j = this.d.cfg.jobs
+    const before = (days: number): Date => new Date(now - days * DAY_MS)
+    return [
+      { table: 'inapp_served', where: 'served_at < $1', order: 'served_at', cut: before(j.inappServedRetentionDays) },
+      {
+        table: 'inapp_reactivations',
+        where: 'reactivated_at < $1',
+        order: 'reactivated_at',
+        cut: before(j.inappReactivationsRetentionDays),
+      },
+      {
+        table: 'webhook_abandoned',
+        where: 'abandoned_at < $1',
+        order: 'abandoned_at',
+        cut: before(j.webhookAbandonedRetentionDays),
+      },
+      // Idempotency keys: the spec's 30 days (PM_IDEMPOTENCY_TTL_DAYS), stamped on each record as expires_at.
+      { table: 'idempotency', where: 'expires_at <= $1', order: 'expires_at', cut: new Date(now) },
+      { table: 'dashboard_invites', where: 'expires_at < $1', order: 'expires_at', cut: before(j.invitesRetentionDays) },
+      { table: 'dashboard_sessions', where: 'expires_at < $1', order: 'expires_at', cut: new Date(now) },
+      // A dead device changes no more (a registration with its token revives it, clearing invalid_identifier).
+      {
+        table: 'devices',
+        where: 'invalid_identifier AND updated_at < $1',
+        order: 'updated_at',
+        cut: before(j.deadDevicesRetentionDays),
+      },
+    ]
   }
 
   /** Completed sends (message, audience, counters) and what is left of their delivery rows (usually nothing: the
