@@ -314,6 +314,9 @@ export interface Jobs {
   readonly streamWarnH: number
   /** Rows per DELETE of the retention job (PM_RETENTION_BATCH). */
   readonly retentionBatch: number
+  /** After each full batch the retention job waits this many times the batch's own time (PM_RETENTION_PAUSE), so a
+   *  long pass takes a bounded share of Postgres and the API's latency stays flat beside it. */
+  readonly retentionPause: number
   /** Audit records older than this many days are deleted (PM_AUDIT_RETENTION_DAYS; 0: kept forever). */
   readonly auditRetentionDays: number
   /** Approximate cap of each work stream; the sweeper re-derives anything trimmed. */
@@ -575,7 +578,8 @@ export const DEFAULT_JOBS: Jobs = Object.freeze({
   deadDevicesRetentionDays: 30,
   streamKeepDays: 7,
   streamWarnH: 24,
-  retentionBatch: 10_000,
+  retentionBatch: 2_000,
+  retentionPause: 1,
   auditRetentionDays: 365,
   streamMaxLen: 1_000_000,
 })
@@ -972,6 +976,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       streamKeepDays: int(env, 'PM_STREAM_KEEP_DAYS', DEFAULT_JOBS.streamKeepDays, 1),
       streamWarnH: int(env, 'PM_STREAM_WARN_H', DEFAULT_JOBS.streamWarnH, 0),
       retentionBatch: int(env, 'PM_RETENTION_BATCH', DEFAULT_JOBS.retentionBatch, 1),
+      retentionPause: int(env, 'PM_RETENTION_PAUSE', DEFAULT_JOBS.retentionPause, 0),
       auditRetentionDays: int(env, 'PM_AUDIT_RETENTION_DAYS', DEFAULT_JOBS.auditRetentionDays, 0),
       sweepEveryMs: int(env, 'PM_SWEEP_EVERY_MS', DEFAULT_JOBS.sweepEveryMs, 1),
       receiptArchiveEveryMs: int(env, 'PM_RECEIPT_ARCHIVE_EVERY_MS', DEFAULT_JOBS.receiptArchiveEveryMs, 1),

@@ -3,6 +3,7 @@
 import { findApp, type AppRecord } from '../apps/store'
 import { type Db, query } from '../db/pool'
 import { isUuid } from '../http/router'
+import { findOrg, type OrgRecord } from '../orgs/store'
 import type { Viewer } from './session'
 import { notFound } from './web'
 
@@ -11,6 +12,16 @@ export async function appFor(db: Db, v: Viewer, id: string | undefined): Promise
   const app = await findApp(db, id.toLowerCase())
   if (!app || (!v.operator && app.orgId !== v.orgId)) throw notFound()
   return app
+}
+
+/** The organisation a viewer may look at: an operator any, a person their own; anything else answers 404. */
+export async function orgFor(db: Db, v: Viewer, raw: string | undefined): Promise<OrgRecord> {
+  if (!isUuid(raw)) throw notFound()
+  const id = raw.toLowerCase()
+  if (!v.operator && v.orgId !== id) throw notFound()
+  const org = await findOrg(db, id)
+  if (!org) throw notFound()
+  return org
 }
 
 export interface AppListRow {

@@ -4,13 +4,15 @@
 //   week past PM_INAPP_EVENTS_RETENTION_DAYS): no row-by-row DELETE, no dead tuples, no vacuum (src/db/partitions.ts).
 //   A default partition's stray rows (a range whose partition could not be created) are deleted in bounded batches.
 // - Everything else: a bounded batch per statement (PM_RETENTION_BATCH), each its own short transaction, found by an
-//   index on the row's time (migration 0030), oldest first.
+//   index on the row's time (migration 0030), oldest first, with a pause after each full batch (PM_RETENTION_PAUSE
+//   times the batch's own time): a pass over millions of rows then leaves the API's latency where it was.
 // Runs on worker processes every PM_RETENTION_EVERY_MS; safe on many processes at once (deleting twice deletes
 // nothing; dropping a partition another process dropped is IF EXISTS).
 // Lives in the composition layer because it reaches across features' tables; each feature keeps the rules that
 // need its own logic (deliveries: src/delivery/retention.ts; webhook attempts, events and stream confirmations:
 // src/confirmations/retention.ts; receipt archival: src/receipts/archive.ts; exports: src/devices/export.ts; audit:
 // src/audit/retention.ts).
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import type { Config } from '../core/config'
 import { DAY_MS } from '../core/time'
@@ -42,22 +44,33 @@ export interface RetentionDeps {
   log: Logger
   /** Told after every pass (metrics). */
   onPass?: (r: RetentionReport) => void
+  /** The pause between batches (a test records it instead). */
+  sleep?: (ms: number) => Promise<unknown>
 }
 
 const startOfDay = (ms: number): number => Math.floor(ms / DAY_MS) * DAY_MS
 
-/** Deletes by ctid, `batch` rows a statement, the rows `where` picks through its index, oldest `order` first. */
+/** Rows per statement, and the pause after a full one as a multiple of its time. */
+interface Batching {
+  size: number
+  pause: number
+  sleep: (ms: number) => Promise<unknown>
+}
+
+/** Deletes by ctid, `b.size` rows a statement, the rows `where` picks through its index, oldest `order` first. */
 async function deleteBatched(
   db: Db,
   table: string,
   where: string,
   order: string,
   params: unknown[],
-  batch: number,
+  b: Batching,
 ): Promise<number> {
   let total = 0
   const n = params.length
+  const batch = b.size
   for (;;) {
+    const t0 = performance.now()
     // ctid = ANY(ARRAY(...)): a TID scan of exactly the rows the index found (an IN (subquery) may hash-join the
     // whole table instead). The condition is checked again: a row changed since it was picked is left alone.
     const r = await query(
@@ -69,6 +82,7 @@ async function deleteBatched(
     const k = r.rowCount ?? 0
     total += k
     if (k < batch) return total
+    if (b.pause > 0) await b.sleep((performance.now() - t0) * b.pause)
   }
 }
 
@@ -106,7 +120,7 @@ export class Retention {
     const t0 = performance.now()
     const { db, log } = this.d
     const j = this.d.cfg.jobs
-    const batch = j.retentionBatch
+    const batch: Batching = { size: j.retentionBatch, pause: j.retentionPause, sleep: this.d.sleep ?? sleep }
     const now = this.d.clock()
     const rows: Record<string, number> = {}
     const partitions: Record<string, number> = {}
@@ -173,9 +187,9 @@ export class Retention {
   /** Completed sends (message, audience, counters) and what is left of their delivery rows (usually nothing: the
    *  deliveries job removed them after PM_DELIVERIES_RETENTION_DAYS); slices go by cascade. Up to 1,000 sends a
    *  round: their delivery rows in batches, then the sends in one statement. */
-  async #pruneSends(before: Date, batch: number): Promise<{ sends: number; deliveries: number }> {
+  async #pruneSends(before: Date, batch: Batching): Promise<{ sends: number; deliveries: number }> {
     const out = { sends: 0, deliveries: 0 }
-    const round = Math.min(batch, 1_000)
+    const round = Math.min(batch.size, 1_000)
     for (;;) {
       const due = await query<{ app_id: string; id: string }>(
         this.d.db,
@@ -192,6 +206,7 @@ export class Retention {
         keys,
         batch,
       )
+      const t0 = performance.now()
       const r = await query(
         this.d.db,
         'DELETE FROM sends WHERE (app_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[])) AND completed_at < $3',
@@ -199,6 +214,7 @@ export class Retention {
       )
       out.sends += r.rowCount ?? 0
       if (due.rows.length < round) return out
+      if (batch.pause > 0) await batch.sleep((performance.now() - t0) * batch.pause)
     }
   }
 }

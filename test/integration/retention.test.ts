@@ -7,7 +7,7 @@ import { gunzipSync } from 'node:zlib'
 import t from 'tap'
 import { ensureRangePartitions, rangePartitions } from '../../src/db/partitions'
 import { ARCHIVE_TABLE, RECEIPTS_TABLE } from '../../src/receipts/archive'
-import { INAPP_EVENTS_TABLE } from '../../src/service/retention'
+import { INAPP_EVENTS_TABLE, Retention } from '../../src/service/retention'
 import { sample } from '../helpers/metrics'
 import { basic, startService, type TestService } from '../helpers/service'
 import { until } from '../helpers/until'
@@ -177,6 +177,42 @@ t.test('settings move the lifetimes', async (t) => {
     ['d4'],
     'dead devices: 5 days',
   )
+})
+
+t.test('PM_RETENTION_PAUSE: after each full batch the job waits that many times the batch, and not at all at 0', async (t) => {
+  const s = await startService(t)
+  const a = await s.createApp()
+  const fill = (): Promise<unknown> =>
+    s.sql(
+      `INSERT INTO inapp_served (app_id, campanha_id, device_id, served_at)
+       SELECT $1, gen_random_uuid(), gen_random_uuid(), now() - interval '200 days' FROM generate_series(1, 5)`,
+      [a.id],
+    )
+  const pass = async (pause: number): Promise<{ deleted: number | undefined; slept: number[] }> => {
+    const slept: number[] = []
+    const jobs = { ...s.cfg.jobs, retentionBatch: 2, retentionPause: pause }
+    const job = new Retention({
+      db: s.svc.deps.db,
+      cfg: { ...s.cfg, jobs },
+      clock: Date.now,
+      log: s.svc.deps.log,
+      sleep: async (ms) => slept.push(ms),
+    })
+    const r = await job.runOnce()
+    return { deleted: r.rows.inapp_served, slept }
+  }
+  await fill()
+  const paced = await pass(3)
+  t.equal(paced.deleted, 5, 'five old rows, in batches of 2, 2 and 1')
+  t.equal(paced.slept.length, 2, 'a pause after each of the two full batches, none after the last')
+  t.ok(
+    paced.slept.every((ms) => ms > 0),
+    `each pause is 3 times its batch's time (${paced.slept.map((ms) => ms.toFixed(2)).join(', ')} ms)`,
+  )
+  await fill()
+  const unpaced = await pass(0)
+  t.equal(unpaced.deleted, 5)
+  t.same(unpaced.slept, [], 'no pause at 0')
 })
 
 t.test('receipts, the archive and in-app events lose whole partitions past their lifetime', async (t) => {

@@ -5,13 +5,10 @@
 import { type AuditRow, decodeAuditCursor, encodeAuditCursor, listAudit } from '../../audit/list'
 import type { Db } from '../../db/pool'
 import type { Router } from '../../http/router'
-import { isUuid } from '../../http/router'
-import { findOrg, type OrgRecord } from '../../orgs/store'
-import { appFor } from '../access'
+import { appFor, orgFor } from '../access'
 import { html, type Html, when } from '../html'
 import { page } from '../layout'
-import type { Viewer } from '../session'
-import { htmlReply, notFound, viewerPage, type Web } from '../web'
+import { htmlReply, viewerPage, type Web } from '../web'
 
 /** Records per page of the whole log. */
 export const AUDIT_PAGE = 50
@@ -20,15 +17,6 @@ const SECTION_ROWS = 10
 
 export interface AuditPageDeps extends Web {
   db: Db
-}
-
-async function orgFor(db: Db, v: Viewer, raw: string | undefined): Promise<OrgRecord> {
-  if (!isUuid(raw)) throw notFound()
-  const id = raw.toLowerCase()
-  if (!v.operator && v.orgId !== id) throw notFound()
-  const org = await findOrg(db, id)
-  if (!org) throw notFound()
-  return org
 }
 
 function details(d: Record<string, unknown>): string {

@@ -8,9 +8,8 @@ import { orgAuditSection } from './audit'
 import { byPerson } from '../../audit/record'
 import type { AppRecord } from '../../apps/store'
 import { type Db, query } from '../../db/pool'
-import { isUuid, type Router } from '../../http/router'
-import { findOrg, type OrgRecord } from '../../orgs/store'
-import { appFor } from '../access'
+import type { Router } from '../../http/router'
+import { appFor, orgFor } from '../access'
 import type { ErasureJob, ErasureJobs } from '../erasure-jobs'
 import { html, type Html, when } from '../html'
 import { page } from '../layout'
@@ -78,16 +77,6 @@ export function appEraseSection(v: Viewer, app: AppRecord): Html {
 
 function operatorOnly(v: Viewer): void {
   if (!v.operator) throw new DashError(403, 'Só operadores excluem apps e organizações. Nada foi excluído.')
-}
-
-/** The organisation a viewer may look at: an operator any, a person their own; anything else answers 404. */
-async function orgFor(db: Db, v: Viewer, raw: string | undefined): Promise<OrgRecord> {
-  if (!isUuid(raw)) throw notFound()
-  const id = raw.toLowerCase()
-  if (!v.operator && v.orgId !== id) throw notFound()
-  const org = await findOrg(db, id)
-  if (!org) throw notFound()
-  return org
 }
 
 /** The page again with the refusal at the top and the form, for a name that did not match. */
