@@ -65,6 +65,9 @@ function mountAll() {
   if (!mounted(repo)) sh('mount', ['--bind', REPO_ROOT, repo])
   if (!mounted(path.join(ROOTFS, 'proc'))) sh('mount', ['-t', 'proc', 'proc', path.join(ROOTFS, 'proc')])
   if (!mounted(path.join(ROOTFS, 'dev'))) sh('mount', ['--bind', '/dev', path.join(ROOTFS, 'dev')])
+  // debootstrap writes no /etc/hosts: without this machine's, `localhost` resolves to nothing inside the root (the
+  // webhook tests deliver to it).
+  if (existsSync('/etc/hosts')) copyFileSync('/etc/hosts', path.join(ROOTFS, 'etc', 'hosts'))
   return () => {
     for (const p of [repo, path.join(ROOTFS, 'proc'), path.join(ROOTFS, 'dev')]) spawnSync('umount', ['-l', p])
   }
