@@ -2,9 +2,9 @@
 // partitions, and folds every day older than the horizon into `receipt_archive` (keys only), dropping its partition.
 // A receipt for an archived day is still counted once, against the archive, and answered `tardio`.
 import type { Logger } from 'pino'
-import { type Db, query, type Tx, tx } from '../db/pool'
+import { type Db, query, tx } from '../db/pool'
 import { DEFAULT_LIMITS } from '../core/config'
-import { ensureRangePartitions, type RangeTable } from '../db/partitions'
+import { ensureRangePartitions, type RangeTable, rangePartitions } from '../db/partitions'
 import { DAY_MS } from '../core/time'
 
 /** Partitions created ahead: sends are scheduled at most 28 days ahead (the spec, Limits send_after). */
@@ -34,17 +34,6 @@ export async function ensureDayPartitions(
   return created + (await ensureRangePartitions(db, ARCHIVE_TABLE, nowMs - (windowDays + 1) * DAY_MS, nowMs + DAY_MS, log))
 }
 
-async function partitions(db: Db | Tx): Promise<Array<{ name: string; day: string }>> {
-  const r = await query<{ name: string }>(
-    db,
-    `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'receipts'::regclass`,
-  )
-  return r.rows
-    .map((x) => ({ name: x.name, m: /^receipts_p(\d{4})(\d{2})(\d{2})$/.exec(x.name) }))
-    .filter((x) => x.m)
-    .map((x) => ({ name: x.name, day: `${x.m?.[1]}-${x.m?.[2]}-${x.m?.[3]}` }))
-}
-
 /**
  * Archives every day before `today - horizonDays` (UTC): keys copied to receipt_archive, day partitions dropped, the
  * default partition's rows of those days deleted, the watermark moved, in one transaction. Receipt writers are held
@@ -71,8 +60,10 @@ export async function archiveReceipts(
       [before],
     )
     let dropped = 0
-    for (const p of await partitions(c)) {
-      if (p.day < before) {
+    // Inside this transaction (the writers are held off), not dropRangePartitionsBefore's own short ones.
+    const cutoff = Date.parse(`${before}T00:00:00Z`)
+    for (const p of await rangePartitions(c, RECEIPTS_TABLE.parent)) {
+      if (p.toMs !== null && p.toMs <= cutoff) {
         await query(c, `DROP TABLE ${p.name}`)
         dropped++
       }
