@@ -1,7 +1,8 @@
 // Retention of the audit log (PM_AUDIT_RETENTION_DAYS; 0 keeps it forever): records older than that are deleted,
 // oldest first, a bounded chunk per statement, each statement its own short transaction. The only deletion of
 // audit records there is: the table's trigger (0031_audit.sql) refuses any DELETE whose transaction has not set
-// pombo.audit_retention, which only this job sets. Safe on many processes at once.
+// pombo.audit_retention, which only this job sets. Safe on many processes at once. Run by the retention pass
+// (src/service/retention.ts) with the other lifetimes.
 import { type Db, query, tx } from '../db/pool'
 import { DAY_MS } from '../core/time'
 
@@ -23,27 +24,4 @@ export async function pruneAudit(db: Db, days: number, nowMs: number, chunk = 10
     total += n
     if (n < chunk) return total
   }
-}
-
-export interface AuditRetentionDeps {
-  db: Db
-  days: number
-  everyMs: number
-  now: () => number
-  log: { info: (o: object, msg: string) => void; warn: (o: object, msg: string) => void }
-}
-
-/** The job on a worker process: at start, then every `everyMs` (with the other retention jobs). Answers its stop. */
-export function startAuditRetention(d: AuditRetentionDeps): () => void {
-  const run = (): void => {
-    pruneAudit(d.db, d.days, d.now())
-      .then((n) => {
-        if (n > 0) d.log.info({ rows: n, days: d.days }, 'old audit records deleted')
-      })
-      .catch((err) => d.log.warn({ err: String(err) }, 'audit retention failed'))
-  }
-  run()
-  const timer = setInterval(run, d.everyMs)
-  timer.unref()
-  return () => clearInterval(timer)
 }

@@ -10,10 +10,11 @@
 // nothing; dropping a partition another process dropped is IF EXISTS).
 // Lives in the composition layer because it reaches across features' tables; each feature keeps the rules that
 // need its own logic (deliveries: src/delivery/retention.ts; webhook attempts, events and stream confirmations:
-// src/confirmations/retention.ts; receipt archival: src/receipts/archive.ts; exports: src/devices/export.ts; audit:
-// src/audit/retention.ts).
+// src/confirmations/retention.ts; receipt archival: src/receipts/archive.ts; exports: src/devices/export.ts; the
+// audit log's append-only deletion: src/audit/retention.ts, called from the pass).
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Logger } from 'pino'
+import { pruneAudit } from '../audit/retention'
 import type { Config } from '../core/config'
 import { DAY_MS } from '../core/time'
 import { dropRangePartitionsBefore, ensureRangePartitions, type RangeTable } from '../db/partitions'
@@ -141,6 +142,7 @@ export class Retention {
     rows.inapp_events_default = await deleteBatched(db, 'inapp_events_default', 'em < $1', 'em', [new Date(eventsCut)], batch)
 
     for (const d of this.#rowLifetimes(now)) rows[d.table] = await deleteBatched(db, d.table, d.where, d.order, [d.cut], batch)
+    rows.audit_log = await pruneAudit(db, j.auditRetentionDays, now, batch.size)
     const sends = await this.#pruneSends(new Date(now - j.sendsRetentionDays * DAY_MS), batch)
     rows.sends = sends.sends
     rows.deliveries = sends.deliveries
@@ -284,4 +286,5 @@ const RETENTION_TABLES = [
   'devices',
   'sends',
   'deliveries',
+  'audit_log',
 ]

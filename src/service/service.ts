@@ -1,6 +1,5 @@
 // Wires one process: connections, caches, services, and the servers of the roles it runs. `pombo serve` and the
 // tests build the service the same way; tests pass their own config (schema, Redis prefix, port 0) and clock.
-import { startAuditRetention } from '../audit/retention'
 import type { Logger } from 'pino'
 import { Auth } from '../apps/auth'
 import { AppDirectory } from '../apps/directory'
@@ -109,7 +108,6 @@ export class Service {
   #stopped = false
   /** What the dashboard holds open besides its server (the connection test's provider connections). */
   #dashboardParts: { close(): Promise<void> } | null = null
-  #stopAuditRetention: (() => void) | null = null
   /** Every lifetime the feature jobs do not bound (src/service/retention.ts): its timer runs on worker processes
    *  only; any process (tests, the benchmark) may run a pass. */
   readonly retention: Retention
@@ -251,13 +249,6 @@ export class Service {
         await svc.delivery.start()
         if (opts.jobs !== false) {
           svc.delivery.startJobs()
-          svc.#stopAuditRetention = startAuditRetention({
-            db,
-            days: cfg.jobs.auditRetentionDays,
-            everyMs: cfg.jobs.retentionEveryMs,
-            now: clock,
-            log,
-          })
           svc.retention.start()
         }
       }
@@ -349,7 +340,6 @@ export class Service {
     this.drain()
     await Promise.all([this.api?.close(), this.dashboard?.close(), this.grpc?.close()])
     await this.#dashboardParts?.close()
-    this.#stopAuditRetention?.()
     await this.retention.stop()
     await this.delivery?.stop()
     await this.dispatcher?.stop()
