@@ -27,7 +27,9 @@ export interface WireAnswer {
   status: number | null
   headers: Record<string, string>
   body: Buffer
-  /** The server closed the connection (before or after answering). */
+  /** The server closed the connection: without answering, or at the end of an answer that has neither Content-Length
+   * nor Transfer-Encoding (its body runs until the close). An answer with a length is complete once its body is read,
+   * and a close after it is not waited for. */
   closed: boolean
   /** Neither an answer nor a close within the time allowed (the client then closed). */
   hung: boolean
@@ -96,8 +98,12 @@ export function exchange(port: number, req: WireRequest, timeoutMs: number): Pro
       const status = m ? Number(m[1]) : null
       const len = headers['content-length'] === undefined ? null : Number(headers['content-length'])
       const body = buf.subarray(end + 4)
+      // RFC 9112 6.3: the answer to HEAD and a 1xx, 204 or 304 end with their head; any other answer with neither
+      // Content-Length nor Transfer-Encoding (uWebSockets.js's own 400/431/505 pages) has a body that runs until the
+      // server closes, so it is read to the close (or the time allowed), which is when `closed` can be seen.
+      const bodiless = req.method === 'HEAD' || (status !== null && (status < 200 || status === 204 || status === 304))
       if (len !== null && body.length >= len) finish({ status, headers, body: body.subarray(0, len), hung: false })
-      else if (final || (len === null && status !== null && headers['transfer-encoding'] === undefined)) {
+      else if (final || (len === null && status !== null && bodiless && headers['transfer-encoding'] === undefined)) {
         finish({ status, headers, body, hung: false })
       }
     }
