@@ -1,5 +1,6 @@
 // Wires one process: connections, caches, services, and the servers of the roles it runs. `pombo serve` and the
 // tests build the service the same way; tests pass their own config (schema, Redis prefix, port 0) and clock.
+import { ALL_ROLES, type Role } from './roles'
 import type { Logger } from 'pino'
 import { Auth } from '../apps/auth'
 import { AppDirectory } from '../apps/directory'
@@ -50,9 +51,6 @@ import { Retention, retentionMetrics } from './retention'
 import { type Clock, DAY_MS, systemClock } from '../core/time'
 import { Vault } from '../core/vault'
 import { gitCommit, VERSION } from '../core/version'
-
-export type Role = 'api' | 'worker' | 'dashboard'
-export const ALL_ROLES: readonly Role[] = ['api', 'worker', 'dashboard']
 
 export interface ServiceOptions {
   roles?: readonly Role[]

@@ -13,7 +13,8 @@ import {
   type Webhook,
 } from '../../src/core/config'
 import { createLogger } from '../../src/core/log'
-import { type Role, Service } from '../../src/service/service'
+import type { Role } from '../../src/service/roles'
+import { Service } from '../../src/service/service'
 import { CLUSTER_BY_DEFAULT, sharedClusterNodes } from './redis-cluster'
 
 export const PLATFORM_KEY = 'pm_platform_test_0123456789abcdef'
