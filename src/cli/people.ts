@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util'
 import type { Config } from '../core/config'
 import { type Db, tx } from '../db/pool'
 import { insertOrg } from '../orgs/store'
+import { scryptCost } from '../people/password'
 import { PeopleError, PeopleService } from '../people/service'
 import { systemClock } from '../core/time'
 import { withOperatorTools } from './operator'
@@ -81,7 +82,7 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
     if (bad) throw new PeopleError(`--${bad}: not an option of this command`)
   }
   const people = (t: { db: Db }): PeopleService =>
-    new PeopleService(t.db, systemClock, cfg.dashboard.inviteTtlMs, cfg.dashboard.idleTtlMs)
+    new PeopleService(t.db, systemClock, cfg.dashboard.inviteTtlMs, cfg.dashboard.idleTtlMs, scryptCost(cfg.dashboard.scryptN))
   if (cancel) {
     only(['id', 'email', 'org'])
     if ((values.id === undefined) === (values.email === undefined)) {

@@ -138,6 +138,8 @@ export interface Dashboard {
   readonly signinAccountWaitMaxMs: number
   /** PM_DASHBOARD_INVITE_H: a sign-up invitation (`pombo user invite`) is valid this long (the contract: 72 h). */
   readonly inviteTtlMs: number
+  /** PM_DASHBOARD_SCRYPT_N: scrypt's N for new password hashes (a power of two, 2^14 to 2^20; default 2^17). */
+  readonly scryptN: number
 }
 
 export interface Limits {
@@ -693,6 +695,16 @@ function int(env: Env, name: string, def: number, min = 0): number {
   return Number(raw)
 }
 
+/** PM_DASHBOARD_SCRYPT_N: a power of two from 2^14 (16 MiB a hash) to 2^20 (1 GiB), the bounds stored hashes are
+ *  checked against (src/people/password.ts). */
+function scryptN(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return 2 ** 17
+  const n = /^\d{1,8}$/.test(raw) ? Number(raw) : Number.NaN
+  if (!Number.isInteger(Math.log2(n)) || n < 2 ** 14 || n > 2 ** 20)
+    throw new ConfigError(`PM_DASHBOARD_SCRYPT_N: expected a power of two from 16384 to 1048576, got "${raw}"`)
+  return n
+}
+
 function vaultKey(raw: string | undefined): Buffer | null {
   if (raw === undefined || raw === '') return null
   if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError('PM_VAULT_KEY: expected 64 hex characters')
@@ -1052,6 +1064,7 @@ export function loadConfig(env: Env, overrides: Partial<Config> = {}): Config {
       signinDelayMaxMs: int(env, 'PM_DASHBOARD_SIGNIN_DELAY_MAX_S', 900, 1) * 1000,
       signinAccountWaitMaxMs: int(env, 'PM_DASHBOARD_SIGNIN_ACCOUNT_WAIT_S', 60, 1) * 1000,
       inviteTtlMs: int(env, 'PM_DASHBOARD_INVITE_H', 72, 1) * 3_600_000,
+      scryptN: scryptN(env.PM_DASHBOARD_SCRYPT_N),
     }),
     gitCommit: env.PM_GIT_COMMIT || '',
     logLevel: env.PM_LOG_LEVEL || 'info',

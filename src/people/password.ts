@@ -13,12 +13,23 @@ export const PASSWORD_MIN_CHARS = 12
 /** Far above any real password; bounds the work one sign-in attempt can cause. */
 export const PASSWORD_MAX_CHARS = 1024
 
-/** The cost new hashes get (OWASP's scrypt guidance: N=2^17, r=8, p=1). */
-export const SCRYPT_COST = Object.freeze({ N: 2 ** 17, r: 8, p: 1 })
+export interface ScryptCost {
+  readonly N: number
+  readonly r: number
+  readonly p: number
+}
+
+/** The cost new hashes get by default (OWASP's scrypt guidance: N=2^17, r=8, p=1); PM_DASHBOARD_SCRYPT_N sets N. */
+export const SCRYPT_COST: ScryptCost = Object.freeze({ N: 2 ** 17, r: 8, p: 1 })
 const KEY_LEN = 32
 /** Stored parameters outside these bounds are refused, not run: a hash never costs more than 1 GiB. */
 const N_MIN_LOG2 = 14
 const N_MAX_LOG2 = 20
+
+/** The cost new hashes get when N is `n` (a power of two within the bounds; src/core/config.ts checks it). */
+export function scryptCost(n: number): ScryptCost {
+  return n === SCRYPT_COST.N ? SCRYPT_COST : Object.freeze({ ...SCRYPT_COST, N: n })
+}
 
 export const HASH_CONCURRENCY = 2
 export const HASH_QUEUE = 32
@@ -74,9 +85,8 @@ export function passwordProblem(password: string): string | null {
   return null
 }
 
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, c: ScryptCost = SCRYPT_COST): Promise<string> {
   const salt = randomBytes(16)
-  const c = SCRYPT_COST
   const key = await derive(password, salt, c)
   return `scrypt$${c.N}$${c.r}$${c.p}$${salt.toString('base64url')}$${key.toString('base64url')}`
 }
@@ -116,17 +126,20 @@ export async function verifyPassword(password: string, stored: string): Promise<
 }
 
 /** True when a stored hash was made with other parameters than new hashes get: the next sign-in stores a new one. */
-export function needsRehash(stored: string): boolean {
+export function needsRehash(stored: string, c: ScryptCost = SCRYPT_COST): boolean {
   const h = parse(stored)
-  return !h || h.N !== SCRYPT_COST.N || h.r !== SCRYPT_COST.r || h.p !== SCRYPT_COST.p
+  return !h || h.N !== c.N || h.r !== c.r || h.p !== c.p
 }
 
-/** A hash of a random password: sign-in attempts for unknown e-mails cost the same time as real ones. */
-let decoy: Promise<string> | undefined
-export function decoyHash(): Promise<string> {
-  decoy ??= hashPassword(randomBytes(18).toString('base64url'))
-  decoy.catch(() => {
-    decoy = undefined
-  })
+/** A hash of a random password at the given cost: sign-in attempts for unknown e-mails cost the same time as real
+ *  ones. Made once per cost and process. */
+const decoys = new Map<number, Promise<string>>()
+export function decoyHash(c: ScryptCost = SCRYPT_COST): Promise<string> {
+  let decoy = decoys.get(c.N)
+  if (!decoy) {
+    decoy = hashPassword(randomBytes(18).toString('base64url'), c)
+    decoys.set(c.N, decoy)
+    decoy.catch(() => decoys.delete(c.N))
+  }
   return decoy
 }

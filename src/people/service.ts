@@ -7,7 +7,7 @@ import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
 import { findOrg } from '../orgs/store'
 import type { Clock } from '../core/time'
-import { decoyHash, hashPassword, needsRehash, passwordProblem, verifyPassword } from './password'
+import { decoyHash, hashPassword, needsRehash, passwordProblem, SCRYPT_COST, type ScryptCost, verifyPassword } from './password'
 
 export class PeopleError extends Error {
   override name = 'PeopleError'
@@ -66,6 +66,8 @@ export class PeopleService {
     private readonly inviteTtlMs = 72 * 3_600_000,
     /** How long a session lasts without use (PM_DASHBOARD_IDLE_MIN): the people list counts the open ones. */
     private readonly idleMs = 30 * 60_000,
+    /** The scrypt cost new hashes get (PM_DASHBOARD_SCRYPT_N); older hashes are upgraded at sign-in. */
+    private readonly cost: ScryptCost = SCRYPT_COST,
   ) {}
 
   /** A person of `orgId`, or an operator (orgId null). The e-mail is unique; the password at least 12 characters. */
@@ -77,7 +79,7 @@ export class PeopleService {
     const problem = passwordProblem(input.password)
     if (problem) throw new PeopleError(problem)
     if (!input.operator && !input.orgId) throw new PeopleError('Uma pessoa pertence a uma organização, ou é operadora.')
-    const hash = await hashPassword(input.password)
+    const hash = await hashPassword(input.password, this.cost)
     return tx(this.db, async (c) => {
       if (input.orgId && !(await findOrg(c, input.orgId))) throw new ApiError('ORG_NOT_FOUND')
       const p = await this.#insert(c, email, input.operator ? null : input.orgId, input.operator, hash)
@@ -143,7 +145,7 @@ export class PeopleService {
     try {
       email = parseEmail(emailRaw)
     } catch {
-      await verifyPassword(password, await decoyHash())
+      await verifyPassword(password, await decoyHash(this.cost))
       return null
     }
     const r = await query<UserRow>(
@@ -152,13 +154,13 @@ export class PeopleService {
       [email],
     )
     const row = r.rows[0]
-    const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash()))
+    const ok = await verifyPassword(password, row?.password_hash ?? (await decoyHash(this.cost)))
     if (!row || !ok) return null
-    if (needsRehash(row.password_hash)) {
+    if (needsRehash(row.password_hash, this.cost)) {
       await query(this.db, 'UPDATE dashboard_users SET password_hash = $3 WHERE id = $1 AND password_hash = $2', [
         row.id,
         row.password_hash,
-        await hashPassword(password),
+        await hashPassword(password, this.cost),
       ])
     }
     return toPerson(row)
@@ -347,7 +349,7 @@ export class PeopleService {
     const problem = passwordProblem(password)
     if (problem) throw new PeopleError(problem)
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null
-    const hash = await hashPassword(password)
+    const hash = await hashPassword(password, this.cost)
     return tx(this.db, async (c) => {
       const now = new Date(this.clock())
       const r = await query<{ email: string; org_id: string }>(

@@ -23,6 +23,8 @@ export function cliEnv(s: TestService, env: Record<string, string> = {}): NodeJS
     PM_REDIS_PREFIX: s.cfg.redisPrefix,
     PM_VAULT_KEY: VAULT_KEY,
     PM_PLATFORM_KEY: '',
+    // The password cost the service uses: `pombo user create` hashes as the dashboard will verify.
+    PM_DASHBOARD_SCRYPT_N: String(s.cfg.dashboard.scryptN),
     ...env,
   }
 }

@@ -1,6 +1,7 @@
 // A browser-less client of the dashboard: a cookie jar, forms posted with their hidden token, redirects not
 // followed (tests look at them). Plus people and organisations made through the real services.
 import { insertOrg } from '../../src/orgs/store'
+import { scryptCost } from '../../src/people/password'
 import { PeopleService } from '../../src/people/service'
 import type { TestService } from './service'
 
@@ -91,8 +92,14 @@ export async function makeOrg(s: TestService, name: string, plan: 'free' | 'pro'
   return (await insertOrg(s.svc.deps.db, { name, plan, at: new Date() })).id
 }
 
+/** The people service as the test service's dashboard has it (its invitation, idle and password-cost settings). */
+export function peopleOf(s: TestService, clock: () => number = Date.now): PeopleService {
+  const d = s.cfg.dashboard
+  return new PeopleService(s.svc.deps.db, clock, d.inviteTtlMs, d.idleTtlMs, scryptCost(d.scryptN))
+}
+
 export async function makePerson(s: TestService, email: string, password: string, orgId: string | null): Promise<string> {
-  const p = await new PeopleService(s.svc.deps.db, Date.now).create({ email, orgId, operator: orgId === null, password })
+  const p = await peopleOf(s).create({ email, orgId, operator: orgId === null, password })
   return p.id
 }
 

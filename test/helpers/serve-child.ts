@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import type { Test } from 'tap'
 import { pomboArgv } from './entry'
-import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, VAULT_KEY } from './service'
+import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, TEST_SCRYPT_N, VAULT_KEY } from './service'
 
 const ROOT = join(__dirname, '..', '..')
 
@@ -67,6 +67,7 @@ export async function serveChild(
       PM_REDIS_PREFIX: `pmt_${schema}`,
       PM_PLATFORM_KEY: PLATFORM_KEY,
       PM_VAULT_KEY: VAULT_KEY,
+      PM_DASHBOARD_SCRYPT_N: TEST_SCRYPT_N,
       ...o.env,
     },
   })

@@ -19,6 +19,8 @@ import { CLUSTER_BY_DEFAULT, sharedClusterNodes } from './redis-cluster'
 
 export const PLATFORM_KEY = 'pm_platform_test_0123456789abcdef'
 export const VAULT_KEY = 'ab'.repeat(32)
+/** scrypt's N for dashboard passwords in tests (PM_DASHBOARD_SCRYPT_N): the lowest the service accepts. */
+export const TEST_SCRYPT_N = '16384'
 export const DATABASE_URL = process.env.DATABASE_URL || DEFAULT_DATABASE_URL
 export const REDIS_URL = process.env.REDIS_URL || DEFAULT_REDIS_URL
 
@@ -180,6 +182,9 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
       REDIS_CLUSTER_NODES: clusterNodes,
       // Tests read /metrics right after what they measure: every scrape computes (a test of the cache sets it).
       PM_OPS_METRICS_CACHE_MS: '0',
+      // Dashboard passwords at scrypt's lowest accepted cost (16 MiB, about an eighth of the default's time): tests
+      // sign in hundreds of times. dashboard-people checks the default cost and the upgrade between costs.
+      PM_DASHBOARD_SCRYPT_N: TEST_SCRYPT_N,
       ...o.env,
     },
     {

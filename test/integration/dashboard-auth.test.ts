@@ -1,8 +1,7 @@
 // The dashboard's sign-in rules, through the real routes: cookie flags, cross-site refusal, rate limiting,
 // session expiry, sign-out, one-time invitations, password length, and 404 for another organisation's app.
 import t from 'tap'
-import { PeopleService } from '../../src/people/service'
-import { DashClient, makeApp, makeOrg, makePerson } from '../helpers/dashboard'
+import { DashClient, makeApp, makeOrg, makePerson, peopleOf } from '../helpers/dashboard'
 import { FakeClock, startService } from '../helpers/service'
 
 const SENHA = 'uma-senha-bem-longa'
@@ -156,7 +155,7 @@ t.test('an invitation link is used once, sets a password of at least 12 characte
   const clock = new FakeClock()
   const s = await startService(t, { roles: ['api', 'dashboard'], clock })
   const org = await makeOrg(s, 'Convidados')
-  const people = new PeopleService(s.svc.deps.db, clock.now)
+  const people = peopleOf(s, clock.now)
   const { token } = await people.invite('novo@example.com', org)
   const c = new DashClient(s.dashboardUrl)
   const form = await c.get(`/convite/${token}`)

@@ -3,9 +3,8 @@
 // timeout, and sign-in limits that slow a guesser without letting anyone lock a person out.
 import { scryptSync } from 'node:crypto'
 import t from 'tap'
-import { PeopleService } from '../../src/people/service'
 import { oneLineFailure, pombo } from '../helpers/cli'
-import { DashClient, makeApp, makeOrg, makePerson } from '../helpers/dashboard'
+import { DashClient, makeApp, makeOrg, makePerson, peopleOf } from '../helpers/dashboard'
 import { FakeClock, startService } from '../helpers/service'
 
 const SENHA = 'uma-senha-bem-longa'
@@ -21,7 +20,8 @@ function legacyHash(password: string): string {
 }
 
 t.test('scrypt at N=2^17; a hash of N=2^14 still signs in and is replaced on that sign-in', async (t) => {
-  const s = await startService(t, { roles: ['api', 'dashboard'] })
+  // The default cost (the tests' services otherwise hash at PM_DASHBOARD_SCRYPT_N=16384).
+  const s = await startService(t, { roles: ['api', 'dashboard'], env: { PM_DASHBOARD_SCRYPT_N: undefined } })
   const org = await makeOrg(s, 'Org')
   const id = await makePerson(s, 'ana@example.com', SENHA, org)
   const [fresh] = await s.sql('SELECT password_hash FROM dashboard_users WHERE id = $1', [id])
@@ -41,6 +41,28 @@ t.test('scrypt at N=2^17; a hash of N=2^14 still signs in and is replaced on tha
   const [after] = await s.sql('SELECT password_hash FROM dashboard_users WHERE id = $1', [id])
   t.match(after?.password_hash, /^scrypt\$131072\$8\$1\$/, 'upgraded on the successful sign-in')
   t.equal((await new DashClient(s.dashboardUrl).signIn('ana@example.com', SENHA)).status, 303, 'and the new one verifies')
+})
+
+t.test('PM_DASHBOARD_SCRYPT_N sets the cost of new hashes; a hash of another cost is replaced at sign-in', async (t) => {
+  const s = await startService(t, { roles: ['api', 'dashboard'], env: { PM_DASHBOARD_SCRYPT_N: '32768' } })
+  t.equal(s.cfg.dashboard.scryptN, 32768)
+  const org = await makeOrg(s, 'Org')
+  // `pombo user create` hashes at the deployment's cost too.
+  const made = await pombo(s, ['user', 'create', '--email', 'bia@example.com', '--org', org, '--senha-stdin'], {}, SENHA)
+  t.equal(made.code, 0, made.stderr)
+  const [bia] = await s.sql("SELECT password_hash FROM dashboard_users WHERE email = 'bia@example.com'")
+  t.match(bia?.password_hash, /^scrypt\$32768\$8\$1\$/, 'pombo user create: N=2^15')
+  const old = legacyHash(SENHA)
+  await s.sql("UPDATE dashboard_users SET password_hash = $1 WHERE email = 'bia@example.com'", [old])
+  t.equal((await new DashClient(s.dashboardUrl).signIn('bia@example.com', SENHA)).status, 303, 'the N=2^14 hash verifies')
+  const [after] = await s.sql("SELECT password_hash FROM dashboard_users WHERE email = 'bia@example.com'")
+  t.match(after?.password_hash, /^scrypt\$32768\$8\$1\$/, 'and is replaced with N=2^15')
+  t.equal((await new DashClient(s.dashboardUrl).signIn('bia@example.com', SENHA)).status, 303, 'which verifies')
+  for (const bad of ['100000', '8192', '2097152', 'x', '-16384']) {
+    const r = await pombo(s, ['user', 'invites'], { PM_DASHBOARD_SCRYPT_N: bad })
+    t.equal(r.code, 2, `PM_DASHBOARD_SCRYPT_N=${bad}: refused`)
+    t.match(r.stderr, /PM_DASHBOARD_SCRYPT_N: expected a power of two from 16384 to 1048576/)
+  }
 })
 
 t.test('a session ends after PM_DASHBOARD_IDLE_MIN without use; use keeps it; background polling does not', async (t) => {
@@ -87,7 +109,7 @@ t.test('pombo user remove: the person and every session of theirs end at once, o
   const b = await startService(t, { roles: ['dashboard'], shareWith: a })
   const org = await makeOrg(a, 'Org')
   // An invitation sent before her account was made directly: it must not bring her back.
-  const early = await new PeopleService(a.svc.deps.db, Date.now).invite('ana@example.com', org)
+  const early = await peopleOf(a).invite('ana@example.com', org)
   const ana = await makePerson(a, 'ana@example.com', SENHA, org)
   await makePerson(a, 'bia@example.com', SENHA, org)
   const onA = new DashClient(a.dashboardUrl)
@@ -147,7 +169,7 @@ t.test('pombo user invites lists pending invitations; pombo user invite cancel e
   const s = await startService(t, { roles: ['api', 'dashboard'] })
   const org = await makeOrg(s, 'Org')
   const other = await makeOrg(s, 'Outra')
-  const people = new PeopleService(s.svc.deps.db, Date.now)
+  const people = peopleOf(s)
   const one = await people.invite('um@example.com', org)
   const two = await people.invite('dois@example.com', org)
   await people.invite('tres@example.com', other)
@@ -219,7 +241,7 @@ t.test('operators manage people and invitations on the dashboard; other people c
   const opId = await makePerson(s, 'op@example.com', SENHA, null)
   const anaId = await makePerson(s, 'ana@example.com', SENHA, org)
   const biaId = await makePerson(s, 'bia@example.com', SENHA, org)
-  const people = new PeopleService(s.svc.deps.db, Date.now)
+  const people = peopleOf(s)
   const inv = await people.invite('novo@example.com', org)
 
   const ana = new DashClient(s.dashboardUrl)
