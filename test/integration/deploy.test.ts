@@ -36,11 +36,16 @@ function run(cmd: string, args: string[], env: Record<string, string | undefined
   })
 }
 
-/** `docker compose` when the v2 plugin is there, else Debian's docker-compose (v1.29). */
-async function compose(): Promise<string[] | null> {
-  if ((await run('docker', ['compose', 'version'])).code === 0) return ['docker', 'compose']
-  if ((await run('docker-compose', ['version'])).code === 0) return ['docker-compose']
-  return null
+/** `docker compose` when the v2 plugin is there, else Debian's docker-compose (v1.29); looked for once per file
+ *  (each look starts the Compose program, most of a second). */
+let composeCommand: Promise<string[] | null> | undefined
+function compose(): Promise<string[] | null> {
+  composeCommand ??= (async () => {
+    if ((await run('docker', ['compose', 'version'])).code === 0) return ['docker', 'compose']
+    if ((await run('docker-compose', ['version'])).code === 0) return ['docker-compose']
+    return null
+  })()
+  return composeCommand
 }
 
 /** Every secret compose.yaml requires, with a value (tests pass them through an env file, as .env would). */
@@ -326,8 +331,11 @@ t.test('compose.yaml: every secret comes from a variable without a default, and 
     secrets.add(name)
   }
   t.same([...secrets].sort(), Object.keys(KEYS).sort(), 'the secrets are exactly the ones deploy/init.mjs writes')
-  for (const name of secrets) {
-    const r = await resolved(t, 'compose.yaml', { [name]: '' })
+  // One Compose run per secret, side by side (each is a separate process reading its own environment).
+  const refusals = await Promise.all(
+    [...secrets].map(async (name) => [name, await resolved(t, 'compose.yaml', { [name]: '' })] as const),
+  )
+  for (const [name, r] of refusals) {
     t.not(r.code, 0, `without ${name}, Compose refuses`)
     t.match(r.stderr, /deploy\/init\.mjs|PM_/, `${name}: the message says what to do`)
   }
