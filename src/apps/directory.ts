@@ -1,6 +1,6 @@
 // Cached resolution of apps and keys (the spec, Authentication 6): entries live 60 s; a change anywhere is published on Redis and
 // every instance drops the app's entries within milliseconds. Concurrent misses for one id share one query.
-// Both caches are bounded LRUs (lru-cache), and ids that resolved to nothing live in a separate, smaller LRU: a flood
+// Both caches are bounded LRUs (src/core/lru.ts), and ids that resolved to nothing live in a separate, smaller LRU: a flood
 // of random well-formed ids evicts only other misses, never the apps and keys real traffic uses. Freshness is judged
 // here by the injected clock (fresh while younger than the ttl; a ttl of 0 keeps nothing): lru-cache's own ttl keeps
 // an entry at exactly its ttl and reads 0 as "forever".
@@ -9,7 +9,7 @@
 // any app: the id it names may be a key just created or rotated in (random ids make that practically impossible,
 // but a key that works on one instance and not another for a minute would be a bug). So a random well-formed key
 // costs one query, then nothing until its entry leaves.
-import { LRUCache } from 'lru-cache'
+import { Lru } from '../core/lru'
 import type { Logger } from 'pino'
 import type { Db } from '../db/pool'
 import { type RedisClient, subscribe } from '../redis/client'
@@ -31,9 +31,9 @@ export interface CacheBounds {
 }
 
 export class TtlCache<T extends {}> {
-  readonly #hits: LRUCache<string, Entry<T>>
+  readonly #hits: Lru<string, Entry<T>>
   /** When the load that found nothing began. */
-  readonly #misses: LRUCache<string, number>
+  readonly #misses: Lru<string, number>
   readonly #loading = new Map<string, Promise<T | null>>()
   /** Bumped by every invalidation: a load that began before one must not store what it read. */
   #generation = 0
@@ -44,8 +44,8 @@ export class TtlCache<T extends {}> {
     private readonly now: () => number,
     bounds: CacheBounds,
   ) {
-    this.#hits = new LRUCache({ max: bounds.max })
-    this.#misses = new LRUCache({ max: bounds.missMax })
+    this.#hits = new Lru({ max: bounds.max })
+    this.#misses = new Lru({ max: bounds.missMax })
     this.#missTtlMs = Math.min(ttlMs, bounds.missTtlMs ?? ttlMs)
   }
 

@@ -1,18 +1,18 @@
 // The dispatcher's opened signing secrets, by destination: a destination's secret never changes (a new secret is a
 // new destination), so an entry never goes stale; the cache is an LRU bounded by PM_APP_CACHE_MAX, so a deployment
 // with more destinations than that reopens the least recently used ones instead of growing without end.
-import { LRUCache } from 'lru-cache'
+import { Lru } from '../core/lru'
 import type { Vault } from '../core/vault'
 import { secretAad } from './store'
 
 export class WebhookSecrets {
-  readonly #opened: LRUCache<string, string>
+  readonly #opened: Lru<string, string>
 
   constructor(
     private readonly vault: Vault,
     max: number,
   ) {
-    this.#opened = new LRUCache({ max })
+    this.#opened = new Lru({ max })
   }
 
   /** The destination's secret, opened from its sealed form on first use. */

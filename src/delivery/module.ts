@@ -1,7 +1,7 @@
 // Builds the delivery engine of a worker process: the HTTP/2 pool and providers, credentials (cached, dropped on
 // change), receipt keys, the outcome recorder and the partition worker with its actors. Its caches are bounded LRUs
-// (lru-cache) sized by the app cache's bound; a credential's freshness is judged here by the clock.
-import { LRUCache } from 'lru-cache'
+// (src/core/lru.ts) sized by the app cache's bound; a credential's freshness is judged here by the clock.
+import { Lru } from '../core/lru'
 import type { AppDirectory } from '../apps/directory'
 import { loadCredential, onCredentialChange } from '../credentials/store'
 import type { Infra } from '../infra/infra'
@@ -47,7 +47,7 @@ export class DeliveryModule implements ProviderSource {
   /** Pools of simulator credentials (PM_ALLOW_SIMULATORS), apart from the providers' own pool. */
   readonly #simulatorPools: SimulatorPools
   /** By `app:platform`. */
-  readonly #credentials: LRUCache<string, CredentialEntry>
+  readonly #credentials: Lru<string, CredentialEntry>
   readonly #receiptKeys: ReceiptKeys
   #unsubscribe: (() => void) | null = null
   #jobs: NodeJS.Timeout | null = null
@@ -56,7 +56,7 @@ export class DeliveryModule implements ProviderSource {
     const { cfg, db, redis, keys, clock, log } = d
     this.pool = new H2Pool({ ca: d.ca, ...providerPoolOptions(cfg) })
     this.#simulatorPools = new SimulatorPools((ca) => new H2Pool({ ca, ...providerPoolOptions(cfg) }))
-    this.#credentials = new LRUCache({ max: 2 * cfg.limits.appCacheMax })
+    this.#credentials = new Lru({ max: 2 * cfg.limits.appCacheMax })
     this.#receiptKeys = new ReceiptKeys(db, d.vault, cfg.limits.appCacheMax)
     this.#providers = new ProviderCache({
       pool: this.pool,

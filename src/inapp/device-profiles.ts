@@ -1,8 +1,8 @@
 // What the package needs to know about a device (audience membership), cached per process for a minute so a warm
 // poll costs no database round trip. Misses of one event-loop turn are loaded with one query per app; an unknown
 // device is remembered for a shorter time (a device that registers right after polling is seen soon). Past
-// `maxEntries` devices the least recently polled leave first (lru-cache); freshness is judged here by the clock.
-import { LRUCache } from 'lru-cache'
+// `maxEntries` devices the least recently polled leave first (src/core/lru.ts); freshness is judged here by the clock.
+import { Lru } from '../core/lru'
 import { DEFAULT_LIMITS } from '../core/config'
 import { type Db, query } from '../db/pool'
 import type { Clock } from '../core/time'
@@ -20,7 +20,7 @@ interface Entry {
 }
 
 export class DeviceProfiles {
-  readonly #map: LRUCache<string, Entry>
+  readonly #map: Lru<string, Entry>
   #pending = new Map<string, Map<string, Array<(p: Profile | null) => void>>>()
   #failures = new Map<string, Array<(e: unknown) => void>>()
   #scheduled = false
@@ -32,7 +32,7 @@ export class DeviceProfiles {
     private readonly ttlMs = 60_000,
     private readonly unknownTtlMs = 10_000,
   ) {
-    this.#map = new LRUCache({ max: maxEntries })
+    this.#map = new Lru({ max: maxEntries })
   }
 
   /** The cached profile (null: no such device), or undefined when it must be loaded. */

@@ -3,9 +3,9 @@
 // loaded once and kept in memory. A campaign change, a config change or any app change (pause, keys) is published on
 // Redis and every instance drops the app's entry (as the key cache does); entries also expire after a minute in
 // case a message was lost, and everything is dropped when the subscription reconnects. Past `maxApps` apps the least
-// recently polled leaves first (lru-cache); freshness is judged here by the clock.
+// recently polled leaves first (src/core/lru.ts); freshness is judged here by the clock.
 import { createHash } from 'node:crypto'
-import { LRUCache } from 'lru-cache'
+import { Lru } from '../core/lru'
 import type { Logger } from 'pino'
 import { DEFAULT_LIMITS } from '../core/config'
 import { type Db, query } from '../db/pool'
@@ -46,7 +46,7 @@ interface Entry {
 }
 
 export class PackageCache {
-  readonly #map: LRUCache<string, Entry>
+  readonly #map: Lru<string, Entry>
   readonly #loading = new Map<string, Promise<AppPack | null>>()
   #generation = 0
   #unsubscribe: (() => void) | null = null
@@ -60,7 +60,7 @@ export class PackageCache {
     private readonly ttlMs: number,
     maxApps: number = DEFAULT_LIMITS.appCacheMax,
   ) {
-    this.#map = new LRUCache({ max: maxApps })
+    this.#map = new Lru({ max: maxApps })
   }
 
   /** Subscribes to the in-app channel and to the apps' invalidation channel on a dedicated connection. */

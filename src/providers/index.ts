@@ -1,8 +1,8 @@
 // Providers by platform, and a small cache of them per (app, platform, credential version): the FCM access token and
 // the APNs provider token live as long as the credential version does (a new version, e.g. an environment change,
 // gets a fresh provider at once; the spec, Delivery credentials "effective immediately"). Past `max` (app, platform)
-// pairs the least recently used provider leaves (lru-cache) and is made again when its app sends again.
-import { LRUCache } from 'lru-cache'
+// pairs the least recently used provider leaves (src/core/lru.ts) and is made again when its app sends again.
+import { Lru } from '../core/lru'
 import { DEFAULT_LIMITS } from '../core/config'
 import { type Clock, systemClock } from '../core/time'
 import type { ApnsCredential, FcmCredential, Platform, SimulatorTarget } from './credentials'
@@ -128,12 +128,12 @@ export function providerFor(platform: Platform, credential: FcmCredential | Apns
 }
 
 export class ProviderCache {
-  readonly #byApp: LRUCache<string, { version: string | number; provider: Provider }>
+  readonly #byApp: Lru<string, { version: string | number; provider: Provider }>
   readonly #deps: ProviderDeps
 
   constructor(deps: ProviderDeps) {
     this.#deps = { ...deps, apnsTokens: deps.apnsTokens ?? new ApnsTokens() }
-    this.#byApp = new LRUCache({
+    this.#byApp = new Lru({
       max: deps.max ?? 2 * DEFAULT_LIMITS.appCacheMax,
       dispose: (held, _key, reason) => {
         if (reason === 'evict') void held.provider.close()

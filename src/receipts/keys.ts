@@ -1,7 +1,7 @@
 // Receipt keys, opened once per process (the spec, Receipt): the sealed key is read and
 // decrypted on an app's first receipt and kept; a receipt key never changes for the life of an app.
-// Past `maxKeys` apps the least recently used key is dropped (lru-cache), and read again if that app comes back.
-import { LRUCache } from 'lru-cache'
+// Past `maxKeys` apps the least recently used key is dropped (src/core/lru.ts), and read again if that app comes back.
+import { Lru } from '../core/lru'
 import { receiptKeyAad } from '../apps/service'
 import { DEFAULT_LIMITS } from '../core/config'
 import type { Vault } from '../core/vault'
@@ -14,14 +14,14 @@ interface Entry {
 }
 
 export class ReceiptKeys {
-  readonly #keys: LRUCache<string, Entry>
+  readonly #keys: Lru<string, Entry>
 
   constructor(
     private readonly db: Db,
     private readonly vault: Vault,
     maxKeys: number = DEFAULT_LIMITS.appCacheMax,
   ) {
-    this.#keys = new LRUCache({ max: maxKeys })
+    this.#keys = new Lru({ max: maxKeys })
   }
 
   /** The app's key, or null for an app without one (unknown app). A failed read is not cached. */
