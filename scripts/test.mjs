@@ -7,7 +7,10 @@
 //                PM_TEST_REDIS_CLUSTER_NODES set; then the Redis-bound suites (CLUSTER_SUITES) a second time with
 //                every service on the cluster (PM_TEST_REDIS=cluster). Chromium, PgBouncer and Docker Compose are
 //                installed first when the files to run drive them (scripts/test-tools.mjs). Tests that start `pombo`
-//                as a child start src/ compiled once for the run (scripts/test-dist.mjs). `npm run test:integration`.
+//                as a child start src/ compiled once for the run (scripts/test-dist.mjs), without tap's process-info
+//                loader unless coverage is recorded (test/helpers/children.mjs). `npm run test:integration`.
+// tap loads only the plugins the tests use (package.json "tap"."plugin"): each test file's process starts in about
+// half the time it took with all of them.
 // Extra arguments go to tap:
 //   npm test -- test/unit/foo.test.ts                       (unit files only: run as the unit tier, no services)
 //   npm test -- test/integration/delivery.test.ts           (any other file: with the services)
