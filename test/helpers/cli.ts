@@ -2,7 +2,7 @@
 import { execFile } from 'node:child_process'
 import type { Test } from 'tap'
 import { pomboArgv } from './entry'
-import { DATABASE_URL, REDIS_URL, type TestService, VAULT_KEY } from './service'
+import { DATABASE_URL, REDIS_URL, TEST_SCRYPT_N, type TestService, VAULT_KEY } from './service'
 
 export interface Run {
   code: number
@@ -23,8 +23,9 @@ export function cliEnv(s: TestService, env: Record<string, string> = {}): NodeJS
     PM_REDIS_PREFIX: s.cfg.redisPrefix,
     PM_VAULT_KEY: VAULT_KEY,
     PM_PLATFORM_KEY: '',
-    // The password cost the service uses: `pombo user create` hashes as the dashboard will verify.
-    PM_DASHBOARD_SCRYPT_N: String(s.cfg.dashboard.scryptN),
+    // The password cost the service uses (a bare namespace has the tests' own): `pombo user create` hashes as the
+    // dashboard will verify.
+    PM_DASHBOARD_SCRYPT_N: String(s.cfg.dashboard?.scryptN ?? TEST_SCRYPT_N),
     ...env,
   }
 }
