@@ -30,8 +30,29 @@ export function cliEnv(s: TestService, env: Record<string, string> = {}): NodeJS
   }
 }
 
+/** At most this many `pombo` children of a test process run at once: a test that starts many side by side (a list
+ *  of refusals) has the rest wait their turn instead of crowding two cores. */
+const AT_ONCE = 4
+let running = 0
+const queued: Array<() => void> = []
+
+async function turn<T>(fn: () => Promise<T>): Promise<T> {
+  if (running >= AT_ONCE) await new Promise<void>((resolve) => queued.push(resolve))
+  running++
+  try {
+    return await fn()
+  } finally {
+    running--
+    queued.shift()?.()
+  }
+}
+
 /** `pombo <args>` against the service's namespace; `input` is written to its standard input (then closed). */
 export function pombo(s: TestService, args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
+  return turn(() => run(s, args, env, input))
+}
+
+function run(s: TestService, args: string[], env: Record<string, string>, input?: string): Promise<Run> {
   return new Promise((resolve) => {
     const child = execFile(process.execPath, pomboArgv(args), { env: cliEnv(s, env) }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),

@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { type CredentialChange, loadCredential, onCredentialChange } from '../../src/credentials/store'
 import { Keys } from '../../src/redis/keys'
 import { Vault } from '../../src/core/vault'
-import { oneLineFailure, pombo } from '../helpers/cli'
+import { oneLineFailure, pombo, type Run } from '../helpers/cli'
 import { googleServices, p8Pem, rsaPem, serviceAccount } from '../helpers/credentials'
 import { startService, type TestService, VAULT_KEY } from '../helpers/service'
 
@@ -238,39 +238,6 @@ t.test('bad input: one line, exit 2, nothing written', async (t) => {
   const legacy = 'AAAAq1w2e3r:APA91bHPRgkFLJu6b4Zk3xRzCzT8sMgEvQ8d7hJk3HcJQe8Yc7dPq2sJvKxM0n1oTzWuYb4Rk5Lm6Nn7Pp8Qq9Rr0Ss'
   const fcm = (...a: string[]) => pombo(s, ['credentials', 'fcm', ...a])
 
-  const legacyRun = await fcm(app.id, file('server-key.txt', `${legacy}\n`))
-  oneLineFailure(t, legacyRun, /legacy FCM server key/)
-  t.notOk(legacyRun.stderr.includes('APA91b'), 'the legacy key is not echoed')
-  oneLineFailure(
-    t,
-    await fcm(app.id, file('bad-email.json', serviceAccount('pombo-demo', { client_email: 'a@gmail.com' }))),
-    /client_email/,
-  )
-  oneLineFailure(
-    t,
-    await fcm(app.id, file('flat.json', serviceAccount('pombo-demo', { private_key: rsaPem().replace(/\n/g, '') }))),
-    /line breaks/,
-  )
-  oneLineFailure(t, await fcm(app.id, sa, '--config', two), /several Android apps \(com\.a\.b, com\.c\.d\)/)
-  oneLineFailure(t, await fcm(app.id, sa, '--config', two, '--package', 'com.x.y'), /--package: com\.x\.y is not in/)
-  oneLineFailure(
-    t,
-    await fcm(app.id, sa, '--config', file('other.json', googleServices('outro-projeto'))),
-    /project outro-projeto.*pombo-demo/,
-  )
-  oneLineFailure(t, await fcm(app.id, sa, '--package', 'com.a.b'), /--package: only meaningful with --config/)
-  oneLineFailure(t, await fcm(app.id, join(tmpdir(), 'does-not-exist.json')), /cannot read .*ENOENT/)
-  oneLineFailure(t, await fcm(app.id), /SERVICE_ACCOUNT\.json: required/)
-  oneLineFailure(t, await fcm('not-a-uuid', sa), /APP_ID: expected a UUID/)
-  oneLineFailure(t, await fcm(UNKNOWN_APP, sa), /App não encontrado/)
-  oneLineFailure(t, await fcm(app.id, sa, '--bogus'), /bogus/)
-  const noVault = { PM_VAULT_KEY: '' }
-  oneLineFailure(
-    t,
-    await pombo(s, ['credentials', 'fcm', app.id, sa, '--config', two, '--package', 'com.a.b'], noVault),
-    /Cofre|PM_VAULT_KEY/,
-  )
-
   const p8 = file('k.p8', p8Pem())
   const apns = (over: Record<string, string>) => {
     const o = {
@@ -283,13 +250,35 @@ t.test('bad input: one line, exit 2, nothing written', async (t) => {
     }
     return pombo(s, ['credentials', 'apns', app.id, ...Object.entries(o).flat()])
   }
-  oneLineFailure(t, await apns({ '--p8': file('notes.txt', 'ABC123DEFG\n') }), /--p8: expected the \.p8 file contents/)
-  oneLineFailure(t, await apns({ '--p8': sa }), /--p8: not a readable P-256/)
-  oneLineFailure(t, await apns({ '--key-id': 'ABC123' }), /--key-id/)
-  oneLineFailure(t, await apns({ '--team-id': 'TEAM-12345' }), /--team-id/)
-  oneLineFailure(t, await apns({ '--bundle-id': 'loja' }), /--bundle-id/)
-  oneLineFailure(t, await apns({ '--env': 'prod' }), /--env: expected sandbox or production/)
-  oneLineFailure(t, await pombo(s, ['credentials', 'frobnicate']), /unknown credentials command/)
+  // Every refusal is a process of its own and none writes anything: they run side by side, checked in order.
+  const refusals: Array<[Promise<Run>, RegExp]> = [
+    [fcm(app.id, file('bad-email.json', serviceAccount('pombo-demo', { client_email: 'a@gmail.com' }))), /client_email/],
+    [fcm(app.id, file('flat.json', serviceAccount('pombo-demo', { private_key: rsaPem().replace(/\n/g, '') }))), /line breaks/],
+    [fcm(app.id, sa, '--config', two), /several Android apps \(com\.a\.b, com\.c\.d\)/],
+    [fcm(app.id, sa, '--config', two, '--package', 'com.x.y'), /--package: com\.x\.y is not in/],
+    [fcm(app.id, sa, '--config', file('other.json', googleServices('outro-projeto'))), /project outro-projeto.*pombo-demo/],
+    [fcm(app.id, sa, '--package', 'com.a.b'), /--package: only meaningful with --config/],
+    [fcm(app.id, join(tmpdir(), 'does-not-exist.json')), /cannot read .*ENOENT/],
+    [fcm(app.id), /SERVICE_ACCOUNT\.json: required/],
+    [fcm('not-a-uuid', sa), /APP_ID: expected a UUID/],
+    [fcm(UNKNOWN_APP, sa), /App não encontrado/],
+    [fcm(app.id, sa, '--bogus'), /bogus/],
+    [
+      pombo(s, ['credentials', 'fcm', app.id, sa, '--config', two, '--package', 'com.a.b'], { PM_VAULT_KEY: '' }),
+      /Cofre|PM_VAULT_KEY/,
+    ],
+    [apns({ '--p8': file('notes.txt', 'ABC123DEFG\n') }), /--p8: expected the \.p8 file contents/],
+    [apns({ '--p8': sa }), /--p8: not a readable P-256/],
+    [apns({ '--key-id': 'ABC123' }), /--key-id/],
+    [apns({ '--team-id': 'TEAM-12345' }), /--team-id/],
+    [apns({ '--bundle-id': 'loja' }), /--bundle-id/],
+    [apns({ '--env': 'prod' }), /--env: expected sandbox or production/],
+    [pombo(s, ['credentials', 'frobnicate']), /unknown credentials command/],
+  ]
+  const legacyRun = await fcm(app.id, file('server-key.txt', `${legacy}\n`))
+  oneLineFailure(t, legacyRun, /legacy FCM server key/)
+  t.notOk(legacyRun.stderr.includes('APA91b'), 'the legacy key is not echoed')
+  for (const [run, pattern] of refusals) oneLineFailure(t, await run, pattern)
 
   t.equal(await credentialCount(s), 0, 'no credential was written')
   t.same((await s.sql('SELECT firebase_params FROM apps'))[0]?.firebase_params, null, 'firebase_params untouched')
