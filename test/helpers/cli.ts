@@ -61,6 +61,11 @@ function run(s: TestService, args: string[], env: Record<string, string>, input?
   })
 }
 
+/** Refusals started side by side (each a process of its own; a refusal writes nothing), checked in order. */
+export async function allRefused(t: Test, cases: Array<[Promise<Run>, RegExp]>): Promise<void> {
+  for (const [run, pattern] of cases) oneLineFailure(t, await run, pattern)
+}
+
 /** docs/spec/contract.md: bad input exits non-zero (2) with a one-line reason. */
 export function oneLineFailure(t: Test, r: Run, pattern: RegExp): void {
   t.equal(r.code, 2, 'exits 2')

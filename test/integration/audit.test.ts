@@ -5,7 +5,7 @@ import t from 'tap'
 import { ACTIONS, PLATFORM_ORG } from '../../src/audit/record'
 import { pruneAudit } from '../../src/audit/retention'
 import { DAY_MS } from '../../src/core/time'
-import { oneLineFailure, pombo, type Run } from '../helpers/cli'
+import { allRefused, pombo, type Run } from '../helpers/cli'
 import { DashClient, makeOrg, makePerson } from '../helpers/dashboard'
 import { startDelivery } from '../helpers/delivery'
 import { CARD } from '../helpers/inapp'
@@ -387,14 +387,16 @@ t.test('pombo audit: one JSON object a line, oldest first; --app, --org, --desde
     'in order, none twice',
   )
 
-  oneLineFailure(t, await pombo(s, ['audit', '--app', 'nope']), /--app: expected a UUID/)
-  oneLineFailure(t, await pombo(s, ['audit', '--org', '123']), /--org: expected a UUID/)
-  oneLineFailure(t, await pombo(s, ['audit', '--app', a.id, '--org', orgA]), /--app and --org: choose one/)
-  oneLineFailure(t, await pombo(s, ['audit', '--desde', 'ontem']), /--desde: expected an RFC 3339 date-time/)
-  oneLineFailure(t, await pombo(s, ['audit', '--desde', '2026-02-30T00:00:00Z']), /--desde/)
-  oneLineFailure(t, await pombo(s, ['audit', '--desde']), /desde/)
-  oneLineFailure(t, await pombo(s, ['audit', '--quem', 'x']), /quem/)
-  oneLineFailure(t, await pombo(s, ['audit', a.id]), /unexpected argument/)
+  await allRefused(t, [
+    [pombo(s, ['audit', '--app', 'nope']), /--app: expected a UUID/],
+    [pombo(s, ['audit', '--org', '123']), /--org: expected a UUID/],
+    [pombo(s, ['audit', '--app', a.id, '--org', orgA]), /--app and --org: choose one/],
+    [pombo(s, ['audit', '--desde', 'ontem']), /--desde: expected an RFC 3339 date-time/],
+    [pombo(s, ['audit', '--desde', '2026-02-30T00:00:00Z']), /--desde/],
+    [pombo(s, ['audit', '--desde']), /desde/],
+    [pombo(s, ['audit', '--quem', 'x']), /quem/],
+    [pombo(s, ['audit', a.id]), /unexpected argument/],
+  ])
   t.match((await pombo(s, ['help'])).stdout, /pombo audit \[--app APP_ID \| --org ORG_ID\] \[--desde RFC3339\]/)
 })
 

@@ -1,7 +1,7 @@
 // The pombo CLI (docs/spec/contract.md): the same results as the routes, printed as JSON; bad input exits non-zero with a
 // one-line reason and writes nothing. Runs the real entry point as a child process against the test's namespace.
 import t from 'tap'
-import { oneLineFailure, pombo } from '../helpers/cli'
+import { allRefused, oneLineFailure, pombo } from '../helpers/cli'
 import { startService, type TestService } from '../helpers/service'
 
 const apps = async (s: TestService) => (await s.sql('SELECT count(*)::int AS n FROM apps'))[0]?.n
@@ -24,15 +24,17 @@ t.test('app create prints the same answer as POST /api/v1/apps', async (t) => {
 
 t.test('bad input: one line, non-zero, nothing written', async (t) => {
   const s = await startService(t)
-  oneLineFailure(t, await pombo(s, ['app', 'create']), /--nome/)
-  oneLineFailure(t, await pombo(s, ['app', 'create', '--nome', '  ']), /--nome/)
-  oneLineFailure(t, await pombo(s, ['app', 'create', '--nome', 'x', '--rate-por-min', '0']), /rate-por-min/)
-  oneLineFailure(t, await pombo(s, ['app', 'create', '--nome', 'x', '--bogus']), /bogus/)
-  oneLineFailure(t, await pombo(s, ['app', 'create', '--nome', 'x'], { PM_VAULT_KEY: '' }), /PM_VAULT_KEY|[Cc]ofre/)
-  oneLineFailure(t, await pombo(s, ['app', 'create', '--nome', 'x'], { PM_VAULT_KEY: 'short' }), /PM_VAULT_KEY/)
-  oneLineFailure(t, await pombo(s, ['app', 'pause', 'not-a-uuid']), /APP_ID/)
-  oneLineFailure(t, await pombo(s, ['app', 'pause', '00000000-0000-4000-8000-000000000000']), /App não encontrado/)
-  oneLineFailure(t, await pombo(s, ['frobnicate']), /unknown command/)
+  await allRefused(t, [
+    [pombo(s, ['app', 'create']), /--nome/],
+    [pombo(s, ['app', 'create', '--nome', '  ']), /--nome/],
+    [pombo(s, ['app', 'create', '--nome', 'x', '--rate-por-min', '0']), /rate-por-min/],
+    [pombo(s, ['app', 'create', '--nome', 'x', '--bogus']), /bogus/],
+    [pombo(s, ['app', 'create', '--nome', 'x'], { PM_VAULT_KEY: '' }), /PM_VAULT_KEY|[Cc]ofre/],
+    [pombo(s, ['app', 'create', '--nome', 'x'], { PM_VAULT_KEY: 'short' }), /PM_VAULT_KEY/],
+    [pombo(s, ['app', 'pause', 'not-a-uuid']), /APP_ID/],
+    [pombo(s, ['app', 'pause', '00000000-0000-4000-8000-000000000000']), /App não encontrado/],
+    [pombo(s, ['frobnicate']), /unknown command/],
+  ])
   t.equal(await apps(s), 0)
 })
 

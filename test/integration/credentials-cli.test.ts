@@ -8,7 +8,7 @@ import t, { type Test } from 'tap'
 import { type CredentialChange, loadCredential, onCredentialChange } from '../../src/credentials/store'
 import { Keys } from '../../src/redis/keys'
 import { Vault } from '../../src/core/vault'
-import { oneLineFailure, pombo, type Run } from '../helpers/cli'
+import { allRefused, oneLineFailure, pombo, type Run } from '../helpers/cli'
 import { googleServices, p8Pem, rsaPem, serviceAccount } from '../helpers/credentials'
 import { startService, type TestService, VAULT_KEY } from '../helpers/service'
 
@@ -173,8 +173,10 @@ t.test('apns: stored, then the environment switched without the key, effective a
     'each change is published',
   )
 
-  oneLineFailure(t, await pombo(s, ['credentials', 'apns-env', app.id, 'prod']), /sandbox or production/)
-  oneLineFailure(t, await pombo(s, ['credentials', 'apns-env', app.id]), /sandbox or production/)
+  await allRefused(t, [
+    [pombo(s, ['credentials', 'apns-env', app.id, 'prod']), /sandbox or production/],
+    [pombo(s, ['credentials', 'apns-env', app.id]), /sandbox or production/],
+  ])
   t.equal((await loadCredential(s.svc.deps.db, vault, app.id, 'apns'))?.credential.env, 'production')
 })
 
@@ -225,8 +227,10 @@ t.test('delete: the platform stops at once; the other stays; deleting twice is h
 
   const twice = await pombo(s, ['credentials', 'delete', app.id, 'fcm'])
   t.same(JSON.parse(twice.stdout), { id: app.id, plataforma: 'fcm', removida: false })
-  oneLineFailure(t, await pombo(s, ['credentials', 'delete', app.id, 'ios']), /fcm or apns/)
-  oneLineFailure(t, await pombo(s, ['credentials', 'delete', UNKNOWN_APP, 'fcm']), /App não encontrado/)
+  await allRefused(t, [
+    [pombo(s, ['credentials', 'delete', app.id, 'ios']), /fcm or apns/],
+    [pombo(s, ['credentials', 'delete', UNKNOWN_APP, 'fcm']), /App não encontrado/],
+  ])
 })
 
 t.test('bad input: one line, exit 2, nothing written', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { oneLineFailure, pombo, type Run } from '../helpers/cli'
+import { allRefused, oneLineFailure, pombo, type Run } from '../helpers/cli'
 import { startService, type TestService } from '../helpers/service'
 
 // About twenty CLI processes, each a few seconds on a busy machine.
@@ -148,8 +148,10 @@ t.test('user create and user invite', async (t) => {
     "SELECT extract(epoch FROM expires_at - created_at)::int AS ttl FROM dashboard_invites WHERE email = 'breve@example.com'",
   )
   t.equal(j?.ttl, 2 * 3600, 'PM_DASHBOARD_INVITE_H moves it')
-  oneLineFailure(t, await pombo(s, ['user', 'invite', '--email', 'ana@example.com', '--org', org.id]), /E-mail já cadastrado/)
-  oneLineFailure(t, await pombo(s, ['org', 'create']), /--nome/)
-  oneLineFailure(t, await pombo(s, ['org', 'create', '--nome', 'x', '--plan', 'gold']), /--plan/)
-  oneLineFailure(t, await pombo(s, ['app', 'create', '--nome', 'x', '--org', 'nope']), /--org/)
+  await allRefused(t, [
+    [pombo(s, ['user', 'invite', '--email', 'ana@example.com', '--org', org.id]), /E-mail já cadastrado/],
+    [pombo(s, ['org', 'create']), /--nome/],
+    [pombo(s, ['org', 'create', '--nome', 'x', '--plan', 'gold']), /--plan/],
+    [pombo(s, ['app', 'create', '--nome', 'x', '--org', 'nope']), /--org/],
+  ])
 })
