@@ -12,6 +12,7 @@ import { WebhookCliError, webhookCommand } from './cli/webhook'
 import { type Config, ConfigError, loadConfig } from './core/config'
 import { migrate, migrationStatus } from './db/migrate'
 import { ApiError } from './core/errors'
+import { GROUP_MEMBER_ENV } from './group/messages'
 import { PeopleError } from './people/service'
 import { ResizeRefused } from './redis/partitions'
 import { localDefaults } from './core/local-env'
@@ -79,6 +80,7 @@ async function main(argv: string[]): Promise<void> {
       return (await import('./serve.js')).serve(
         cfg,
         parseRoles(parseArgs({ args: rest, options: { roles: { type: 'string' } } }).values.roles),
+        process.env[GROUP_MEMBER_ENV] !== undefined,
       )
     case 'migrate': {
       const { values } = parseArgs({ args: rest, options: { status: { type: 'boolean' } } })

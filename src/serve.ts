@@ -7,20 +7,19 @@ import { createLogger } from './core/log'
 import { prettyDestination } from './core/log-pretty'
 import { releaseDeadWorker } from './delivery/worker'
 import { serveParent } from './group/member'
-import { GROUP_MEMBER_ENV } from './group/messages'
 import { groupBudget, WorkerGroup } from './group/supervisor'
 import { loadUws } from './http/uws'
 import type { Role } from './service/roles'
 import { Service } from './service/service'
 
-export async function serve(cfg: Config, roles: Role[]): Promise<void> {
+/** `member`: this process is a worker of a group (its parent set GROUP_MEMBER_ENV; main.ts reads the environment). */
+export async function serve(cfg: Config, roles: Role[], member: boolean): Promise<void> {
   const pretty = cfg.logFormat === 'pretty' || (cfg.logFormat === 'auto' && process.stdout.isTTY === true)
   const log = createLogger(
     cfg.logLevel,
     pretty ? prettyDestination(process.stdout, process.stdout.isTTY === true && cfg.logColor) : undefined,
   )
   // The worker role beside another one runs in worker processes of this group (src/group/supervisor.ts).
-  const member = process.env[GROUP_MEMBER_ENV] !== undefined
   const grouped = !member && cfg.serveWorkers > 0 && roles.includes('worker') && roles.length > 1
   const budget = grouped ? groupBudget(cfg.limits.pgPool, cfg.serveWorkers) : null
   const own = grouped ? roles.filter((r) => r !== 'worker') : roles
