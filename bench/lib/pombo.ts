@@ -65,8 +65,15 @@ export interface PomboOptions {
   stdout?: 'ignore' | 'inherit' | number
 }
 
-/** A process without the API role is ready once its delivery worker has joined `<prefix>:workers`. */
-async function workerJoined(prefix: string, pid: number, child: ChildProcess, timeoutMs = 30_000): Promise<void> {
+/** A process without the API role is ready once its delivery worker has joined `<prefix>:workers`; `said` is the
+ *  end of what it wrote on stderr (its one-line reason when it exits). */
+async function workerJoined(
+  prefix: string,
+  pid: number,
+  child: ChildProcess,
+  said: () => string,
+  timeoutMs = 30_000,
+): Promise<void> {
   const redis = new Redis(REDIS_URL)
   try {
     const until = Date.now() + timeoutMs
@@ -74,7 +81,7 @@ async function workerJoined(prefix: string, pid: number, child: ChildProcess, ti
       const ids = await redis.zrange(`${prefix}:workers`, '0', '-1')
       if (ids.some((w) => w.includes(`:${pid}:`))) return
       if (child.exitCode !== null || child.signalCode !== null)
-        throw new Error(`worker ${pid} exited (${child.exitCode ?? child.signalCode})`)
+        throw new Error(`worker ${pid} exited (${child.exitCode ?? child.signalCode}): ${said().trim() || 'nothing on stderr'}`)
       if (Date.now() > until) throw new Error(`worker ${pid} did not join ${prefix}:workers`)
       await new Promise((r) => setTimeout(r, 50))
     }
@@ -97,7 +104,7 @@ export async function startPombo(
   const main = childEntry(join(ROOT, 'src', 'main.ts'))
   const child = spawn(process.execPath, [...nodeArgs, ...main.execArgv, main.file, 'serve', '--roles', roles], {
     cwd: ROOT,
-    stdio: ['ignore', o.stdout ?? 'ignore', 'inherit'],
+    stdio: ['ignore', o.stdout ?? 'ignore', 'pipe'],
     env: {
       ...process.env,
       DATABASE_URL,
@@ -117,10 +124,16 @@ export async function startPombo(
       ...env,
     },
   })
+  // stderr passes through as before, and its end is kept for the error of a process that exits while starting.
+  let said = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk)
+    said = (said + chunk.toString()).slice(-2000)
+  })
   const url = `http://127.0.0.1:${port}`
   try {
     if (roles.split(',').includes('api')) await waitFor(`${url}/`)
-    else await workerJoined(prefix, child.pid as number, child)
+    else await workerJoined(prefix, child.pid as number, child, () => said)
   } catch (err) {
     child.kill('SIGKILL')
     throw err

@@ -23,6 +23,15 @@ const minutes = env('PM_MODEL_MINUTES')
  * single seed can miss it on a fast run. */
 const EXTRA_SEEDS = 5
 
+// A run that left something open (a timer, a socket, a connection) would keep this process alive until tap's timeout,
+// minutes later, saying only "timeout!": name what is still open instead, and fail at once.
+t.teardown(() => {
+  setTimeout(() => {
+    console.error(`sends-model: still open 20 s after the tests ended: ${process.getActiveResourcesInfo().join(', ')}`)
+    process.exit(1)
+  }, 20_000).unref()
+})
+
 t.test("a send's life holds its invariants over a seeded sequence of commands", async (t) => {
   const chosen = env('PM_MODEL_SEED')
   const seeds = chosen !== undefined ? [chosen] : Array.from({ length: 1 + EXTRA_SEEDS }, (_, i) => SEED + i)
