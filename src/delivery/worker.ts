@@ -175,7 +175,15 @@ export class DeliveryWorker {
   /** Stops reading, lets actors finish what is in flight, releases the leases. Pending entries stay for the next owner. */
   async stop(): Promise<void> {
     this.#stop.abort()
-    await Promise.all([...this.#actors.values(), ...this.#sliceActors.values()].map((a) => a.stop()))
+    // Until every read and poll under way has ended, one may still hand work over: the actors are stopped until none
+    // is left unstopped. An actor left running would tick forever, and keep the process alive, after the stop.
+    const stopped = new Set<AppActor>()
+    for (;;) {
+      const left = [...this.#actors.values(), ...this.#sliceActors.values()].filter((a) => !stopped.has(a))
+      if (left.length === 0) break
+      for (const a of left) stopped.add(a)
+      await Promise.all(left.map((a) => a.stop()))
+    }
     await Promise.allSettled(this.#loops)
     await this.#slices.stop()
     await Promise.allSettled([...this.#partitionReaders.values()])
@@ -411,6 +419,8 @@ export class DeliveryWorker {
 
   /** `fresh`: read for the first time (XREADGROUP >), so a send the entry carries can be trusted (carried.ts). */
   #dispatch(stream: string, id: string, fields: string[], fresh: boolean): void {
+    // Read while stopping: left pending, for the next owner (an actor started now would never be stopped).
+    if (this.#stop.signal.aborted) return
     const f: Record<string, string> = {}
     for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i] as string] = fields[i + 1] as string
     const appId = f.a
@@ -448,6 +458,8 @@ export class DeliveryWorker {
   /** A slice was leased: its send's meta (batched with other loads), then an actor of its app walks it. */
   async #startSlice(lease: SliceLease): Promise<void> {
     const loaded = await (this.actorDeps.sends as SendSource).load({ appId: lease.appId, sendId: lease.sendId })
+    // Leased while stopping: its lease lapses and another worker takes the slice.
+    if (this.#stop.signal.aborted) return
     if (!loaded || loaded.meta.completed) {
       await this.#slices.finish(lease, true) // nothing left to deliver in it
       return

@@ -9,6 +9,7 @@
 // Longer passes: `npm run fuzz -- --sends-model` (test/fuzz/README.md), or this file with PM_MODEL_SEED,
 // PM_MODEL_RUNS, PM_MODEL_MINUTES, PM_MODEL_COMMANDS, PM_MODEL_PATH (replay one run), PM_MODEL_SHRINK=1 and
 // PM_MODEL_VERBOSE=1 (every run's timeline).
+import { createHook } from 'node:async_hooks'
 import t from 'tap'
 import { runSendsModel } from '../model/run'
 
@@ -23,11 +24,23 @@ const minutes = env('PM_MODEL_MINUTES')
  * single seed can miss it on a fast run. */
 const EXTRA_SEEDS = 5
 
-// A run that left something open (a timer, a socket, a connection) would keep this process alive until tap's timeout,
-// minutes later, saying only "timeout!": name what is still open instead, and fail at once.
+// Every service and worker the runs started must be stopped for good when the tests end: a worker once left an actor
+// running (created by a read still under way while it stopped), which ticked forever and kept this process alive
+// until tap's timeout, saying only "timeout!". Twenty seconds after the tests end, anything still open fails the file,
+// named with where each live timer was made.
+const made = new Map<NodeJS.Timeout, string>()
+createHook({
+  init(_id, type, _trigger, resource) {
+    if (type === 'Timeout') made.set(resource as NodeJS.Timeout, new Error().stack?.split('\n').slice(2, 9).join(' <- ') ?? '')
+  },
+}).enable()
 t.teardown(() => {
   setTimeout(() => {
-    console.error(`sends-model: still open 20 s after the tests ended: ${process.getActiveResourcesInfo().join(', ')}`)
+    const live = [...made].filter(([tm]) => !(tm as unknown as { _destroyed: boolean })._destroyed && tm.hasRef())
+    console.error(
+      `sends-model: still open 20 s after the tests ended: ${process.getActiveResourcesInfo().join(', ')}\n` +
+        live.map(([, where]) => `  timer made at ${where}`).join('\n'),
+    )
     process.exit(1)
   }, 20_000).unref()
 })
