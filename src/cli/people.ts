@@ -6,7 +6,6 @@ import { parseArgs } from 'node:util'
 import type { Config } from '../core/config'
 import { type Db, tx } from '../db/pool'
 import { insertOrg } from '../orgs/store'
-import { scryptCost } from '../people/password'
 import { PeopleError, PeopleService } from '../people/service'
 import { systemClock } from '../core/time'
 import { withOperatorTools } from './operator'
@@ -81,8 +80,7 @@ export async function userCommand(cfg: Config, argv: string[]): Promise<void> {
     const bad = given.find((k) => !allowed.includes(k))
     if (bad) throw new PeopleError(`--${bad}: not an option of this command`)
   }
-  const people = (t: { db: Db }): PeopleService =>
-    new PeopleService(t.db, systemClock, cfg.dashboard.inviteTtlMs, cfg.dashboard.idleTtlMs, scryptCost(cfg.dashboard.scryptN))
+  const people = (t: { db: Db }): PeopleService => PeopleService.fromConfig(t.db, systemClock, cfg.dashboard)
   if (cancel) {
     only(['id', 'email', 'org'])
     if ((values.id === undefined) === (values.email === undefined)) {

@@ -16,7 +16,6 @@ import type { Router } from '../http/router'
 import type { InappModule } from '../inapp/module'
 import type { SendsModule } from '../sends/module'
 import type { Metrics } from '../ops/metrics'
-import { scryptCost } from '../people/password'
 import { PeopleService } from '../people/service'
 import { pingAll, type RedisClient } from '../redis/client'
 import type { Keys } from '../redis/keys'
@@ -89,13 +88,7 @@ ou convida alguém com <code>pombo user invite --email … --org ORG_ID</code>.<
     d.cfg.dashboard.idleTtlMs,
   )
   const web = { sessions, dashboardUrl: d.cfg.dashboard.url }
-  const people = new PeopleService(
-    d.db,
-    d.clock,
-    d.cfg.dashboard.inviteTtlMs,
-    d.cfg.dashboard.idleTtlMs,
-    scryptCost(d.cfg.dashboard.scryptN),
-  )
+  const people = PeopleService.fromConfig(d.db, d.clock, d.cfg.dashboard)
   const limiter = new SigninLimiter(
     d.redis,
     d.keys,

@@ -7,7 +7,17 @@ import { type Db, query, type Tx, tx } from '../db/pool'
 import { ApiError } from '../core/errors'
 import { findOrg } from '../orgs/store'
 import type { Clock } from '../core/time'
-import { decoyHash, hashPassword, needsRehash, passwordProblem, SCRYPT_COST, type ScryptCost, verifyPassword } from './password'
+import type { Dashboard } from '../core/config'
+import {
+  decoyHash,
+  hashPassword,
+  needsRehash,
+  passwordProblem,
+  SCRYPT_COST,
+  type ScryptCost,
+  scryptCost,
+  verifyPassword,
+} from './password'
 
 export class PeopleError extends Error {
   override name = 'PeopleError'
@@ -69,6 +79,11 @@ export class PeopleService {
     /** The scrypt cost new hashes get (PM_DASHBOARD_SCRYPT_N); older hashes are upgraded at sign-in. */
     private readonly cost: ScryptCost = SCRYPT_COST,
   ) {}
+
+  /** With the deployment's dashboard settings (invitation and idle lifetimes, password cost). */
+  static fromConfig(db: Db, clock: Clock, d: Dashboard): PeopleService {
+    return new PeopleService(db, clock, d.inviteTtlMs, d.idleTtlMs, scryptCost(d.scryptN))
+  }
 
   /** A person of `orgId`, or an operator (orgId null). The e-mail is unique; the password at least 12 characters. */
   async create(

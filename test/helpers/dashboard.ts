@@ -1,7 +1,6 @@
 // A browser-less client of the dashboard: a cookie jar, forms posted with their hidden token, redirects not
 // followed (tests look at them). Plus people and organisations made through the real services.
 import { insertOrg } from '../../src/orgs/store'
-import { scryptCost } from '../../src/people/password'
 import { PeopleService } from '../../src/people/service'
 import type { TestService } from './service'
 
@@ -94,8 +93,7 @@ export async function makeOrg(s: TestService, name: string, plan: 'free' | 'pro'
 
 /** The people service as the test service's dashboard has it (its invitation, idle and password-cost settings). */
 export function peopleOf(s: TestService, clock: () => number = Date.now): PeopleService {
-  const d = s.cfg.dashboard
-  return new PeopleService(s.svc.deps.db, clock, d.inviteTtlMs, d.idleTtlMs, scryptCost(d.scryptN))
+  return PeopleService.fromConfig(s.svc.deps.db, clock, s.cfg.dashboard)
 }
 
 export async function makePerson(s: TestService, email: string, password: string, orgId: string | null): Promise<string> {
