@@ -11,6 +11,8 @@
 //                loader unless coverage is recorded (test/helpers/children.mjs). `npm run test:integration`.
 // tap loads only the plugins the tests use (package.json "tap"."plugin"): each test file's process starts in about
 // half the time it took with all of them.
+// PM_TEST_PROFILE=<file> records each test file's wall time, CPU (its own and its children's) and test services
+// started; `node scripts/test-profile.mjs <file>` prints them heaviest first (test/helpers/children.mjs).
 // Extra arguments go to tap:
 //   npm test -- test/unit/foo.test.ts                       (unit files only: run as the unit tier, no services)
 //   npm test -- test/integration/delivery.test.ts           (any other file: with the services)

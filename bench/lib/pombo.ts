@@ -15,7 +15,8 @@ let compiledChildren = false
 
 /**
  * bench/run.ts builds dist/ and calls this: from then on the child processes (Pombo, baselines, fakes) run compiled,
- * as the image runs Pombo. Tests that start Pombo as a child (crash tests) never call it: they run the sources.
+ * as the image runs Pombo. Tests that start Pombo as a child (crash tests) never call it: they run the sources, compiled
+ * once for the test run when `npm test` did (PM_TEST_DIST_MAIN), else through tsx.
  */
 export function runChildrenCompiled(): void {
   compiledChildren = true
@@ -101,7 +102,10 @@ export async function startPombo(
   const id = randomBytes(4).toString('hex')
   const schema = o.shared?.schema ?? `bench_${id}`
   const prefix = o.shared?.prefix ?? `pmb_${id}`
-  const main = childEntry(join(ROOT, 'src', 'main.ts'))
+  // Under `npm test` the sources are compiled once for the run (PM_TEST_DIST_MAIN, scripts/test-dist.mjs): a crash
+  // test's processes start that instead of transforming every module through tsx in each of them.
+  const testDist = compiledChildren ? undefined : process.env.PM_TEST_DIST_MAIN
+  const main = testDist ? { file: testDist, execArgv: [] } : childEntry(join(ROOT, 'src', 'main.ts'))
   const child = spawn(process.execPath, [...nodeArgs, ...main.execArgv, main.file, 'serve', '--roles', roles], {
     cwd: ROOT,
     stdio: ['ignore', o.stdout ?? 'ignore', 'pipe'],

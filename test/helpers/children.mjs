@@ -18,3 +18,29 @@ if (process.env.TAP_DISABLE_COVERAGE === '1') {
     return opts
   })
 }
+
+// PM_TEST_PROFILE=<file>: each test process appends one JSON line when it exits: its file, wall time, its own CPU
+// and the CPU of the children it waited for (/proc/self/stat), and how many test services it started
+// (globalThis.__pmServiceStarts, counted by test/helpers/service.ts). scripts/test-profile.mjs reads them into a
+// table: where the suite's time goes, by file.
+if (process.env.PM_TEST_PROFILE && process.argv[1]?.endsWith('.test.ts')) {
+  const { appendFileSync, readFileSync } = require('node:fs')
+  const started = Date.now()
+  process.on('exit', () => {
+    try {
+      const f = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
+      const tick = 100
+      const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(f[i]) / tick)
+      const line = {
+        file: process.argv[1].replace(`${process.cwd()}/`, ''),
+        wall: (Date.now() - started) / 1000,
+        cpu: +(utime + stime).toFixed(2),
+        children: +(cutime + cstime).toFixed(2),
+        services: globalThis.__pmServiceStarts ?? 0,
+      }
+      appendFileSync(process.env.PM_TEST_PROFILE, `${JSON.stringify(line)}\n`)
+    } catch {
+      // no /proc (not Linux): nothing to record
+    }
+  })
+}

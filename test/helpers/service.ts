@@ -197,6 +197,8 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
   )
   const cfg: Config = o.webhook ? Object.freeze({ ...base, webhook: Object.freeze({ ...base.webhook, ...o.webhook }) }) : base
   const logs: Array<Record<string, unknown>> = []
+  ;(globalThis as { __pmServiceStarts?: number }).__pmServiceStarts =
+    ((globalThis as { __pmServiceStarts?: number }).__pmServiceStarts ?? 0) + (o.shareWith ? 0 : 1)
   const svc = await Service.start(cfg, {
     roles: o.roles ?? ['api'],
     log: createLogger(o.logLevel ?? 'info', captureLogs(logs)),

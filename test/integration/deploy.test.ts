@@ -304,6 +304,13 @@ t.test('Dockerfile: the build context holds every file the image build reads', a
     const file = scripts[i] as string
     needed.add(file)
     for (const m of read(file).matchAll(/from '\.\/([^']+)'/g)) scripts.push(`scripts/${m[1]}`)
+    // The TypeScript project it compiles, and the one that extends.
+    for (const m of read(file).matchAll(/'(tsconfig[\w.]*\.json)'/g)) {
+      for (let config: string | undefined = m[1]; config; ) {
+        needed.add(config)
+        config = (JSON.parse(read(config)) as { extends?: string }).extends?.replace(/^\.\//, '')
+      }
+    }
   }
   for (const m of read('Dockerfile').matchAll(/^COPY (?!--from)(.+) \S+$/gm))
     for (const src of (m[1] as string).split(/\s+/)) if (src !== '.') needed.add(src)

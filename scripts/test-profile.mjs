@@ -1,0 +1,33 @@
+// Where a test run's time goes, by file: reads the lines test processes append when PM_TEST_PROFILE names a file
+// (test/helpers/children.mjs) and prints them heaviest first, with the totals. The suite is CPU-bound on a small
+// machine, so the CPU columns (the file's own process, and the children it started: `pombo`, tsc, npm) say more about
+// what a change to a test costs the whole run than its wall time, which depends on what ran beside it.
+//   PM_TEST_PROFILE=/tmp/profile.jsonl npm run test:integration
+//   node scripts/test-profile.mjs /tmp/profile.jsonl [--by wall|cpu|children|services] [--top N]
+import { readFileSync } from 'node:fs'
+
+const [file, ...rest] = process.argv.slice(2)
+if (!file) {
+  console.error('usage: node scripts/test-profile.mjs <profile.jsonl> [--by wall|cpu|children|services] [--top N]')
+  process.exit(2)
+}
+const opt = (name, fallback) => {
+  const i = rest.indexOf(name)
+  return i >= 0 && rest[i + 1] ? rest[i + 1] : fallback
+}
+const by = opt('--by', 'total')
+const top = Number(opt('--top', '30'))
+const rows = readFileSync(file, 'utf8')
+  .split('\n')
+  .filter(Boolean)
+  .map((l) => JSON.parse(l))
+  .map((r) => ({ ...r, total: r.cpu + r.children }))
+rows.sort((a, b) => b[by] - a[by])
+const sum = (k) => rows.reduce((s, r) => s + r[k], 0)
+const fmt = (n, w = 8) => n.toFixed(1).padStart(w)
+console.log(`${'wall s'.padStart(8)}${'cpu s'.padStart(8)}${'child s'.padStart(8)}${'svc'.padStart(5)}  file`)
+for (const r of rows.slice(0, top))
+  console.log(`${fmt(r.wall)}${fmt(r.cpu)}${fmt(r.children)}${String(r.services).padStart(5)}  ${r.file}`)
+console.log(
+  `${fmt(sum('wall'))}${fmt(sum('cpu'))}${fmt(sum('children'))}${String(sum('services')).padStart(5)}  ${rows.length} files in all`,
+)
