@@ -5,6 +5,8 @@
 // checkout at the same path, and runs tap there against the same Postgres and Redis (the root shares the network).
 //   npm run test:runtimes                       the default suites on Node 22 and 24
 //   npm run test:runtimes -- test/x.test.ts     those files instead
+//   npm run test:runtimes -- --fuzz --runs 2000 --seed 7
+//                                               `npm run fuzz` with those options (test/fuzz/run.ts), on each
 import { execFileSync, spawnSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
@@ -23,6 +25,9 @@ const SUITES = [
   'test/integration/devices-export.test.ts',
   'test/integration/grpc-stream.test.ts',
   'test/integration/webhooks.test.ts',
+  // The hostile-input fuzzer's seeded run, and the pages the current uWebSockets.js build writes itself.
+  'test/fuzz/hostile.test.ts',
+  'test/integration/uws-own-pages.test.ts',
 ]
 const ROOTFS = path.join(CACHE, 'debian-trixie')
 const log = (m) => console.error(`[pombo runtimes] ${m}`)
@@ -74,7 +79,14 @@ function mountAll() {
 }
 
 async function main() {
-  const files = process.argv.slice(2)
+  const args = process.argv.slice(2)
+  const fuzz = args[0] === '--fuzz'
+  const files = fuzz ? [] : args
+  // Run by this Node inside the root, from the checkout (the root has no npm: the scripts' own entry files).
+  const command = fuzz
+    ? ['node_modules/.bin/tsx', 'test/fuzz/run.ts', ...args.slice(1)]
+    : ['node_modules/.bin/tap', ...(files.length ? files : SUITES)]
+  const what = fuzz ? `npm run fuzz -- ${args.slice(1).join(' ')}`.trim() : `${(files.length ? files : SUITES).length} files`
   ensureRoot()
   const glibc = execFileSync('chroot', [ROOTFS, 'ldd', '--version'], { encoding: 'utf8' }).split('\n')[0]
   log(`root: ${glibc}`)
@@ -89,18 +101,11 @@ async function main() {
     }
     for (const version of Object.values(RUNTIMES)) {
       copyFileSync(nodeBinary(version, log), path.join(ROOTFS, 'usr', 'local', 'bin', 'node'))
-      log(`Node ${version}: ${(files.length ? files : SUITES).length} files`)
+      log(`Node ${version}: ${what}`)
       const r = spawnSync(
         'chroot',
         // chroot starts in /: the shell moves to the checkout's path, which the bind mount gives the same contents.
-        [
-          ROOTFS,
-          '/bin/sh',
-          '-c',
-          'cd "$0" && exec /usr/local/bin/node node_modules/.bin/tap "$@"',
-          REPO_ROOT,
-          ...(files.length ? files : SUITES),
-        ],
+        [ROOTFS, '/bin/sh', '-c', 'cd "$0" && exec /usr/local/bin/node "$@"', REPO_ROOT, ...command],
         {
           stdio: 'inherit',
           env: {

@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import { proof } from '../../src/message/proof'
 import { CARD } from '../helpers/inapp'
 import type { FreshState, FuzzApp, FuzzContext } from './harness'
-import type { Transfer, WireRequest } from './wire'
+import { headBytes, type Transfer, type WireRequest } from './wire'
 
 /** What the case must get back, beyond the invariants every case has (no 5xx, no escape, the process answers). */
 export interface Expectation {
@@ -653,7 +653,7 @@ function validExpect(route: RouteDef): Expectation {
 
 const hostile: Expectation = { valid: false }
 
-/** A proxy's headers: up to 20 ordinary ones, plus at times one long value, the head staying under 4 KB. */
+/** A proxy's headers: up to 20 ordinary ones, plus at times one long value (up to 1.5 KB), the head under 4 KB. */
 const legitHeaders: Mutation = (d) =>
   fc
     .tuple(
@@ -680,7 +680,10 @@ const legitHeaders: Mutation = (d) =>
     )
     .map(([hs, long]) => {
       const headers = [...d.headers, ...hs.map(([k, v], i): [string, Buffer] => [`${k}-${i}`, Buffer.from(v.trim() || 'v')])]
-      if (long) headers.push(['X-Long-Trace', Buffer.from('t'.repeat(long))])
+      // The whole head stays under 4,000 bytes (4 KB is a limit of both uWS builds, README): up to 20 values of 100
+      // bytes and the long one could pass it together, which the current build would refuse with its own 431.
+      const room = 4000 - headBytes(toRequest({ ...d, headers })).length - 'X-Long-Trace: \r\n'.length
+      if (long && room > 0) headers.push(['X-Long-Trace', Buffer.from('t'.repeat(Math.min(long, room)))])
       return { d: { ...d, headers }, mutation: `legitimate headers (${headers.length})`, expect: validExpect(d.route) }
     })
 
@@ -711,9 +714,10 @@ const rawPathBytes: Mutation = (d) =>
       inQuery || !d.route.param
         ? { ...d, query: Buffer.concat([d.query, Buffer.from('&x='), bytes]) }
         : { ...d, segment: Buffer.concat([d.segment, bytes]) }
-    // A control byte or a space (NUL, TAB, DEL, SP) in the request-target is not HTTP: this uWS build neither
-    // answers nor closes (the socket waits for its idle timeout, ~10 s; see README). Other bytes must get an answer.
-    const control = bytes.some((b) => b <= 0x20 || b === 0x7f)
+    // A control byte or a space (NUL, TAB, SP) in the request-target is not HTTP: the Node 20 uWS build neither
+    // answers nor closes (the socket waits for its idle timeout, ~10 s), the current one writes its own 505 page
+    // (uws-pages.ts; see README). Other bytes (DEL and bytes >= 0x80 included, measured) reach Pombo: an answer.
+    const control = bytes.some((b) => b <= 0x20)
     const inPath = !(inQuery || !d.route.param)
     return {
       d: nd,
@@ -784,7 +788,8 @@ const badSendHeaders: Mutation = (d) =>
       expect: { valid: false, mustRefuse: name === 'Idempotency-Key' && what.startsWith('invalid') },
     }))
 
-/** More headers than this uWS build keeps (48), or a head over 4 KB arriving in two reads: absurd, refusable. */
+/** More headers than the Node 20 uWS build keeps (48), or a head over 4 KB arriving in two reads: absurd, refusable
+ * (the Node 20 build drops both; the current one answers the first through Pombo, the second with its own 431). */
 const absurdHeaders: Mutation = (d) =>
   fc.constantFrom<'count' | 'split'>('count', 'split').map((kind) => {
     if (kind === 'count') {
@@ -925,6 +930,8 @@ function wrongState(d: Draft, op: string): fc.Arbitrary<Mutated> {
     .map((fresh) => ({ d, mutation: `${op} from ${fresh}`, expect: { valid: false, statuses: [409] }, fresh }))
 }
 
+const params = (n: number): string => Array.from({ length: n }, (_, i) => `p${i}=${i}`).join('&')
+
 function pendingQueries(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
   const { player } = ctx.inappA
   const a = `app_id=${ctx.a.id}`
@@ -956,11 +963,10 @@ function pendingQueries(d: Draft, ctx: FuzzContext): fc.Arbitrary<Mutated> {
       ['app_id unknown', `app_id=${uuidFrom(ctx.a.id)}&player_id=${player}&schema=0.6`, { valid: false, statuses: [400] }],
       ['app_id of another app (not its device)', `app_id=${ctx.b.id}&player_id=${player}&schema=0.6`, ok],
       ['app_id upper case', `app_id=${ctx.a.id.toUpperCase()}&player_id=${player}&schema=0.6`, ok],
-      [
-        '2000 params after',
-        `${a}&player_id=${player}&schema=0.6&${Array.from({ length: 2000 }, (_, i) => `p${i}=${i}`).join('&')}`,
-        ok,
-      ],
+      ['300 params after', `${a}&player_id=${player}&schema=0.6&${params(300)}`, ok],
+      // A 20 KB head: past the 4 KB a client can count on (README). Whenever Pombo sees it (the Node 20 build passes
+      // a head in one read), its answer is the package; the current build refuses it with its own 431 first.
+      ['2000 params after', `${a}&player_id=${player}&schema=0.6&${params(2000)}`, { valid: false, statuses: [200, 304] }],
     )
     .map(([what, q, expect]) => withQuery(d, q, what, expect))
 }

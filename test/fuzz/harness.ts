@@ -2,6 +2,7 @@
 // fuzzes, a bystander app whose valid traffic runs alongside every case, and a snapshot of what the fuzzed apps
 // have in Postgres (to prove a refused request wrote nothing).
 import { randomUUID } from 'node:crypto'
+import { loadUws } from '../../src/http/uws'
 import { proof } from '../../src/message/proof'
 import { CARD } from '../helpers/inapp'
 import { PLATFORM_KEY, startService, type TestService } from '../helpers/service'
@@ -53,6 +54,8 @@ export interface InappTarget {
 export interface FuzzEnv {
   s: TestService
   port: number
+  /** The uWebSockets.js build the service loaded (it runs in this process): some answers are that build's own. */
+  build: string
   ctx: FuzzContext
   escapes: EscapeRecorder
   bystander: Bystander
@@ -189,6 +192,7 @@ export async function startFuzz(t: Tap): Promise<FuzzEnv> {
   return {
     s,
     port,
+    build: loadUws().choice.build,
     ctx,
     escapes,
     bystander: new Bystander(s, b, playerB, sendB, inappB),

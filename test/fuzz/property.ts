@@ -5,12 +5,17 @@
 //   - a valid request succeeds; a value that cannot be stored exactly is refused with a 4xx; exact statuses where
 //     the spec gives one (413 over the cap, 400 outside the envelope for a malformed /apps/{id});
 //   - every answer carries X-Pm-Request-Id, every 4xx is the error envelope (but that one 400);
+//   - but a page the current uWebSockets.js build writes itself (uws-pages.ts: its 431 for a head over 4 KB, its 505
+//     for a control byte in the request-target), recognised only for the request shapes that make it, byte for byte,
+//     is no answer of Pombo's: only the invariants about everyone else (no write, still answering, the bystander) and
+//     a valid request's success apply to it;
 //   - a refused (or unanswered) request writes nothing: the fuzzed apps' rows are the same before and after;
 //   - the process keeps answering (GET / after every case);
 //   - the bystander app's valid requests made at the same time all get their 200 and their rows.
 import fc from 'fast-check'
 import { FRESH_CAMPAIGN, type FuzzCase, fuzzCase } from './arbitraries'
 import type { FuzzEnv } from './harness'
+import { isPage, uwsPageFor } from './uws-pages'
 import { exchange, headBytes, printable, type WireAnswer } from './wire'
 
 export interface Violation {
@@ -21,6 +26,8 @@ export interface Violation {
 export interface CaseResult {
   c: FuzzCase
   answer: WireAnswer
+  /** Set when the answer was the uWS build's own page (its status), which Pombo never wrote (uws-pages.ts). */
+  uwsPage?: number
   violations: Violation[]
 }
 
@@ -56,7 +63,13 @@ export async function runCase(env: FuzzEnv, generated: FuzzCase): Promise<CaseRe
     v.push({ invariant: 'escaped', detail: `${e.kind}: ${e.error} (no handler in production: the process exits)` })
 
   const st = answer.status
-  if (st === null) {
+  // The build's own page for a request of the shape that makes it (the route was never called), byte for byte.
+  const page = uwsPageFor(env.build, c.request)
+  const own = page !== null && isPage(answer, page) ? page : null
+  if (own) {
+    if (c.expect.valid)
+      v.push({ invariant: 'valid-succeeds', detail: `${st}: the uWS build's own page (${own.why}) for a valid request` })
+  } else if (st === null) {
     const ok = c.expect.noAnswer === 'any' || (c.expect.noAnswer === 'closed' && answer.closed)
     if (!ok)
       v.push({
@@ -85,7 +98,7 @@ export async function runCase(env: FuzzEnv, generated: FuzzCase): Promise<CaseRe
   if (root.status !== 200)
     v.push({ invariant: 'keeps-answering', detail: `GET / then: ${root.status ?? (root.hung ? 'hung' : 'closed')}` })
   for (const f of bFailures) v.push({ invariant: 'bystander', detail: `app B ${f.op}: ${f.detail}` })
-  return { c, answer, violations: v }
+  return { c, answer, ...(own ? { uwsPage: own.status } : {}), violations: v }
 }
 
 function checkEnvelope(c: FuzzCase, st: number, a: WireAnswer, v: Violation[]): void {
@@ -138,6 +151,8 @@ export interface FuzzReport {
   seed: number
   cases: number
   failures: Failure[]
+  /** Answers that were the uWS build's own pages, by status (uws-pages.ts); empty on the Node 20 build. */
+  uwsPages: Record<number, number>
   ms: number
   /** Set in 'assert' mode when fast-check found (and shrank) a counterexample. */
   assertError?: string
@@ -146,10 +161,12 @@ export interface FuzzReport {
 export async function fuzz(env: FuzzEnv, o: FuzzOptions): Promise<FuzzReport> {
   const started = Date.now()
   const failures: Failure[] = []
+  const uwsPages: Record<number, number> = {}
   let index = 0
   const property = fc.asyncProperty(fuzzCase(env.ctx), async (c) => {
     const i = index++
     const r = await runCase(env, c)
+    if (r.uwsPage) uwsPages[r.uwsPage] = (uwsPages[r.uwsPage] ?? 0) + 1
     o.onCase?.(i, r)
     if (r.violations.length === 0) return true
     if (o.mode === 'assert') {
@@ -175,7 +192,7 @@ export async function fuzz(env: FuzzEnv, o: FuzzOptions): Promise<FuzzReport> {
   } catch (err) {
     assertError = String(err instanceof Error ? err.message : err)
   }
-  return { seed: o.seed, cases: index, failures, ms: Date.now() - started, assertError }
+  return { seed: o.seed, cases: index, failures, uwsPages, ms: Date.now() - started, assertError }
 }
 
 /** One line per distinct (route, mutation family, invariant), with the first replay path of each. */

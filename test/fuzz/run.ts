@@ -77,7 +77,10 @@ async function main(): Promise<number> {
     mode: values.shrink ? 'assert' : 'collect',
     onCase: (i, r) => {
       if (values.verbose || values.path !== undefined) {
-        console.log(`case ${i}: ${describeCase(r.c)}\n  answer: ${r.answer.status ?? 'none'} ${printable(r.answer.body, 200)}`)
+        const own = r.uwsPage ? ` (the uWS build's own page)` : ''
+        console.log(
+          `case ${i}: ${describeCase(r.c)}\n  answer: ${r.answer.status ?? 'none'}${own} ${printable(r.answer.body, 200)}`,
+        )
       }
       if (r.violations.length > 0 && values.path === undefined && !values.shrink) {
         shown++
@@ -86,8 +89,10 @@ async function main(): Promise<number> {
     },
   })
   if (values.path !== undefined) for (const f of report.failures) printFailure(f)
+  const pages = Object.entries(report.uwsPages).map(([st, n]) => `${n}× ${st}`)
   console.log(
-    `\nfuzz: seed ${seed}, ${report.cases} cases in ${(report.ms / 1000).toFixed(1)} s, ${report.failures.length} failing`,
+    `\nfuzz: seed ${seed}, ${report.cases} cases in ${(report.ms / 1000).toFixed(1)} s, ${report.failures.length} failing` +
+      `; ${env.build}'s own pages (uws-pages.ts): ${pages.join(', ') || 'none'}`,
   )
   if (report.assertError) console.log(`\nfast-check counterexample (shrunk):\n${report.assertError}`)
   if (report.failures.length > 0) {

@@ -26,6 +26,8 @@ export interface WireAnswer {
   /** null: no status line came back. */
   status: number | null
   headers: Record<string, string>
+  /** The answer's head as it came (status line and header lines, without the blank line), '' without one. */
+  head: string
   body: Buffer
   /** The server closed the connection: without answering, or at the end of an answer that has neither Content-Length
    * nor Transfer-Encoding (its body runs until the close). An answer with a length is complete once its body is read,
@@ -85,10 +87,11 @@ export function exchange(port: number, req: WireRequest, timeoutMs: number): Pro
     const parse = (final: boolean): void => {
       const end = buf.indexOf('\r\n\r\n')
       if (end < 0) {
-        if (final) finish({ status: null, headers: {}, body: buf, hung: false })
+        if (final) finish({ status: null, headers: {}, head: '', body: buf, hung: false })
         return
       }
-      const lines = buf.subarray(0, end).toString('latin1').split('\r\n')
+      const head = buf.subarray(0, end).toString('latin1')
+      const lines = head.split('\r\n')
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0] ?? '')
       const headers: Record<string, string> = {}
       for (const l of lines.slice(1)) {
@@ -102,9 +105,9 @@ export function exchange(port: number, req: WireRequest, timeoutMs: number): Pro
       // Content-Length nor Transfer-Encoding (uWebSockets.js's own 400/431/505 pages) has a body that runs until the
       // server closes, so it is read to the close (or the time allowed), which is when `closed` can be seen.
       const bodiless = req.method === 'HEAD' || (status !== null && (status < 200 || status === 204 || status === 304))
-      if (len !== null && body.length >= len) finish({ status, headers, body: body.subarray(0, len), hung: false })
+      if (len !== null && body.length >= len) finish({ status, headers, head, body: body.subarray(0, len), hung: false })
       else if (final || (len === null && status !== null && bodiless && headers['transfer-encoding'] === undefined)) {
-        finish({ status, headers, body, hung: false })
+        finish({ status, headers, head, body, hung: false })
       }
     }
     sock.on('data', (d) => {
@@ -119,7 +122,7 @@ export function exchange(port: number, req: WireRequest, timeoutMs: number): Pro
     timers.push(
       setTimeout(() => {
         if (buf.length > 0) parse(true)
-        finish({ status: null, headers: {}, body: buf, hung: true })
+        finish({ status: null, headers: {}, head: '', body: buf, hung: true })
       }, timeoutMs),
     )
     const head = headBytes(req)
@@ -134,7 +137,7 @@ export function exchange(port: number, req: WireRequest, timeoutMs: number): Pro
         // The client gives up mid-body: the server must drop the request and write nothing.
         timers.push(
           setTimeout(() => {
-            if (!done) finish({ status: null, headers: {}, body: buf, hung: false })
+            if (!done) finish({ status: null, headers: {}, head: '', body: buf, hung: false })
           }, 30),
         )
       } else {
