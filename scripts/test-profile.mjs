@@ -31,3 +31,16 @@ for (const r of rows.slice(0, top))
 console.log(
   `${fmt(sum('wall'))}${fmt(sum('cpu'))}${fmt(sum('children'))}${String(sum('services')).padStart(5)}  ${rows.length} files in all`,
 )
+
+// What became of the test services' schemas (test/helpers/schema-pool.ts), over every file.
+const pool = { claimed: 0, pooled: 0, dropped: {} }
+for (const r of rows) {
+  if (!r.schemas) continue
+  pool.claimed += r.schemas.claimed
+  pool.pooled += r.schemas.pooled
+  for (const [why, n] of Object.entries(r.schemas.dropped)) pool.dropped[why] = (pool.dropped[why] ?? 0) + n
+}
+if (pool.claimed + pool.pooled > 0 || Object.keys(pool.dropped).length > 0) {
+  console.log(`schemas: ${pool.claimed} taken from the run's pool, ${pool.pooled} emptied back into it`)
+  for (const [why, n] of Object.entries(pool.dropped).sort((a, b) => b[1] - a[1])) console.log(`  ${n} dropped: ${why}`)
+}

@@ -6,7 +6,9 @@
 //                3-master Redis Cluster (scripts/redis-cluster.mjs), with DATABASE_URL, REDIS_URL and
 //                PM_TEST_REDIS_CLUSTER_NODES set; then the Redis-bound suites (CLUSTER_SUITES) a second time with
 //                every service on the cluster (PM_TEST_REDIS=cluster). Chromium, PgBouncer and Docker Compose are
-//                installed first when the files to run drive them (scripts/test-tools.mjs). Tests that start `pombo`
+//                installed first when the files to run drive them (scripts/test-tools.mjs). Test services take
+//                migrated schemas from the run's pool and empty them back into it (test/helpers/schema-pool.ts;
+//                PM_TEST_SCHEMA_POOL=0: each migrates its own and drops it). Tests that start `pombo`
 //                as a child start src/ compiled once for the run (scripts/test-dist.mjs), without tap's process-info
 //                loader unless coverage is recorded (test/helpers/children.mjs). `npm run test:integration`.
 // tap loads only the plugins the tests use (package.json "tap"."plugin"): each test file's process starts in about
@@ -29,6 +31,7 @@ import { checkCoverage, coverageArgs, coverageWanted, keepCoverage, resetCoverag
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
 import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
+import { closeSchemaPool, openSchemaPool } from './test-schema-pool.mjs'
 import { buildTestDist } from './test-dist.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
 
@@ -121,6 +124,12 @@ async function integrationTier(files, flags, { onCluster, full }) {
   if (interrupted) return 1
   log(`DATABASE_URL=${redactUrl(DATABASE_URL)} REDIS_URL=${redactUrl(REDIS_URL)}`)
   const env = { ...process.env, DATABASE_URL, REDIS_URL }
+  // Test services take migrated schemas from the run's pool and empty them back into it (test/helpers/schema-pool.ts).
+  let pool = null
+  if (process.env.PM_TEST_SCHEMA_POOL !== '0') {
+    pool = await openSchemaPool(DATABASE_URL, log)
+    env.PM_TEST_SCHEMA_POOL = pool
+  }
   // Children that run `pombo` start the sources compiled once for this run (test/helpers/entry.ts); PM_TEST_DIST=0
   // has them run src/ through tsx instead.
   if (process.env.PM_TEST_DIST !== '0' && !env.PM_TEST_DIST_MAIN) {
@@ -147,6 +156,8 @@ async function integrationTier(files, flags, { onCluster, full }) {
     }
   }
   await keepCoverage()
+  if (pool)
+    await closeSchemaPool(DATABASE_URL, pool, log).catch((err) => log(`while dropping the run's test schemas: ${err.message}`))
   await stopCluster()
   await stop().catch((err) => log(`while stopping services: ${err.message}`))
   return code

@@ -21,7 +21,8 @@ if (process.env.TAP_DISABLE_COVERAGE === '1') {
 
 // PM_TEST_PROFILE=<file>: each test process appends one JSON line when it exits: its file, wall time, its own CPU
 // and the CPU of the children it waited for (/proc/self/stat), and how many test services it started
-// (globalThis.__pmServiceStarts, counted by test/helpers/service.ts). scripts/test-profile.mjs reads them into a
+// (globalThis.__pmServiceStarts, counted by test/helpers/service.ts) and what became of their schemas
+// (globalThis.__pmSchemaPool: claimed from the run's pool, emptied back into it, dropped and why). scripts/test-profile.mjs reads them into a
 // table: where the suite's time goes, by file.
 if (process.env.PM_TEST_PROFILE && process.argv[1]?.endsWith('.test.ts')) {
   const { appendFileSync, readFileSync } = require('node:fs')
@@ -37,6 +38,7 @@ if (process.env.PM_TEST_PROFILE && process.argv[1]?.endsWith('.test.ts')) {
         cpu: +(utime + stime).toFixed(2),
         children: +(cutime + cstime).toFixed(2),
         services: globalThis.__pmServiceStarts ?? 0,
+        schemas: globalThis.__pmSchemaPool,
       }
       appendFileSync(process.env.PM_TEST_PROFILE, `${JSON.stringify(line)}\n`)
     } catch {

@@ -16,6 +16,7 @@ import { createLogger } from '../../src/core/log'
 import type { Role } from '../../src/service/roles'
 import { Service } from '../../src/service/service'
 import { CLUSTER_BY_DEFAULT, sharedClusterNodes } from './redis-cluster'
+import { claimSchema, recycleSchema } from './schema-pool'
 
 export const PLATFORM_KEY = 'pm_platform_test_0123456789abcdef'
 export const VAULT_KEY = 'ab'.repeat(32)
@@ -167,7 +168,9 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
       : want
         ? (o.shareWith?.cfg.redisClusterNodes?.map((n) => `${n.host}:${n.port}`).join(',') ?? (await sharedClusterNodes()))
         : undefined
-  const schema = o.shareWith?.cfg.dbSchema ?? o.schema ?? `t_${id}`
+  // A fresh schema: one the run's pool emptied (test/helpers/schema-pool.ts), else a new one that start migrates.
+  const generated = !o.shareWith && !o.schema
+  const schema = o.shareWith?.cfg.dbSchema ?? o.schema ?? (await claimSchema(DATABASE_URL)) ?? `t_${id}`
   const prefix = o.shareWith?.cfg.redisPrefix ?? `pmt_${id}`
   const base = loadConfig(
     {
@@ -212,16 +215,25 @@ export async function startService(t: Tap, o: StartOptions = {}): Promise<TestSe
   const ts = new TestService(svc, cfg, logs)
   t.teardown(async () => {
     await svc.stop()
-    if (!o.shareWith) await dropNamespace(schema, prefix, cfg.redisClusterNodes)
+    if (!o.shareWith) await dropNamespace(schema, prefix, cfg.redisClusterNodes, generated)
   })
   return ts
 }
 
-async function dropNamespace(schema: string, prefix: string, cluster: Config['redisClusterNodes']): Promise<void> {
-  const c = new pg.Client({ connectionString: DATABASE_URL })
-  await c.connect()
-  await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
-  await c.end()
+/** Drops the service's Redis keys, and its schema, or gives a generated schema back to the run's pool. */
+async function dropNamespace(
+  schema: string,
+  prefix: string,
+  cluster: Config['redisClusterNodes'],
+  generated: boolean,
+): Promise<void> {
+  if (generated) await recycleSchema(DATABASE_URL, schema)
+  else {
+    const c = new pg.Client({ connectionString: DATABASE_URL })
+    await c.connect()
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    await c.end()
+  }
   if (!cluster) {
     const r = new Redis(REDIS_URL)
     await dropKeys(r, prefix)

@@ -1,0 +1,5 @@
+import type { ClientBase } from 'pg'
+
+export function vacuumCatalogs(c: ClientBase, bloated?: number): Promise<string | null>
+export function openSchemaPool(url: string, log?: (msg: string) => void): Promise<string>
+export function closeSchemaPool(url: string, run: string | undefined, log?: (msg: string) => void): Promise<number>

@@ -1,0 +1,225 @@
+// Migrated schemas used again across a test run. A test service's schema used to be migrated from nothing and
+// dropped at the end (31 migrations, then DROP SCHEMA … CASCADE): in a full run that was the largest single share of
+// Postgres' work, about 1.6 s of it per service under load, and the catalog churn made every other backend reload its
+// caches. Under `npm test` (PM_TEST_SCHEMA_POOL names the run, scripts/test.mjs) a service's schema is instead
+// emptied when the service stops, and handed to the next service of the run that asks for a fresh one.
+//
+// Emptied means made equal to a freshly migrated schema, and it is checked, not assumed (test/integration/
+// schema-pool.test.ts compares the two):
+//   - the catalog (relations, columns, defaults, indexes, constraints, triggers, functions, sequences) must match the
+//     one the run's migrations made, byte for byte with the schema's name taken out: a test that made a table,
+//     trigger or function of its own, or a partition the service created (a receipts day), gets its schema dropped;
+//   - every table's rows are deleted (schema_migrations aside), without firing triggers or foreign keys
+//     (session_replication_role = replica: the audit log's append-only trigger would refuse it), and the rows the
+//     migrations seeded are put back; every sequence is set back to where the migrations left it;
+//   - a table that held more than BLOAT_ROWS rows gets its schema dropped: its dead rows would slow the next test.
+// Anything unexpected while emptying drops the schema, as before. Without PM_TEST_SCHEMA_POOL (tap run directly)
+// every service migrates a schema of its own and drops it, as before; scripts/test.mjs drops the run's schemas at
+// its end (and those of runs that are gone at its start).
+import { createHash, randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { migrate, migrations } from '../../src/db/migrate'
+
+// The pool's two tables are made by scripts/test-schema-pool.mjs before any test runs (one CREATE, not one per process).
+const POOL = 'public.pombo_test_schema_pool'
+const REFERENCE = 'public.pombo_test_schema_reference'
+/** Rows in one table above which a used schema is dropped rather than emptied. */
+export const BLOAT_ROWS = 5_000
+
+/** The run whose pool this process uses (set by scripts/test.mjs); null: no pool. */
+export const poolRun = (): string | null => {
+  const run = process.env.PM_TEST_SCHEMA_POOL
+  return run && run !== '0' ? run : null
+}
+
+/** The migrations this checkout carries: a pooled schema is only handed to a run with the same ones. */
+let signatureMemo: string | null = null
+export function migrationsSignature(): string {
+  if (signatureMemo) return signatureMemo
+  const h = createHash('sha256')
+  for (const m of migrations()) h.update(m.version).update('\0').update(m.sql).update('\0')
+  signatureMemo = h.digest('hex').slice(0, 16)
+  return signatureMemo
+}
+
+/** What a schema's catalog holds, as one text with the schema's own name replaced: equal texts, equal catalogs. */
+export async function fingerprint(c: pg.ClientBase, schema: string): Promise<string> {
+  const r = await c.query<{ f: string | null }>(
+    `WITH ns AS (SELECT oid FROM pg_namespace WHERE nspname = $1),
+     rels AS (SELECT c.oid, c.relname, c.relkind FROM pg_class c WHERE c.relnamespace = (SELECT oid FROM ns)),
+     parts AS (
+       SELECT 'rel ' || relname || ' ' || relkind::text AS x FROM rels
+       UNION ALL
+       SELECT 'col ' || r.relname || '.' || a.attnum || ' ' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+              || ' ' || a.attnotnull || ' ' || a.attisdropped || ' ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+         FROM rels r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0
+         LEFT JOIN pg_attrdef d ON d.adrelid = r.oid AND d.adnum = a.attnum
+       UNION ALL
+       SELECT 'idx ' || pg_get_indexdef(i.indexrelid) FROM pg_index i JOIN rels r ON r.oid = i.indexrelid
+       UNION ALL
+       SELECT 'con ' || r.relname || ' ' || co.conname || ' ' || pg_get_constraintdef(co.oid)
+         FROM pg_constraint co JOIN rels r ON r.oid = co.conrelid
+       UNION ALL
+       SELECT 'trg ' || pg_get_triggerdef(tg.oid) || ' ' || tg.tgenabled::text
+         FROM pg_trigger tg JOIN rels r ON r.oid = tg.tgrelid WHERE NOT tg.tgisinternal
+       UNION ALL
+       SELECT 'fn ' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ') ' || md5(p.prosrc)
+         FROM pg_proc p WHERE p.pronamespace = (SELECT oid FROM ns)
+       UNION ALL
+       SELECT 'seq ' || r.relname || ' ' || s.seqstart || ' ' || s.seqincrement || ' ' || s.seqmin || ' ' || s.seqmax
+         FROM pg_sequence s JOIN rels r ON r.oid = s.seqrelid
+       UNION ALL
+       SELECT 'type ' || t.typname FROM pg_type t WHERE t.typnamespace = (SELECT oid FROM ns) AND t.typtype <> 'c'
+     )
+     SELECT string_agg(replace(x, $1 || '.', '<schema>.'), E'\\n' ORDER BY x) AS f FROM parts`,
+    [schema],
+  )
+  return r.rows[0]?.f ?? ''
+}
+
+interface Reference {
+  fingerprint: string
+  /** Rows the migrations left in tables (schema_migrations aside), as JSON arrays by table. */
+  seeds: Record<string, unknown[]>
+  /** Where the migrations left each sequence. */
+  sequences: Array<{ name: string; last: string | null; called: boolean }>
+}
+
+async function tables(c: pg.ClientBase, schema: string): Promise<string[]> {
+  const r = await c.query<{ t: string }>(
+    `SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind = 'r' AND c.relname <> 'schema_migrations' ORDER BY 1`,
+    [schema],
+  )
+  return r.rows.map((x) => x.t)
+}
+
+async function sequences(c: pg.ClientBase, schema: string): Promise<Reference['sequences']> {
+  const r = await c.query<{ name: string; last: string | null; called: boolean }>(
+    `SELECT sequencename AS name, last_value::text AS last, last_value IS NOT NULL AS called
+       FROM pg_sequences WHERE schemaname = $1 ORDER BY 1`,
+    [schema],
+  )
+  return r.rows
+}
+
+const ident = (s: string): string => `"${s.replaceAll('"', '""')}"`
+
+/** The reference of this checkout's migrations: made once per signature from a schema migrated for it. */
+async function reference(c: pg.ClientBase, url: string): Promise<Reference> {
+  const sig = migrationsSignature()
+  const found = await c.query<Reference>(`SELECT fingerprint, seeds, sequences FROM ${REFERENCE} WHERE signature = $1`, [sig])
+  if (found.rows[0]) return found.rows[0]
+  const schema = `t_ref_${randomBytes(5).toString('hex')}`
+  try {
+    await migrate(url, schema)
+    const seeds: Record<string, unknown[]> = {}
+    for (const t of await tables(c, schema)) {
+      const rows = await c.query<{ j: unknown[] | null }>(`SELECT json_agg(x) AS j FROM ${ident(schema)}.${ident(t)} x`)
+      if (rows.rows[0]?.j) seeds[t] = rows.rows[0].j
+    }
+    const ref: Reference = { fingerprint: await fingerprint(c, schema), seeds, sequences: await sequences(c, schema) }
+    await c.query(
+      `INSERT INTO ${REFERENCE} (signature, fingerprint, seeds, sequences) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (signature) DO NOTHING`,
+      [sig, ref.fingerprint, JSON.stringify(ref.seeds), JSON.stringify(ref.sequences)],
+    )
+    return ref
+  } finally {
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+  }
+}
+
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url })
+  c.on('error', () => {})
+  await c.connect()
+  try {
+    return await fn(c)
+  } finally {
+    await c.end().catch(() => {})
+  }
+}
+
+/** What this process's services did with schemas, for PM_TEST_PROFILE (test/helpers/children.mjs). */
+const tally = { claimed: 0, pooled: 0, dropped: {} as Record<string, number> }
+;(globalThis as { __pmSchemaPool?: typeof tally }).__pmSchemaPool = tally
+
+/** A free schema of this run's pool for these migrations, now this process's; null when none is free. */
+export async function claimSchema(url: string): Promise<string | null> {
+  const run = poolRun()
+  if (!run) return null
+  return withClient(url, async (c) => {
+    const r = await c.query<{ schema: string }>(
+      `UPDATE ${POOL} SET free = false
+        WHERE schema = (SELECT schema FROM ${POOL} WHERE run = $1 AND signature = $2 AND free
+                         LIMIT 1 FOR UPDATE SKIP LOCKED)
+        RETURNING schema`,
+      [run, migrationsSignature()],
+    )
+    if (r.rows[0]) tally.claimed++
+    return r.rows[0]?.schema ?? null
+  })
+}
+
+/** Why a used schema cannot be emptied for the next service (null: it was, and it is in the pool again). */
+export async function emptySchema(c: pg.ClientBase, url: string, schema: string): Promise<string | null> {
+  const ref = await reference(c, url)
+  if ((await fingerprint(c, schema)) !== ref.fingerprint) return 'its catalog differs from the migrations'
+  await c.query('BEGIN')
+  try {
+    await c.query('SET LOCAL session_replication_role = replica')
+    for (const t of await tables(c, schema)) {
+      const r = await c.query(`DELETE FROM ${ident(schema)}.${ident(t)}`)
+      if ((r.rowCount ?? 0) > BLOAT_ROWS) {
+        await c.query('ROLLBACK')
+        return `${t} held ${r.rowCount} rows`
+      }
+    }
+    for (const [t, rows] of Object.entries(ref.seeds))
+      await c.query(
+        `INSERT INTO ${ident(schema)}.${ident(t)} SELECT * FROM json_populate_recordset(NULL::${ident(schema)}.${ident(t)}, $1)`,
+        [JSON.stringify(rows)],
+      )
+    for (const s of ref.sequences) {
+      const seq = `${ident(schema)}.${ident(s.name)}`
+      if (s.called) await c.query('SELECT setval($1::regclass, $2::bigint, true)', [seq, s.last])
+      else
+        await c.query(`SELECT setval($1::regclass, (SELECT seqstart FROM pg_sequence WHERE seqrelid = $1::regclass), false)`, [
+          seq,
+        ])
+    }
+    await c.query('COMMIT')
+    return null
+  } catch (err) {
+    await c.query('ROLLBACK').catch(() => {})
+    return (err as Error).message
+  }
+}
+
+/**
+ * Gives a stopped service's schema back: emptied into the run's pool, or dropped (no pool, or it could not be
+ * emptied). `pooled` says which; `reason` why it was dropped.
+ */
+export async function recycleSchema(url: string, schema: string): Promise<{ pooled: boolean; reason: string | null }> {
+  const run = poolRun()
+  return withClient(url, async (c) => {
+    let reason: string | null = run ? null : 'no pool'
+    if (run) reason = await emptySchema(c, url, schema).catch((err: Error) => err.message)
+    if (reason === null) {
+      await c.query(
+        `INSERT INTO ${POOL} (schema, run, signature, free) VALUES ($1, $2, $3, true)
+         ON CONFLICT (schema) DO UPDATE SET free = true`,
+        [schema, run, migrationsSignature()],
+      )
+      tally.pooled++
+      return { pooled: true, reason }
+    }
+    // A reason without its counts and names, so the same cause adds up.
+    const cause = reason.replace(/\d+/g, 'N')
+    tally.dropped[cause] = (tally.dropped[cause] ?? 0) + 1
+    await c.query(`DELETE FROM ${POOL} WHERE schema = $1`, [schema]).catch(() => {})
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+    return { pooled: false, reason }
+  })
+}

@@ -1,0 +1,166 @@
+// The run's pool of migrated test schemas (test/helpers/schema-pool.ts): a schema a service used is handed to the
+// next one only when it is equal to a freshly migrated schema, catalog and rows alike; otherwise it is dropped.
+import { randomUUID } from 'node:crypto'
+import pg from 'pg'
+import t, { type Test } from 'tap'
+import { migrate } from '../../src/db/migrate'
+import { BLOAT_ROWS, claimSchema, fingerprint, recycleSchema } from '../helpers/schema-pool'
+import { DATABASE_URL, PLATFORM_KEY, startService } from '../helpers/service'
+
+const db = new pg.Client({ connectionString: DATABASE_URL })
+
+t.before(async () => {
+  await db.connect()
+  // This file's own pool, whatever run it is part of: what it claims and drops is its own.
+  const { openSchemaPool } = await import('../../scripts/test-schema-pool.mjs')
+  process.env.PM_TEST_SCHEMA_POOL = await openSchemaPool(DATABASE_URL)
+})
+t.teardown(async () => {
+  const { closeSchemaPool } = await import('../../scripts/test-schema-pool.mjs')
+  await closeSchemaPool(DATABASE_URL, process.env.PM_TEST_SCHEMA_POOL)
+  await db.end()
+})
+
+const exists = async (schema: string) =>
+  (await db.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])).rowCount === 1
+
+/** Every table's rows (schema_migrations' times aside), sorted, and every sequence's state: what a test could see. */
+async function contents(schema: string): Promise<Record<string, string>> {
+  const tables = await db.query<{ t: string }>(
+    `SELECT c.relname AS t FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY 1`,
+    [schema],
+  )
+  const out: Record<string, string> = {}
+  for (const { t: table } of tables.rows) {
+    const cols = table === 'schema_migrations' ? 'version' : '*'
+    const r = await db.query<{ j: string | null }>(
+      `SELECT string_agg(j, E'\\n' ORDER BY j) AS j FROM (SELECT row_to_json(x)::text AS j FROM (SELECT ${cols} FROM "${schema}"."${table}") x) y`,
+    )
+    out[table] = r.rows[0]?.j ?? ''
+  }
+  const seqs = await db.query<{ name: string; last: string | null }>(
+    'SELECT sequencename AS name, last_value::text AS last FROM pg_sequences WHERE schemaname = $1 ORDER BY 1',
+    [schema],
+  )
+  for (const s of seqs.rows) out[`sequence ${s.name}`] = s.last ?? 'not called'
+  return out
+}
+
+async function freshSchema(t: Test): Promise<string> {
+  const schema = `t_fresh_${randomUUID().slice(0, 8)}`
+  await migrate(DATABASE_URL, schema)
+  t.teardown(() => db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`))
+  return schema
+}
+
+t.test('a schema a service used is emptied into the pool equal to a freshly migrated one, and handed out once', async (t) => {
+  let used = ''
+  await t.test('a service writes across the schema', async (t) => {
+    const s = await startService(t)
+    used = s.cfg.dbSchema
+    const app = await s.createApp()
+    const auth = { authorization: `Basic ${app.api_key}` }
+    for (let i = 0; i < 5; i++) {
+      const r = await s.call('POST', '/api/v1/players', {
+        body: { app_id: app.id, device_type: 1, identifier: `token-${i}` },
+        headers: auth,
+      })
+      t.equal(r.status, 200, `device ${i} registered`)
+    }
+    const send = await s.call('POST', '/api/v1/notifications', {
+      body: { app_id: app.id, contents: { en: 'oi' }, included_segments: ['Subscribed Users'] },
+      headers: auth,
+    })
+    t.equal(send.status, 200, `a send accepted: ${send.text}`)
+    const rotated = await s.call('POST', `/api/v1/apps/${app.id}/rotate_key`, {
+      headers: { authorization: `Bearer ${PLATFORM_KEY}` },
+    })
+    t.equal(rotated.status, 200, 'a key rotated (the audit log has rows)')
+    const rows = await s.sql<{ n: number }>('SELECT count(*)::int AS n FROM devices')
+    t.equal(rows[0]?.n, 5, 'rows written')
+  })
+  // The service's teardown emptied its schema back into the pool.
+  t.ok(await exists(used), 'the used schema was kept')
+  const fresh = await freshSchema(t)
+  t.equal(await fingerprint(db, used), await fingerprint(db, fresh), 'its catalog is the migrations’ catalog')
+  t.strictSame(await contents(used), await contents(fresh), 'its rows and sequences are a fresh schema’s')
+
+  const first = await claimSchema(DATABASE_URL)
+  t.equal(first, used, 'the next claim gets it')
+  t.equal(await claimSchema(DATABASE_URL), null, 'and nobody else does while it is claimed')
+  t.same(await recycleSchema(DATABASE_URL, used), { pooled: true, reason: null }, 'given back empty, it is pooled again')
+  const claims = await Promise.all([claimSchema(DATABASE_URL), claimSchema(DATABASE_URL), claimSchema(DATABASE_URL)])
+  t.same(
+    claims.filter((c) => c !== null),
+    [used],
+    'three claims at once: one gets it',
+  )
+  await recycleSchema(DATABASE_URL, used)
+})
+
+t.test('a schema whose catalog a test changed is dropped, not pooled', async (t) => {
+  const changes = [
+    'CREATE TABLE probe (v int)',
+    'CREATE SEQUENCE probe_seq',
+    `CREATE FUNCTION probe() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$`,
+    'ALTER TABLE devices ADD COLUMN probe int',
+    'CREATE INDEX probe_idx ON devices (language)',
+    'ALTER TABLE devices ALTER COLUMN language SET DEFAULT $$pt$$',
+    'CREATE TABLE receipts_p20000101 PARTITION OF receipts FOR VALUES FROM ($$2000-01-01$$) TO ($$2000-01-02$$)',
+  ]
+  for (const change of changes) {
+    const schema = `t_pool_${randomUUID().slice(0, 8)}`
+    await migrate(DATABASE_URL, schema)
+    await db.query(`SET search_path TO ${schema}; ${change}; SET search_path TO DEFAULT`)
+    const r = await recycleSchema(DATABASE_URL, schema)
+    t.same(r, { pooled: false, reason: 'its catalog differs from the migrations' }, change)
+    t.notOk(await exists(schema), `dropped after: ${change}`)
+  }
+})
+
+t.test(`a schema with a table of more than ${BLOAT_ROWS} rows is dropped, not emptied`, async (t) => {
+  const schema = `t_pool_${randomUUID().slice(0, 8)}`
+  await migrate(DATABASE_URL, schema)
+  await db.query(
+    `INSERT INTO ${schema}.orgs (id, plan, nome) SELECT gen_random_uuid(), 'free', 'o' FROM generate_series(1, ${BLOAT_ROWS + 1}) g`,
+  )
+  const r = await recycleSchema(DATABASE_URL, schema)
+  t.equal(r.pooled, false, 'not pooled')
+  t.match(r.reason, /^orgs held 5001 rows$/, 'the reason names the table')
+  t.notOk(await exists(schema), 'dropped')
+  const small = `t_pool_${randomUUID().slice(0, 8)}`
+  await migrate(DATABASE_URL, small)
+  await db.query(
+    `INSERT INTO ${small}.orgs (id, plan, nome) SELECT gen_random_uuid(), 'free', 'o' FROM generate_series(1, ${BLOAT_ROWS}) g`,
+  )
+  t.same(await recycleSchema(DATABASE_URL, small), { pooled: true, reason: null }, `${BLOAT_ROWS} rows are emptied`)
+  t.equal((await db.query(`SELECT count(*)::int AS n FROM ${small}.orgs`)).rows[0].n, 0, 'and the table is empty')
+  const pooled = await db.query('SELECT free FROM public.pombo_test_schema_pool WHERE schema = $1', [small])
+  t.same(pooled.rows, [{ free: true }], 'and free in the pool')
+})
+
+t.test('without a pool, a schema is dropped as before', async (t) => {
+  const run = process.env.PM_TEST_SCHEMA_POOL
+  t.teardown(() => {
+    process.env.PM_TEST_SCHEMA_POOL = run
+  })
+  process.env.PM_TEST_SCHEMA_POOL = '0'
+  t.equal(await claimSchema(DATABASE_URL), null, 'nothing to claim')
+  const schema = `t_pool_${randomUUID().slice(0, 8)}`
+  await migrate(DATABASE_URL, schema)
+  t.same(await recycleSchema(DATABASE_URL, schema), { pooled: false, reason: 'no pool' })
+  t.notOk(await exists(schema), 'dropped')
+})
+
+t.test('the system catalogs are vacuumed when bloated, and left alone otherwise', async (t) => {
+  const { vacuumCatalogs } = await import('../../scripts/test-schema-pool.mjs')
+  t.equal(await vacuumCatalogs(db, Number.MAX_SAFE_INTEGER), null, 'under the threshold: nothing done')
+  t.match(
+    await vacuumCatalogs(db, 0),
+    /^vacuumed the system catalogs( \(FULL\))?: pg_attribute had \d+ dead rows$/,
+    'over it: vacuumed, and said so',
+  )
+  const lock = await db.query(`SELECT current_setting('lock_timeout') AS v`)
+  t.equal(lock.rows[0].v, '0', 'the session is left as it was')
+})
