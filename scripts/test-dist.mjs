@@ -12,17 +12,9 @@ import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 import { REPO_ROOT } from './local-services.mjs'
+import { alive } from './process-alive.mjs'
 
 const TEST_DIST = join(REPO_ROOT, '.cache', 'test-dist')
-
-const alive = (pid) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return err.code === 'EPERM'
-  }
-}
 
 /** Compiles src/ into .cache/test-dist/<this process>/src; returns its main.js and a function removing it. */
 export async function buildTestDist() {

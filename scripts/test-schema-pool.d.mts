@@ -1,4 +1,6 @@
-import type { ClientBase } from 'pg'
+import type { Client, ClientBase } from 'pg'
+
+export function withClient<T>(url: string, fn: (c: Client) => Promise<T>): Promise<T>
 
 export function vacuumCatalogs(c: ClientBase, bloated?: number): Promise<string | null>
 export function openSchemaPool(url: string, log?: (msg: string) => void): Promise<string>

@@ -2,20 +2,13 @@
 // scripts/test.mjs makes its tables before tap starts, names the run in PM_TEST_SCHEMA_POOL, and drops the run's
 // schemas when tap is done; a run that was killed leaves its schemas to the next run, which drops them first.
 import pg from 'pg'
+import { alive } from './process-alive.mjs'
 
 const POOL = 'public.pombo_test_schema_pool'
 const REFERENCE = 'public.pombo_test_schema_reference'
 
-const alive = (pid) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return err.code === 'EPERM'
-  }
-}
-
-async function withClient(url, fn) {
+/** Runs `fn` on a connection of its own, closed after (the pool's helpers and test/helpers/schema-pool.ts use it). */
+export async function withClient(url, fn) {
   const c = new pg.Client({ connectionString: url })
   c.on('error', () => {})
   await c.connect()

@@ -17,7 +17,7 @@
 // every service migrates a schema of its own and drops it, as before; scripts/test.mjs drops the run's schemas at
 // its end (and those of runs that are gone at its start).
 import { createHash, randomBytes } from 'node:crypto'
-import pg from 'pg'
+import type pg from 'pg'
 import { migrate, migrations } from '../../src/db/migrate'
 
 // The pool's two tables are made by scripts/test-schema-pool.mjs before any test runs (one CREATE, not one per process).
@@ -130,15 +130,10 @@ async function reference(c: pg.ClientBase, url: string): Promise<Reference> {
   }
 }
 
+/** A connection of its own for `fn` (scripts/test-schema-pool.mjs: one definition for the runner and the tests). */
 async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url })
-  c.on('error', () => {})
-  await c.connect()
-  try {
-    return await fn(c)
-  } finally {
-    await c.end().catch(() => {})
-  }
+  const pool = await import('../../scripts/test-schema-pool.mjs')
+  return pool.withClient(url, fn)
 }
 
 /** What this process's services did with schemas, for PM_TEST_PROFILE (test/helpers/children.mjs). */
