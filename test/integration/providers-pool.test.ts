@@ -10,6 +10,7 @@ import type { Outcome } from '../../src/providers/types'
 import { type FakeFcm, startFakeFcm } from '../fakes/fcm'
 import { testCa, testTls } from '../fakes/tls'
 import { android, pushFor } from '../helpers/push'
+import { until } from '../helpers/until'
 
 let fcm: FakeFcm
 let sa: FcmCredential
@@ -35,7 +36,9 @@ t.test('GOAWAY mid-flight: every request settles, new ones go over a new session
   const { pool, provider } = setup(t)
   fcm.script(/^ga-/, 'slow:200')
   const inflight = Array.from({ length: 40 }, (_, i) => provider.send(android(`ga-${i}`), pushFor()))
-  await tick(80)
+  // The GOAWAY must find the session: on a loaded machine its TLS handshake outlasted a fixed 80 ms (CI), the GOAWAY
+  // reached no connection, and nothing reconnected. The fake holds the streams once it has recorded one.
+  await until('the fake holds streams of the session', () => fcm.requests.some((r) => r.target?.startsWith('ga-')))
   const opened = pool.sessionsOpened
   fcm.goaway()
   const outcomes = await Promise.all(inflight)
@@ -51,7 +54,7 @@ t.test('GOAWAY refusing the streams in flight: they are sent again on a new sess
   await provider.send(android('gr-warm'), pushFor()) // stream 1 done: the fake can refuse from stream 3 on
   fcm.script(/^gr-\d/, 'slow:200')
   const inflight = Array.from({ length: 10 }, (_, i) => provider.send(android(`gr-${i}`), pushFor()))
-  await tick(80)
+  await until('the fake holds the 10 streams', () => fcm.requests.filter((r) => /^gr-\d/.test(r.target ?? '')).length === 10)
   fcm.goaway({ refuseInFlight: true })
   t.same(kinds(await Promise.all(inflight)), { accepted: 10 })
   t.ok(pool.streamsResent > 0, `refused streams sent again (${pool.streamsResent})`)
@@ -69,7 +72,7 @@ t.test('the connection cut under load: in-flight requests are transient, the nex
   await provider.send(android('warm'), pushFor())
   fcm.script(/^cut-/, 'slow:300')
   const inflight = Array.from({ length: 30 }, (_, i) => provider.send(android(`cut-${i}`), pushFor()))
-  await tick(80)
+  await until('the fake holds the 30 streams', () => fcm.requests.filter((r) => r.target?.startsWith('cut-')).length === 30)
   const opened = pool.sessionsOpened
   fcm.dropAll()
   const outcomes = await Promise.all(inflight)
