@@ -134,8 +134,10 @@ t.test('the default serve delivers through a worker process of its group, restar
   t.match(g.p.logs(), /delivery worker process exited; starting it again/)
   const s2 = await g.sendAndWait(2)
   t.equal(s2.successful, 1, 'delivered by the restarted worker')
+  // Waiting for the leases would take 10 s plus a restart; under CI's load (coverage) a restart and a delivery took
+  // 7.3 s once, so the bound sits just under the 10 s.
   t.ok(
-    Date.now() - killedAt < 6_500,
+    Date.now() - killedAt < 9_500,
     `delivered ${Date.now() - killedAt} ms after the kill, before the dead worker's 10 s leases lapsed`,
   )
   t.match(await g.metrics(), /pombo_group_worker_restarts_total 1\n/)
