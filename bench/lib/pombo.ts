@@ -7,6 +7,7 @@ import { join, relative } from 'node:path'
 import Redis from 'ioredis'
 import pg from 'pg'
 import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL } from '../../src/core/config'
+import { pomboArgv } from '../../test/helpers/entry'
 import { freePort } from '../../test/helpers/serve-child'
 
 export const ROOT = join(__dirname, '..', '..')
@@ -102,11 +103,13 @@ export async function startPombo(
   const id = randomBytes(4).toString('hex')
   const schema = o.shared?.schema ?? `bench_${id}`
   const prefix = o.shared?.prefix ?? `pmb_${id}`
-  // Under `npm test` the sources are compiled once for the run (PM_TEST_DIST_MAIN, scripts/test-dist.mjs): a crash
-  // test's processes start that instead of transforming every module through tsx in each of them.
-  const testDist = compiledChildren ? undefined : process.env.PM_TEST_DIST_MAIN
-  const main = testDist ? { file: testDist, execArgv: [] } : childEntry(join(ROOT, 'src', 'main.ts'))
-  const child = spawn(process.execPath, [...nodeArgs, ...main.execArgv, main.file, 'serve', '--roles', roles], {
+  // Benchmarks run dist/; tests run `pombo` as every test does (test/helpers/entry.ts): the sources compiled once for
+  // the run under `npm test`, else through tsx.
+  const serve = ['serve', '--roles', roles]
+  const argv = compiledChildren
+    ? [...nodeArgs, childEntry(join(ROOT, 'src', 'main.ts')).file, ...serve]
+    : pomboArgv(serve, nodeArgs)
+  const child = spawn(process.execPath, argv, {
     cwd: ROOT,
     stdio: ['ignore', o.stdout ?? 'ignore', 'pipe'],
     env: {
