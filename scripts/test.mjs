@@ -1,11 +1,13 @@
 // `npm test`: the two tiers, unit first, with coverage checked against its floor (scripts/coverage.mjs).
 //   unit         test/unit: no Postgres, no Redis, none started; a test that reaches for one stops with a message
-//                (scripts/no-services.mjs). The whole tier runs in two processes (test/unit-tier/shard.ts); files
-//                named on the command line run one process each. `npm run test:unit`.
+//                (scripts/no-services.mjs). The whole tier runs in two processes (test/tiers); files named on the
+//                command line run one process each. `npm run test:unit`.
 //   integration  every other test file, against Postgres and Redis (see ensureTestServices) and a throw-away
 //                3-master Redis Cluster (scripts/redis-cluster.mjs), with DATABASE_URL, REDIS_URL and
-//                PM_TEST_REDIS_CLUSTER_NODES set; then the Redis-bound suites (CLUSTER_SUITES) a second time with
-//                every service on the cluster (PM_TEST_REDIS=cluster). Chromium, PgBouncer and Docker Compose are
+//                PM_TEST_REDIS_CLUSTER_NODES set, and the Redis-bound suites (CLUSTER_SUITES) a second time with
+//                every service on the cluster (PM_TEST_REDIS=cluster). A full run starts most files inside a few
+//                shards, long-lived processes that import their share, and the rest in processes of their own
+//                (scripts/test-tiers.mjs says which and why). Chromium, PgBouncer and Docker Compose are
 //                installed first when the files to run drive them (scripts/test-tools.mjs). Test services take
 //                migrated schemas from the run's pool and empty them back into it (test/helpers/schema-pool.ts;
 //                PM_TEST_SCHEMA_POOL=0: each migrates its own and drops it). Tests that start `pombo`
@@ -13,8 +15,8 @@
 //                loader unless coverage is recorded (test/helpers/children.mjs). `npm run test:integration`.
 // tap loads only the plugins the tests use (package.json "tap"."plugin"): each test file's process starts in about
 // half the time it took with all of them.
-// PM_TEST_PROFILE=<file> records each test file's wall time, CPU (its own and its children's) and test services
-// started; `node scripts/test-profile.mjs <file>` prints them heaviest first (test/helpers/children.mjs).
+// PM_TEST_PROFILE=<file> records each test process's wall time, CPU (its own and its children's) and test services
+// started (a shard is one line); `node scripts/test-profile.mjs <file>` prints them heaviest first (test/helpers/children.mjs).
 // Extra arguments go to tap:
 //   npm test -- test/unit/foo.test.ts                       (unit files only: run as the unit tier, no services)
 //   npm test -- test/integration/delivery.test.ts           (any other file: with the services)
@@ -23,7 +25,7 @@
 // stopped when tap is done.
 
 import { spawn } from 'node:child_process'
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { buildSdk } from './build-sdk.mjs'
@@ -33,19 +35,9 @@ import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
 import { closeSchemaPool, openSchemaPool } from './test-schema-pool.mjs'
 import { buildTestDist } from './test-dist.mjs'
+import { ALONE, CLUSTER_SUITES, integrationFiles, shardEntries, UNIT_DIR } from './test-tiers.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
 
-/** The suites a full run repeats against the Redis Cluster: delivery, sends, receipts and the shared pace. */
-const CLUSTER_SUITES = [
-  'test/integration/delivery.test.ts',
-  'test/integration/sends-create.test.ts',
-  'test/integration/receipts.test.ts',
-  'test/integration/pace-shared.test.ts',
-  'test/integration/group-release.test.ts',
-]
-const UNIT_DIR = 'test/unit'
-/** The whole unit tier runs as these processes, each importing its share of test/unit (test/unit-tier/shard.ts). */
-const UNIT_SHARDS = ['test/unit-tier/shard-1.ts', 'test/unit-tier/shard-2.ts']
 /** Environment a unit-tier process never sees: the services' addresses. */
 const SERVICE_ENV = ['DATABASE_URL', 'REDIS_URL', 'PM_DATABASE_DIRECT_URL', 'PM_TEST_REDIS_CLUSTER_NODES', 'REDIS_CLUSTER_NODES']
 
@@ -90,18 +82,15 @@ function runTap(args, env) {
   })
 }
 
-/** Test files under `dir`, sorted; `skip` (a folder) left out. */
-function testFiles(dir, skip) {
-  const out = []
-  const walk = (d) => {
-    for (const e of readdirSync(path.join(REPO_ROOT, d), { withFileTypes: true })) {
-      const p = `${d}/${e.name}`
-      if (e.isDirectory() && p !== skip && e.name !== 'node_modules') walk(p)
-      else if (e.isFile() && e.name.endsWith('.test.ts')) out.push(p)
-    }
-  }
-  walk(dir)
-  return out.sort()
+/**
+ * What a full integration run gives tap, in the order it starts them (`jobs` at a time): the shards and the slowest
+ * files first, so that the run does not end waiting on one long file started last (scripts/test-tiers.mjs).
+ */
+function fullIntegrationRun() {
+  const all = new Set(integrationFiles())
+  const missing = ALONE.filter((f) => !all.has(f))
+  if (missing.length) throw new Error(`scripts/test-tiers.mjs names files that do not exist: ${missing.join(' ')}`)
+  return [...shardEntries('integration'), ...shardEntries('cluster'), ...ALONE]
 }
 
 const isUnitFile = (f) => path.relative(path.join(REPO_ROOT, UNIT_DIR), path.resolve(REPO_ROOT, f)).split(path.sep)[0] !== '..'
@@ -112,11 +101,13 @@ function unitTier(files, flags) {
   for (const k of SERVICE_ENV) delete env[k]
   const guard = `--import=${pathToFileURL(path.join(REPO_ROOT, 'scripts', 'no-services.mjs')).href}`
   env.NODE_OPTIONS = [env.NODE_OPTIONS, guard].filter(Boolean).join(' ')
-  log(`unit tier: ${files.length ? files.join(' ') : `${UNIT_DIR}/ in ${UNIT_SHARDS.length} processes`} (no Postgres, no Redis)`)
-  return runTap([...flags, ...(files.length ? files : UNIT_SHARDS)], env)
+  log(
+    `unit tier: ${files.length ? files.join(' ') : `${UNIT_DIR}/ in ${shardEntries('unit').length} processes`} (no Postgres, no Redis)`,
+  )
+  return runTap([...flags, ...(files.length ? files : shardEntries('unit'))], env)
 }
 
-/** The integration tier: `files` (default every test file outside test/unit, then CLUSTER_SUITES on the cluster). */
+/** The integration tier: `files` (default every test file outside test/unit, and CLUSTER_SUITES on the cluster). */
 async function integrationTier(files, flags, { onCluster, full }) {
   // Chromium, PgBouncer and Compose for the files that drive them (scripts/test-tools.mjs), before any service.
   ensureTestTools(toolsFor(full ? null : files), { log })
@@ -146,14 +137,13 @@ async function integrationTier(files, flags, { onCluster, full }) {
   if (onCluster) {
     code = await runTap([...flags, ...(full ? CLUSTER_SUITES : files)], clusterEnv)
   } else {
-    code = await runTap([...flags, ...(full ? testFiles('test', UNIT_DIR) : files)], env)
-    await keepCoverage()
-    if (full && !interrupted) {
+    if (full) {
       log(
-        `the delivery, sends and receipts suites again, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`,
+        `${integrationFiles().length} files: ${ALONE.length} alone, the others in ${shardEntries('integration').length} shards; ` +
+          `then the Redis-bound suites again, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`,
       )
-      code = (await runTap([...flags, ...CLUSTER_SUITES], clusterEnv)) || code
     }
+    code = await runTap([...flags, ...(full ? fullIntegrationRun() : files)], env)
   }
   await keepCoverage()
   if (pool)

@@ -24,7 +24,8 @@ if (process.env.TAP_DISABLE_COVERAGE === '1') {
 // (globalThis.__pmServiceStarts, counted by test/helpers/service.ts) and what became of their schemas
 // (globalThis.__pmSchemaPool: claimed from the run's pool, emptied back into it, dropped and why). scripts/test-profile.mjs reads them into a
 // table: where the suite's time goes, by file.
-if (process.env.PM_TEST_PROFILE && process.argv[1]?.endsWith('.test.ts')) {
+// A shard (test/tiers) is recorded as one file: the files it imports share its process.
+if (process.env.PM_TEST_PROFILE && /\.test\.ts$|[\\/]test[\\/]tiers[\\/][a-z]+-\d+\.ts$/.test(process.argv[1] ?? '')) {
   const { appendFileSync, readFileSync } = require('node:fs')
   const started = Date.now()
   process.on('exit', () => {

@@ -1,4 +1,4 @@
 // Shard 2 of 2 of the unit tier (see shard.ts).
 import { runShard } from './shard'
 
-void runShard(1, 2)
+void runShard('unit', 1, 2)

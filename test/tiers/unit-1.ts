@@ -1,4 +1,4 @@
 // Shard 1 of 2 of the unit tier (see shard.ts).
 import { runShard } from './shard'
 
-void runShard(0, 2)
+void runShard('unit', 0, 2)

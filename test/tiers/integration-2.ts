@@ -1,0 +1,4 @@
+// Shard 2 of 6 of the integration tier (see shard.ts).
+import { runShard } from './shard'
+
+void runShard('integration', 1, 6)

@@ -1,0 +1,4 @@
+// Shard 3 of 6 of the integration tier (see shard.ts).
+import { runShard } from './shard'
+
+void runShard('integration', 2, 6)

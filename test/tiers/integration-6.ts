@@ -1,0 +1,4 @@
+// Shard 6 of 6 of the integration tier (see shard.ts).
+import { runShard } from './shard'
+
+void runShard('integration', 5, 6)

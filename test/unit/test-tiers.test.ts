@@ -1,0 +1,57 @@
+// The tiers' shards (scripts/test-tiers.mjs, test/tiers) together run every test file exactly once, whatever files
+// are added: the unit shards split test/unit; the integration shards and the files that run alone split the rest.
+import { existsSync } from 'node:fs'
+import path from 'node:path'
+import t, { type Test } from 'tap'
+
+const tiers = import('../../scripts/test-tiers.mjs')
+
+function splits(t: Test, shards: string[][], all: string[]): void {
+  t.same(shards.flat().sort(), [...all].sort(), 'the union is every file of the tier')
+  t.equal(new Set(shards.flat()).size, shards.flat().length, 'no file is in two shards')
+  const sizes = shards.map((s) => s.length)
+  t.ok(Math.max(...sizes) - Math.min(...sizes) <= 1, `the shards hold about as many files (${sizes.join(', ')})`)
+}
+
+t.test('the unit shards split test/unit without loss or overlap', async (t) => {
+  const { shardFiles, testFiles, UNIT_DIR, UNIT_SHARDS } = await tiers
+  const all = testFiles(UNIT_DIR)
+  t.ok(all.includes('test/unit/test-tiers.test.ts'), 'this file is itself in the tier')
+  splits(
+    t,
+    Array.from({ length: UNIT_SHARDS }, (_, i) => shardFiles('unit', i, UNIT_SHARDS)),
+    all,
+  )
+})
+
+t.test('the integration shards and the files run alone split the rest without loss or overlap', async (t) => {
+  const { ALONE, INTEGRATION_SHARDS, integrationFiles, shardFiles } = await tiers
+  const all = integrationFiles()
+  t.ok(all.length > 100, `the tier is every file outside test/unit (${all.length})`)
+  t.notOk(
+    all.some((f) => f.startsWith('test/unit/')),
+    'no unit file',
+  )
+  t.same(
+    ALONE.filter((f) => !all.includes(f)),
+    [],
+    'every file named to run alone exists',
+  )
+  const shards = Array.from({ length: INTEGRATION_SHARDS }, (_, i) => shardFiles('integration', i, INTEGRATION_SHARDS))
+  t.same(
+    shards.flat().filter((f) => ALONE.includes(f)),
+    [],
+    'a file that runs alone is in no shard',
+  )
+  splits(
+    t,
+    shards,
+    all.filter((f) => !ALONE.includes(f)),
+  )
+})
+
+t.test('every shard entry tap is given exists', async (t) => {
+  const { REPO_ROOT, shardEntries } = await tiers
+  for (const tier of ['unit', 'integration', 'cluster'] as const)
+    for (const f of shardEntries(tier)) t.ok(existsSync(path.join(REPO_ROOT, f)), f)
+})
