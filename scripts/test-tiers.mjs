@@ -15,43 +15,49 @@ export const UNIT_SHARDS = 2
 export const INTEGRATION_SHARDS = 6
 
 /**
- * Files of the integration tier that keep a process of their own, slowest first: the start order of a run (tap
- * starts files in the order it is given them, `jobs` at a time), so the longest are not left for the end.
- *   - root-level hooks or process state: t.before/t.teardown on the root, process.env changed, a check that no
- *     timer is left when the file ends (sends-model);
- *   - mostly waiting (a clock to pass, a process to restart, a browser): alone they overlap with the others' CPU;
- *     inside a shard they would hold back every file after them;
- *   - children that do most of the work (npm, tsc, `pombo` processes).
+ * Files of the integration tier that keep a process of their own: root-level hooks (t.before/t.teardown on the
+ * root) or process state (process.env changed; a check, when the file ends, that no timer is left).
  */
 export const ALONE = [
+  'test/integration/sends-model.test.ts',
+  'test/integration/schema-pool.test.ts',
+  'test/integration/providers-pool.test.ts',
+  'test/integration/providers-fcm.test.ts',
+  'test/integration/providers-apns.test.ts',
+]
+
+/**
+ * Files that mostly wait (a clock to pass, a process to restart, a browser) or whose children do the work (npm, tsc,
+ * `pombo` processes), slowest first. They share SLOW_SHARDS shards of their own, started first: their waits overlap
+ * with the other shards' CPU instead of holding back the small files behind them. They are dealt out in this
+ * order, back and forth (1, 2, …, n, n, …, 2, 1, 1, 2, …), so each shard gets about as much of the slow and the
+ * less slow.
+ */
+export const SLOW = [
+  'test/integration/delivery-crash.test.ts',
   'test/integration/simulate.test.ts',
   'test/integration/sends-scheduled.test.ts',
-  'test/integration/delivery-crash.test.ts',
+  'test/integration/audit.test.ts',
+  'test/integration/build.test.ts',
+  'test/fuzz/hostile.test.ts',
   'test/integration/delivery-rules.test.ts',
   'test/browser/dashboard-sends.test.ts',
-  'test/integration/sends-model.test.ts',
-  'test/integration/readme-first-minutes.test.ts',
-  'test/integration/audit.test.ts',
+  'test/integration/dashboard-people.test.ts',
+  'test/integration/erasure.test.ts',
   'test/integration/delivery-slices.test.ts',
+  'test/integration/readme-first-minutes.test.ts',
   'test/integration/grpc-crash.test.ts',
   'test/browser/dashboard.test.ts',
-  'test/integration/delivery.test.ts',
-  'test/integration/build.test.ts',
   'test/integration/redis-cluster-failover.test.ts',
-  'test/integration/dashboard-erasure.test.ts',
-  'test/integration/delivery-handback.test.ts',
-  'test/fuzz/hostile.test.ts',
-  'test/browser/sdk-push.test.ts',
-  'test/integration/erasure.test.ts',
-  'test/integration/dashboard-people.test.ts',
-  'test/integration/webhooks-turns.test.ts',
-  'test/integration/receipts-model.test.ts',
   'test/integration/serve-group.test.ts',
-  'test/integration/providers-apns.test.ts',
-  'test/integration/providers-fcm.test.ts',
-  'test/integration/providers-pool.test.ts',
-  'test/integration/schema-pool.test.ts',
+  'test/integration/delivery.test.ts',
+  'test/integration/dashboard-erasure.test.ts',
+  'test/integration/receipts-model.test.ts',
+  'test/integration/delivery-handback.test.ts',
+  'test/browser/sdk-push.test.ts',
+  'test/integration/webhooks-turns.test.ts',
 ]
+export const SLOW_SHARDS = 5
 
 /** The suites a full run repeats with every service on the Redis Cluster: delivery, sends, receipts, the shared pace. */
 export const CLUSTER_SUITES = [
@@ -79,17 +85,23 @@ export function testFiles(dir, skip) {
 /** Every file of the integration tier: the test files outside test/unit. */
 export const integrationFiles = () => testFiles('test', UNIT_DIR)
 
+/** The shard (0 … count-1) that the i-th of a list dealt back and forth over `count` shards goes to. */
+const dealt = (i, count) => (Math.floor(i / count) % 2 === 0 ? i % count : count - 1 - (i % count))
+
 /**
- * The files shard `index` of `count` of a tier runs: every count-th file of the sorted list (the integration tier's
- * files that run alone left out).
+ * The files shard `index` of `count` of a tier runs: for the unit and integration tiers every count-th file of the
+ * sorted list (the integration tier's slow files and those run alone left out); for `slow`, its deal of SLOW.
  */
 export function shardFiles(tier, index, count) {
-  const files = tier === 'unit' ? testFiles(UNIT_DIR) : integrationFiles().filter((f) => !ALONE.includes(f))
+  if (tier === 'slow') return SLOW.filter((_, i) => dealt(i, count) === index)
+  const files = tier === 'unit' ? testFiles(UNIT_DIR) : integrationFiles().filter((f) => !ALONE.includes(f) && !SLOW.includes(f))
   return files.filter((_, i) => i % count === index)
 }
 
+/** How many shards a tier runs in. */
+export const shardCount = (tier) => ({ unit: UNIT_SHARDS, integration: INTEGRATION_SHARDS, slow: SLOW_SHARDS, cluster: 1 })[tier]
+
 /** The shard entry files of a tier, as tap is given them (test/tiers/<tier>-<n>.ts). */
 export function shardEntries(tier) {
-  const n = tier === 'unit' ? UNIT_SHARDS : tier === 'cluster' ? 1 : INTEGRATION_SHARDS
-  return Array.from({ length: n }, (_, i) => `test/tiers/${tier}-${i + 1}.ts`)
+  return Array.from({ length: shardCount(tier) }, (_, i) => `test/tiers/${tier}-${i + 1}.ts`)
 }

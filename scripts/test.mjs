@@ -35,7 +35,7 @@ import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
 import { closeSchemaPool, openSchemaPool } from './test-schema-pool.mjs'
 import { buildTestDist } from './test-dist.mjs'
-import { ALONE, CLUSTER_SUITES, integrationFiles, shardEntries, UNIT_DIR } from './test-tiers.mjs'
+import { ALONE, CLUSTER_SUITES, integrationFiles, SLOW, shardEntries, UNIT_DIR } from './test-tiers.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
 
 /** Environment a unit-tier process never sees: the services' addresses. */
@@ -88,9 +88,9 @@ function runTap(args, env) {
  */
 function fullIntegrationRun() {
   const all = new Set(integrationFiles())
-  const missing = ALONE.filter((f) => !all.has(f))
+  const missing = [...SLOW, ...ALONE].filter((f) => !all.has(f))
   if (missing.length) throw new Error(`scripts/test-tiers.mjs names files that do not exist: ${missing.join(' ')}`)
-  return [...shardEntries('integration'), ...shardEntries('cluster'), ...ALONE]
+  return [...shardEntries('slow'), ...shardEntries('integration'), ...shardEntries('cluster'), ...ALONE]
 }
 
 const isUnitFile = (f) => path.relative(path.join(REPO_ROOT, UNIT_DIR), path.resolve(REPO_ROOT, f)).split(path.sep)[0] !== '..'
@@ -139,7 +139,8 @@ async function integrationTier(files, flags, { onCluster, full }) {
   } else {
     if (full) {
       log(
-        `${integrationFiles().length} files: ${ALONE.length} alone, the others in ${shardEntries('integration').length} shards; ` +
+        `${integrationFiles().length} files: ${SLOW.length} slow ones in ${shardEntries('slow').length} shards, ` +
+          `${ALONE.length} alone, the others in ${shardEntries('integration').length} shards; ` +
           `then the Redis-bound suites again, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`,
       )
     }

@@ -4,11 +4,10 @@
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
+import type { Tier } from '../../scripts/test-tiers.mjs'
 
 /** A shard runs many files' tests: its limit is the sum of theirs, not one file's (tap's `timeout`, 240 s). */
 const SHARD_LIMIT_MS = 900_000
-
-export type Tier = 'unit' | 'integration' | 'cluster'
 
 /** The files shard `index` of `count` of `tier` runs, repository-relative. */
 export async function shardFiles(tier: Tier, index: number, count: number): Promise<string[]> {

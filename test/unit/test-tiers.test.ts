@@ -24,8 +24,8 @@ t.test('the unit shards split test/unit without loss or overlap', async (t) => {
   )
 })
 
-t.test('the integration shards and the files run alone split the rest without loss or overlap', async (t) => {
-  const { ALONE, INTEGRATION_SHARDS, integrationFiles, shardFiles } = await tiers
+t.test('the integration shards, the slow shards and the files run alone split the rest without loss or overlap', async (t) => {
+  const { ALONE, INTEGRATION_SHARDS, integrationFiles, shardFiles, SLOW, SLOW_SHARDS } = await tiers
   const all = integrationFiles()
   t.ok(all.length > 100, `the tier is every file outside test/unit (${all.length})`)
   t.notOk(
@@ -33,25 +33,33 @@ t.test('the integration shards and the files run alone split the rest without lo
     'no unit file',
   )
   t.same(
-    ALONE.filter((f) => !all.includes(f)),
+    [...SLOW, ...ALONE].filter((f) => !all.includes(f)),
     [],
-    'every file named to run alone exists',
+    'every file named slow or alone exists',
+  )
+  t.same(
+    SLOW.filter((f) => ALONE.includes(f)),
+    [],
+    'no file is both slow and alone',
   )
   const shards = Array.from({ length: INTEGRATION_SHARDS }, (_, i) => shardFiles('integration', i, INTEGRATION_SHARDS))
-  t.same(
-    shards.flat().filter((f) => ALONE.includes(f)),
-    [],
-    'a file that runs alone is in no shard',
-  )
   splits(
     t,
     shards,
-    all.filter((f) => !ALONE.includes(f)),
+    all.filter((f) => !ALONE.includes(f) && !SLOW.includes(f)),
   )
+  const slow = Array.from({ length: SLOW_SHARDS }, (_, i) => shardFiles('slow', i, SLOW_SHARDS))
+  splits(t, slow, SLOW)
+  t.same(
+    slow[0]?.slice(0, 2),
+    [SLOW[0], SLOW[2 * SLOW_SHARDS - 1]],
+    'dealt back and forth: the slowest shard gets the least slow of the next round',
+  )
+  t.same(slow[SLOW_SHARDS - 1]?.slice(0, 2), [SLOW[SLOW_SHARDS - 1], SLOW[SLOW_SHARDS]], 'and the last shard the next one')
 })
 
 t.test('every shard entry tap is given exists', async (t) => {
   const { REPO_ROOT, shardEntries } = await tiers
-  for (const tier of ['unit', 'integration', 'cluster'] as const)
+  for (const tier of ['unit', 'integration', 'slow', 'cluster'] as const)
     for (const f of shardEntries(tier)) t.ok(existsSync(path.join(REPO_ROOT, f)), f)
 })

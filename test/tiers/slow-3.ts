@@ -1,0 +1,4 @@
+// Shard 3 of 5 of the integration tier's slow files (see shard.ts).
+import { runShard } from './shard'
+
+void runShard('slow', 2, 5)

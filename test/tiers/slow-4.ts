@@ -1,0 +1,4 @@
+// Shard 4 of 5 of the integration tier's slow files (see shard.ts).
+import { runShard } from './shard'
+
+void runShard('slow', 3, 5)
