@@ -33,14 +33,18 @@ console.log(
 )
 
 // What became of the test services' schemas (test/helpers/schema-pool.ts), over every file.
-const pool = { claimed: 0, pooled: 0, dropped: {} }
+const pool = { claimed: 0, pooled: 0, stamped: 0, trimmed: 0, dropped: {} }
 for (const r of rows) {
   if (!r.schemas) continue
   pool.claimed += r.schemas.claimed
   pool.pooled += r.schemas.pooled
+  pool.stamped += r.schemas.stamped ?? 0
+  pool.trimmed += r.schemas.trimmed ?? 0
   for (const [why, n] of Object.entries(r.schemas.dropped)) pool.dropped[why] = (pool.dropped[why] ?? 0) + n
 }
 if (pool.claimed + pool.pooled > 0 || Object.keys(pool.dropped).length > 0) {
-  console.log(`schemas: ${pool.claimed} taken from the run's pool, ${pool.pooled} emptied back into it`)
+  console.log(
+    `schemas: ${pool.claimed} taken from the run's pool, ${pool.pooled} emptied back into it (${pool.stamped} of them known unchanged by their stamp, ${pool.trimmed} after dropping partitions the service made)`,
+  )
   for (const [why, n] of Object.entries(pool.dropped).sort((a, b) => b[1] - a[1])) console.log(`  ${n} dropped: ${why}`)
 }

@@ -84,6 +84,8 @@ export async function openSchemaPool(url, log = () => {}) {
     for (const ddl of [
       `CREATE TABLE IF NOT EXISTS ${POOL} (schema text PRIMARY KEY, run text NOT NULL, signature text NOT NULL, free boolean NOT NULL)`,
       `CREATE TABLE IF NOT EXISTS ${REFERENCE} (signature text PRIMARY KEY, fingerprint text NOT NULL, seeds jsonb NOT NULL, sequences jsonb NOT NULL)`,
+      // The stamp of a pooled schema's catalog rows when it last matched the reference (test/helpers/schema-pool.ts).
+      `ALTER TABLE ${POOL} ADD COLUMN IF NOT EXISTS stamp text`,
     ])
       await c.query(ddl).catch(() => {})
     await dropWhere(c, (r) => alive(Number(r.split('-')[0])))

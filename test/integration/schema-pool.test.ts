@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { migrate } from '../../src/db/migrate'
-import { BLOAT_ROWS, claimSchema, fingerprint, recycleSchema } from '../helpers/schema-pool'
+import { BLOAT_ROWS, claimSchema, fingerprint, recycleSchema, stamps } from '../helpers/schema-pool'
 import { DATABASE_URL, PLATFORM_KEY, startService } from '../helpers/service'
 
 const db = new pg.Client({ connectionString: DATABASE_URL })
@@ -20,6 +20,9 @@ t.teardown(async () => {
   await closeSchemaPool(DATABASE_URL, process.env.PM_TEST_SCHEMA_POOL)
   await db.end()
 })
+
+/** A receipts day partition, as the service makes them (src/db/partitions.ts). */
+const DAY_PARTITION = 'CREATE TABLE receipts_p20000101 PARTITION OF receipts FOR VALUES FROM ($$2000-01-01$$) TO ($$2000-01-02$$)'
 
 const exists = async (schema: string) =>
   (await db.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema])).rowCount === 1
@@ -107,16 +110,66 @@ t.test('a schema whose catalog a test changed is dropped, not pooled', async (t)
     'ALTER TABLE devices ADD COLUMN probe int',
     'CREATE INDEX probe_idx ON devices (language)',
     'ALTER TABLE devices ALTER COLUMN language SET DEFAULT $$pt$$',
-    'CREATE TABLE receipts_p20000101 PARTITION OF receipts FOR VALUES FROM ($$2000-01-01$$) TO ($$2000-01-02$$)',
+    // A partition the service could have made, and a change besides: dropping the partition is not enough.
+    `${DAY_PARTITION}; ALTER TABLE devices ADD COLUMN probe int`,
   ]
-  for (const change of changes) {
+  for (const [i, change] of changes.entries()) {
     const schema = `t_pool_${randomUUID().slice(0, 8)}`
     await migrate(DATABASE_URL, schema)
+    // Every other change is made after the schema was pooled once, and so stamped: the stamp must see it too.
+    const stamped = i % 2 === 1
+    if (stamped) t.same(await recycleSchema(DATABASE_URL, schema), { pooled: true, reason: null }, 'pooled first')
     await db.query(`SET search_path TO ${schema}; ${change}; SET search_path TO DEFAULT`)
     const r = await recycleSchema(DATABASE_URL, schema)
-    t.same(r, { pooled: false, reason: 'its catalog differs from the migrations' }, change)
+    t.same(r, { pooled: false, reason: 'its catalog differs from the migrations' }, `${change}${stamped ? ' (stamped)' : ''}`)
     t.notOk(await exists(schema), `dropped after: ${change}`)
   }
+})
+
+t.test('partitions the service made are dropped and the schema pooled', async (t) => {
+  const tally = (globalThis as { __pmSchemaPool?: { trimmed: number } }).__pmSchemaPool
+  const trimmedBefore = tally?.trimmed ?? 0
+  const schema = `t_pool_${randomUUID().slice(0, 8)}`
+  await migrate(DATABASE_URL, schema)
+  await db.query(`SET search_path TO ${schema}; ${DAY_PARTITION}; SET search_path TO DEFAULT`)
+  t.same(await recycleSchema(DATABASE_URL, schema), { pooled: true, reason: null }, 'pooled')
+  t.equal(tally?.trimmed, trimmedBefore + 1, 'after its partition was dropped')
+  const left = await db.query(
+    `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'receipts_p20000101'`,
+    [schema],
+  )
+  t.equal(left.rowCount, 0, 'the partition is gone')
+  t.equal(await fingerprint(db, schema), await fingerprint(db, await freshSchema(t)), 'its catalog is the migrations’ catalog')
+  const { now, known } = await stamps(db, schema)
+  t.equal(known, now, 'stamped as it is now')
+})
+
+t.test('a pooled schema is stamped: back unchanged, its stamp stands for its catalog', async (t) => {
+  const tally = (globalThis as { __pmSchemaPool?: { stamped: number } }).__pmSchemaPool
+  const schema = `t_pool_${randomUUID().slice(0, 8)}`
+  await migrate(DATABASE_URL, schema)
+  const before = await stamps(db, schema)
+  t.equal(before.known, null, 'a schema never pooled has no stamp')
+  const stampedBefore = tally?.stamped ?? 0
+  t.same(await recycleSchema(DATABASE_URL, schema), { pooled: true, reason: null }, 'pooled')
+  t.equal(tally?.stamped, stampedBefore, 'the first time, by its fingerprint')
+  const after = await stamps(db, schema)
+  t.equal(after.known, after.now, 'and stamped with its catalog as it is')
+  t.equal(after.now, before.now, 'emptying it (rows deleted, seeds and sequences put back) changed no catalog row')
+  await db.query(`INSERT INTO ${schema}.orgs (id, plan, nome) VALUES (gen_random_uuid(), 'free', 'o')`)
+  t.same(await recycleSchema(DATABASE_URL, schema), { pooled: true, reason: null }, 'used and given back')
+  t.equal(tally?.stamped, stampedBefore + 1, 'the second time, by its stamp alone')
+  // Changes that leave the fingerprint as it was still change the stamp, and are checked again in full.
+  await db.query(
+    `ALTER TABLE ${schema}.orgs ALTER COLUMN nome SET DEFAULT 'x'; ALTER TABLE ${schema}.orgs ALTER COLUMN nome DROP DEFAULT`,
+  )
+  t.not((await stamps(db, schema)).now, after.now, 'a default set and dropped again changes the stamp')
+  t.same(
+    await recycleSchema(DATABASE_URL, schema),
+    { pooled: true, reason: null },
+    'and the fingerprint, still the migrations’, pools it',
+  )
+  t.equal(tally?.stamped, stampedBefore + 1, 'by its fingerprint')
 })
 
 t.test(`a schema with a table of more than ${BLOAT_ROWS} rows is dropped, not emptied`, async (t) => {
