@@ -111,6 +111,26 @@ interface Issued {
 
 export type FcmSimulator = Awaited<ReturnType<typeof startFcmSimulator>>
 
+/**
+ * The RSA key pairs of the service accounts this process's simulators make: a simulator's n-th account takes the
+ * process's n-th pair. Generating a pair costs about 100 ms of CPU, and a test run makes hundreds of accounts (it was
+ * the largest single CPU cost of the test suite). The accounts of one simulator still each have a key of their own,
+ * as Google's do, and a simulator trusts only the accounts it made, whatever their key.
+ */
+const accountKeys: Array<{ privateKey: string; publicKey: string }> = []
+
+function accountKey(n: number): { privateKey: string; publicKey: string } {
+  while (accountKeys.length <= n)
+    accountKeys.push(
+      generateKeyPairSync('rsa', {
+        modulusLength: 2048,
+        privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+        publicKeyEncoding: { type: 'spki', format: 'pem' },
+      }),
+    )
+  return accountKeys[n] as { privateKey: string; publicKey: string }
+}
+
 export async function startFcmSimulator(opts: FcmOptions = {}) {
   const now = opts.now ?? Date.now
   const ttlS = opts.accessTokenTtlS ?? 3600
@@ -120,6 +140,8 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
   const delivered = new Recorder<FcmRequest>(opts.record ?? true)
   const tokenRequests: TokenRequest[] = []
   const accounts = new Map<string, Account>()
+  /** Accounts made so far: the next takes the process's next key pair (accountKey). */
+  let made = 0
   const issued = new Map<string, Issued>()
   const byStatus: Record<number, number> = {}
   let tokensIssued = 0
@@ -303,13 +325,10 @@ export async function startFcmSimulator(opts: FcmOptions = {}) {
     tokenUri,
     /** The CA clients must trust to reach this simulator. */
     caPem: (opts.tls ?? simulatorTls()).caPem,
-    /** A service account JSON (fresh RSA key) that this simulator trusts; its token_uri points here. */
+    /** A service account JSON (an RSA key none of this simulator's other accounts has) that this simulator trusts;
+     *  its token_uri points here. */
     serviceAccount(projectId = 'pombo-test'): ServiceAccount {
-      const { privateKey, publicKey } = generateKeyPairSync('rsa', {
-        modulusLength: 2048,
-        privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
-        publicKeyEncoding: { type: 'spki', format: 'pem' },
-      })
+      const { privateKey, publicKey } = accountKey(made++)
       const keyId = randomBytes(20).toString('hex')
       const clientEmail = `pombo-fcm-${randomBytes(3).toString('hex')}@${projectId}.iam.gserviceaccount.com`
       accounts.set(clientEmail, { projectId, keyId, publicKey })

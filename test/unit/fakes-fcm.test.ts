@@ -180,6 +180,38 @@ t.test('bad assertions are refused like Google refuses them', async (t) => {
   t.equal(fcm.tokensIssued, issuedBefore, 'no token issued')
 })
 
+t.test('each account of a simulator has its own key; another simulator trusts none of them', async (t) => {
+  const second = fcm.serviceAccount('pombo-test')
+  t.not(second.private_key, sa.private_key, 'a second account of the same simulator: another key')
+  t.not(second.client_email, sa.client_email)
+  t.ok(await accessToken(second), 'which buys its own token')
+  const mixed = await postToken(second.token_uri, {
+    grant_type: JWT_BEARER,
+    assertion: assertion(second, {}, sa.private_key),
+  })
+  t.match(
+    mixed.json,
+    { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' },
+    'signed with the first account’s key: refused',
+  )
+  // Another simulator of the process makes its accounts from the same key pairs (each costs ~100 ms to generate),
+  // and trusts only its own accounts.
+  const other = await startFakeFcm()
+  t.teardown(() => other.close())
+  const theirs = other.serviceAccount('pombo-test')
+  t.equal(theirs.private_key, sa.private_key, 'the other simulator’s first account reuses the process’s first key')
+  const foreign = await postToken(theirs.token_uri, {
+    grant_type: JWT_BEARER,
+    assertion: assertion(sa, { aud: theirs.token_uri }),
+  })
+  t.match(
+    foreign.json,
+    { error: 'invalid_grant', error_description: 'Invalid grant: account not found' },
+    'our account, same key: unknown there',
+  )
+  t.ok(await accessToken(theirs), 'its own account works')
+})
+
 t.test('messages:send refuses bad credentials and malformed messages', async (t) => {
   const other = fcm.serviceAccount('other-project')
   const otherToken = await accessToken(other)
