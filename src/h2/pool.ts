@@ -19,7 +19,7 @@
 // - Trust: Node's roots plus `ca` when given (tests); a service process also honours NODE_EXTRA_CA_CERTS, which Node
 //   adds to its default store at start-up.
 import type { OutgoingHttpHeaders } from 'node:http2'
-import { rootCertificates } from 'node:tls'
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls'
 import { CODE } from './frames'
 import { H2Session } from './session'
 import { type H2Limits, resolveLimits } from './limits'
@@ -159,7 +159,8 @@ export class SessionPool implements H2Client {
   readonly #expiry: NodeJS.Timeout
   #oldest: Pending | null = null
   #newest: Pending | null = null
-  readonly #ca: string[] | undefined
+  /** The roots plus the extra CAs, parsed once for every session this pool opens; none: Node's default store. */
+  readonly #trust: SecureContext | undefined
   readonly #limits: Readonly<H2Limits>
   #closed = false
   /** Sessions ever opened: tests read it to see reconnections. */
@@ -179,7 +180,7 @@ export class SessionPool implements H2Client {
     this.#expiry = setInterval(() => this.#expire(), Math.max(5, Math.min(250, this.#timeoutMs / 8))).unref()
     const extra = o.ca === undefined ? [] : Array.isArray(o.ca) ? o.ca : [o.ca]
     // `ca` replaces the default store in tls.connect, so the roots are put back beside the extra certificates.
-    this.#ca = extra.length ? [...rootCertificates, ...extra] : undefined
+    this.#trust = extra.length ? createSecureContext({ ca: [...rootCertificates, ...extra] }) : undefined
   }
 
   /** One request; headers carry the pseudo-headers (':method', ':path'). Resolves, never rejects. */
@@ -282,7 +283,7 @@ export class SessionPool implements H2Client {
   }
 
   #open(g: Group): void {
-    const session = new H2Session(g.origin, { ca: this.#ca, limits: this.#limits })
+    const session = new H2Session(g.origin, { secureContext: this.#trust, limits: this.#limits })
     this.sessionsOpened++
     // No stream is started before the peer's first SETTINGS: its limit may be lower than any default we could guess.
     const c: Conn = {

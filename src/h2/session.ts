@@ -76,8 +76,11 @@ interface Stream {
 }
 
 export interface SessionOptions {
-  /** Trusted CAs (PEM) in place of Node's default store (the pool passes the roots plus its extra ones). */
+  /** Trusted CAs (PEM) in place of Node's default store; parsed again for every session. */
   ca?: string[]
+  /** A context made once for many sessions, in place of `ca` (the pool's: the roots plus its extra CAs). Parsing
+   *  ~150 root certificates for every connection cost more CPU than the handshake. */
+  secureContext?: tls.SecureContext
   /** What the peer may make this session hold or do; unset ones take their defaults (limits.ts). */
   limits?: Partial<H2Limits>
 }
@@ -154,7 +157,8 @@ export class H2Session {
       this.#socket = net.connect({ host, port })
       this.#socket.once('connect', () => this.#start())
     } else {
-      const s = tls.connect({ host, port, ca: o.ca, ALPNProtocols: ['h2'], servername: net.isIP(host) ? undefined : host })
+      const trust = o.secureContext ? { secureContext: o.secureContext } : { ca: o.ca }
+      const s = tls.connect({ host, port, ...trust, ALPNProtocols: ['h2'], servername: net.isIP(host) ? undefined : host })
       s.once('secureConnect', () => {
         if (s.alpnProtocol !== 'h2')
           return this.destroy(new Error(`${origin} did not agree to HTTP/2 (ALPN: ${s.alpnProtocol || 'none'})`))
