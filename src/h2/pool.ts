@@ -297,10 +297,13 @@ export class SessionPool implements H2Client {
     }
     g.conns.push(c)
     // A peer that accepts TCP but never finishes TLS or sends SETTINGS would hold the group's queue for ever.
+    const giveUpAt = performance.now() + this.#timeoutMs
     const connectTimer = setTimeout(() => {
-      // Requests whose own deadline has passed as well (the same timeout) end as timeouts, as their timers would
-      // have ended them first; the rest fail with the connection.
-      this.#expire()
+      // Requests whose own deadline comes no later (the same timeout, started before this session) end as timeouts,
+      // as their timers would have ended them first; the rest fail with the connection. Their deadlines are compared
+      // with this one, not with the clock: a timer may fire a fraction of a millisecond before performance.now()
+      // reaches its deadline.
+      this.#expire(giveUpAt)
       if (c.maxStreams === 0) session.destroy(new Error(`no HTTP/2 SETTINGS within ${this.#timeoutMs} ms`))
     }, this.#timeoutMs)
     connectTimer.unref()
@@ -431,8 +434,7 @@ export class SessionPool implements H2Client {
   }
 
   /** Times out the requests of the deadline list whose deadline passed (the list is oldest first). */
-  #expire(): void {
-    const now = performance.now()
+  #expire(now = performance.now()): void {
     while (this.#oldest && this.#oldest.deadline <= now) this.#timeout(this.#oldest)
   }
 
