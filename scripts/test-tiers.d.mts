@@ -2,6 +2,7 @@ export type Tier = 'unit' | 'integration' | 'slow' | 'cluster'
 export const REPO_ROOT: string
 export const UNIT_DIR: string
 export const UNIT_SHARDS: number
+export const UNIT_SLOW: string[]
 export const INTEGRATION_SHARDS: number
 export const SLOW_SHARDS: number
 export const ALONE: string[]

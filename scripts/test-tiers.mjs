@@ -12,6 +12,9 @@ import { fileURLToPath } from 'node:url'
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const UNIT_DIR = 'test/unit'
 export const UNIT_SHARDS = 2
+/** Unit files that mostly wait (a hostile HTTP/2 peer's stalls and timeouts, one case after another: ~14 s). The
+ *  unit tier's first shard runs them and the other shards the rest, so the tier lasts as long as they do. */
+export const UNIT_SLOW = ['test/unit/h2-hostile-peer.test.ts']
 export const INTEGRATION_SHARDS = 6
 
 /**
@@ -89,12 +92,19 @@ export const integrationFiles = () => testFiles('test', UNIT_DIR)
 const dealt = (i, count) => (Math.floor(i / count) % 2 === 0 ? i % count : count - 1 - (i % count))
 
 /**
- * The files shard `index` of `count` of a tier runs: for the unit and integration tiers every count-th file of the
- * sorted list (the integration tier's slow files and those run alone left out); for `slow`, its deal of SLOW.
+ * The files shard `index` of `count` of a tier runs: for the integration tier every count-th file of the sorted list
+ * (its slow files and those run alone left out); for `slow`, its deal of SLOW; for the unit tier, UNIT_SLOW in the
+ * first shard and every (count-1)-th of the other files in each of the others.
  */
 export function shardFiles(tier, index, count) {
   if (tier === 'slow') return SLOW.filter((_, i) => dealt(i, count) === index)
-  const files = tier === 'unit' ? testFiles(UNIT_DIR) : integrationFiles().filter((f) => !ALONE.includes(f) && !SLOW.includes(f))
+  if (tier === 'unit') {
+    // The first shard runs the slow unit files, the others share the rest.
+    const files = testFiles(UNIT_DIR)
+    if (index === 0) return files.filter((f) => UNIT_SLOW.includes(f))
+    return files.filter((f) => !UNIT_SLOW.includes(f)).filter((_, i) => i % (count - 1) === index - 1)
+  }
+  const files = integrationFiles().filter((f) => !ALONE.includes(f) && !SLOW.includes(f))
   return files.filter((_, i) => i % count === index)
 }
 

@@ -13,15 +13,25 @@ function splits(t: Test, shards: string[][], all: string[]): void {
   t.ok(Math.max(...sizes) - Math.min(...sizes) <= 1, `the shards hold about as many files (${sizes.join(', ')})`)
 }
 
-t.test('the unit shards split test/unit without loss or overlap', async (t) => {
-  const { shardFiles, testFiles, UNIT_DIR, UNIT_SHARDS } = await tiers
+t.test('the unit shards split test/unit without loss or overlap, the slow files in the first', async (t) => {
+  const { shardFiles, testFiles, UNIT_DIR, UNIT_SHARDS, UNIT_SLOW } = await tiers
   const all = testFiles(UNIT_DIR)
   t.ok(all.includes('test/unit/test-tiers.test.ts'), 'this file is itself in the tier')
-  splits(
-    t,
-    Array.from({ length: UNIT_SHARDS }, (_, i) => shardFiles('unit', i, UNIT_SHARDS)),
-    all,
+  t.same(
+    UNIT_SLOW.filter((f) => !all.includes(f)),
+    [],
+    'every slow unit file exists',
   )
+  const shards = Array.from({ length: UNIT_SHARDS }, (_, i) => shardFiles('unit', i, UNIT_SHARDS))
+  t.same(shards[0], UNIT_SLOW, 'the first shard runs the slow files, only them')
+  t.same(shards.flat().sort(), [...all].sort(), 'the union is every unit file')
+  t.equal(new Set(shards.flat()).size, shards.flat().length, 'no file is in two shards')
+  if (UNIT_SHARDS > 2)
+    splits(
+      t,
+      shards.slice(1),
+      all.filter((f) => !UNIT_SLOW.includes(f)),
+    )
 })
 
 t.test('the integration shards, the slow shards and the files run alone split the rest without loss or overlap', async (t) => {
