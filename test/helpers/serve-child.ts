@@ -12,12 +12,30 @@ import { DATABASE_URL, PLATFORM_KEY, REDIS_URL, TEST_SCRYPT_N, VAULT_KEY } from 
 
 const ROOT = join(__dirname, '..', '..')
 
+/** Ports handed out by this process: never twice. */
+const handedOut = new Set<number>()
+
+/**
+ * A port free now, for a child to listen on later. Drawn below the kernel's ephemeral range (32768 and up on Linux),
+ * which is where every port-0 listener (the in-process test services, the fakes) and every outgoing connection gets
+ * its port: a port asked of the kernel and closed again could be handed to one of them before the child binds it
+ * (seen under load: npm start's embedded Postgres found another server on its port, seconds after it was chosen).
+ */
 export async function freePort(): Promise<number> {
-  const s = createServer()
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
-  const port = (s.address() as { port: number }).port
-  await new Promise((resolve) => s.close(resolve))
-  return port
+  for (let i = 0; i < 200; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    if (handedOut.has(port)) continue
+    const s = createServer()
+    const bound = await new Promise<boolean>((resolve) => {
+      s.once('error', () => resolve(false))
+      s.listen(port, '127.0.0.1', () => resolve(true))
+    })
+    if (!bound) continue
+    await new Promise((resolve) => s.close(resolve))
+    handedOut.add(port)
+    return port
+  }
+  throw new Error('no free port between 20000 and 32000')
 }
 
 export interface ServeChild {
