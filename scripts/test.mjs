@@ -141,7 +141,7 @@ async function integrationTier(files, flags, { onCluster, full }) {
       log(
         `${integrationFiles().length} files: ${SLOW.length} slow ones in ${shardEntries('slow').length} shards, ` +
           `${ALONE.length} alone, the others in ${shardEntries('integration').length} shards; ` +
-          `then the Redis-bound suites again, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`,
+          `and the Redis-bound suites again in one more, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`,
       )
     }
     code = await runTap([...flags, ...(full ? fullIntegrationRun() : files)], env)
