@@ -106,8 +106,10 @@ export async function startPombo(
   // Benchmarks run dist/; tests run `pombo` as every test does (test/helpers/entry.ts): the sources compiled once for
   // the run under `npm test`, else through tsx.
   const serve = ['serve', '--roles', roles]
+  // BENCH_CPU_PROF=<dir>: each Pombo child writes a V8 CPU profile there when it stops (open it in Chrome's DevTools).
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []
   const argv = compiledChildren
-    ? [...nodeArgs, childEntry(join(ROOT, 'src', 'main.ts')).file, ...serve]
+    ? [...profile, ...nodeArgs, childEntry(join(ROOT, 'src', 'main.ts')).file, ...serve]
     : pomboArgv(serve, nodeArgs)
   const child = spawn(process.execPath, argv, {
     cwd: ROOT,

@@ -258,25 +258,26 @@ export class WebhookDispatcher {
     }
     let calls = 0
     for (const ev of c.events) {
-      if (this.#stop.signal.aborted || !lease.held || performance.now() - started > w.batchMaxMs) break
+      const t0 = performance.now()
+      if (this.#stop.signal.aborted || !lease.held || t0 - started > w.batchMaxMs) break
       if (ev.body.canal === undefined) ev.body.canal = 'webhook' // spec: inside the signed bytes
       const body = Buffer.from(JSON.stringify(ev.body))
-      const t0 = performance.now()
-      const r = await this.#sender.send({ url: dest.url, secret, event: ev.evento, eventId: ev.seq, body }, lease.signal)
-      if (!lease.held) break // aborted or lost during the call: this result is not ours to record
+      const r = await this.#sender.send({ url: dest.url, secret, event: ev.evento, eventId: ev.seq, body }, lease)
+      if (!lease.held) break // cancelled or lost during the call: this result is not ours to record
       calls++
       if (performance.now() - t0 >= w.slowMs || (!r.ok && r.result === 'timeout')) o.slow = true
       this.d.onAttempt?.(r.ok ? 'ok' : r.result)
-      const at = new Date(this.d.clock())
-      o.at = at
-      const n = o.headAttempts + 1
       if (r.ok) {
-        if (o.headAttempts > 0) o.attempts.push({ seq: ev.seq, n, r, at, nextAt: null })
+        if (o.headAttempts > 0)
+          o.attempts.push({ seq: ev.seq, n: o.headAttempts + 1, r, at: new Date(this.d.clock()), nextAt: null })
         o.cursor = ev.seq
         o.headAttempts = 0
         o.consecutive = 0
         continue
       }
+      const at = new Date(this.d.clock())
+      o.at = at
+      const n = o.headAttempts + 1
       o.consecutive++
       const decision = onFailure(w, { attempts: n, consecutive: o.consecutive })
       o.nextAt = new Date(at.getTime() + decision.delayMs)
@@ -304,6 +305,8 @@ export class WebhookDispatcher {
       }
       break
     }
+    // A turn that ends without a failure ended its last call just now (a failure set `at` and ended the turn).
+    if (calls > 0 && o.consecutive === 0) o.at = new Date(this.d.clock())
     return { outcome: o, calls }
   }
 }

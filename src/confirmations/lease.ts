@@ -12,7 +12,7 @@
 //   queue now has the say. A URL change clears lease_id on the row it deactivates, with the same effect.
 import type { Db } from '../db/pool'
 import { query, queryPrepared } from '../db/pool'
-import type { AttemptResult } from './sender'
+import type { AttemptResult, Cancellable } from './sender'
 
 export interface DestinationRow {
   id: string
@@ -47,7 +47,9 @@ export const DUE = `SELECT d.id, d.app_id, d.slow FROM webhook_destinations d
     AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook')
   ORDER BY d.next_at LIMIT $2`
 
-/** claim's statement (its plan: test/integration/tenancy-plans.test.ts). */
+/** claim's statement (its plan: test/integration/tenancy-plans.test.ts). One row: the destination once, and its next
+ *  events as one JSON array (a row per event repeated the destination's columns, sealed secret included, and cost a
+ *  row parse per event). */
 export const CLAIM_SQL = `WITH c AS (
   UPDATE webhook_destinations d SET lease_id = $3, leased_until = clock_timestamp() + $4 * interval '1 millisecond'
    WHERE d.app_id = $6 AND d.id = $1 AND d.active AND d.disabled_at IS NULL AND d.next_at <= $2
@@ -55,11 +57,12 @@ export const CLAIM_SQL = `WITH c AS (
      AND (d.handover_until IS NULL OR d.handover_until < clock_timestamp())
      AND EXISTS (SELECT 1 FROM events e WHERE e.app_id = d.app_id AND e.seq > d.last_seq AND e.canal = 'webhook')
   RETURNING d.id, d.app_id, d.url, d.sealed_secret, d.last_seq, d.head_attempts, d.consecutive_failures)
-SELECT c.*, e.seq, e.evento, e.body FROM c
-  JOIN LATERAL (SELECT seq, evento, body FROM events e
-                 WHERE e.app_id = c.app_id AND e.seq > c.last_seq AND e.canal = 'webhook'
-                 ORDER BY seq LIMIT $5) e ON true
- ORDER BY e.seq`
+SELECT c.*, e.events FROM c
+  JOIN LATERAL (SELECT json_agg(json_build_object('seq', x.seq::text, 'evento', x.evento, 'body', x.body) ORDER BY x.seq)
+                       AS events
+                  FROM (SELECT seq, evento, body FROM events e
+                         WHERE e.app_id = c.app_id AND e.seq > c.last_seq AND e.canal = 'webhook'
+                         ORDER BY seq LIMIT $5) x) e ON e.events IS NOT NULL`
 
 /** Claims the destination's queue for `leaseMs` with its next `batch` events; null when it is not claimable now. */
 export async function claim(
@@ -71,7 +74,7 @@ export async function claim(
   leaseMs: number,
   batch: number,
 ): Promise<Claim | null> {
-  const r = await queryPrepared<DestinationRow & { seq: string; evento: string; body: Record<string, unknown> }>(db, CLAIM_SQL, [
+  const r = await queryPrepared<DestinationRow & { events: Array<Omit<EventRow, 'app_id'>> }>(db, CLAIM_SQL, [
     id,
     now,
     leaseId,
@@ -79,10 +82,10 @@ export async function claim(
     batch,
     appId,
   ])
-  const first = r.rows[0]
-  if (!first) return null
-  const { seq: _s, evento: _e, body: _b, ...dest } = first
-  return { dest, leaseId, events: r.rows.map((x) => ({ seq: x.seq, app_id: x.app_id, evento: x.evento, body: x.body })) }
+  const row = r.rows[0]
+  if (!row) return null
+  const { events, ...dest } = row
+  return { dest, leaseId, events: events.map((e) => ({ seq: e.seq, app_id: dest.app_id, evento: e.evento, body: e.body })) }
 }
 
 /** Extends the lease; false when it is no longer this claim's (taken over after it expired, or handed over). */
@@ -184,13 +187,16 @@ export async function record(db: Db, o: TurnOutcome): Promise<boolean> {
 }
 
 /**
- * A claimed lease while its turn runs: renewed every quarter of its length, and `signal` aborts (the call in flight
- * ends at once) when it is lost: taken by another claim, or not renewed in time (Postgres unreachable, a stalled
- * event loop). Its local end is measured from when the claim or the last renewal was sent, less a fifth of the
- * lease, so this process stops calling before any other process can see the lease expire.
+ * A claimed lease while its turn runs: renewed every quarter of its length; when it is lost (taken by another claim,
+ * or not renewed in time: Postgres unreachable, a stalled event loop) `held` turns false and the call in flight is
+ * cancelled at once (`cancel`, set by the sender for the length of a call). Its local end is measured from when the
+ * claim or the last renewal was sent, less a fifth of the lease, so this process stops calling before any other
+ * process can see the lease expire.
  */
-export class HeldLease {
-  readonly #lost = new AbortController()
+export class HeldLease implements Cancellable {
+  /** False once the lease is lost; a turn starts no call then. A field, read once per call. */
+  held = true
+  cancel: (() => void) | null = null
   readonly #beat: NodeJS.Timeout
   #expiry: NodeJS.Timeout | null = null
   #renewing = false
@@ -204,15 +210,6 @@ export class HeldLease {
   ) {
     this.#expireAt(sentAt)
     this.#beat = setInterval(() => this.#renew(), Math.max(1, Math.floor(leaseMs / 4)))
-  }
-
-  /** Aborts when the lease is lost; a turn starts no call once it has. */
-  get signal(): AbortSignal {
-    return this.#lost.signal
-  }
-
-  get held(): boolean {
-    return !this.#lost.signal.aborted
   }
 
   end(): void {
@@ -229,7 +226,8 @@ export class HeldLease {
 
   #lose(): void {
     this.end()
-    this.#lost.abort()
+    this.held = false
+    this.cancel?.()
   }
 
   #renew(): void {

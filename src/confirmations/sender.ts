@@ -2,6 +2,7 @@
 // deadline for the whole attempt, and the address guard. The outcome is a value, never a throw.
 import { createHmac, randomUUID } from 'node:crypto'
 import { Agent, request } from 'node:https'
+import type { Socket } from 'node:net'
 import { checkLiteral, guardedLookup, hostOf, RefusedAddressError } from './address'
 
 export interface Attempt {
@@ -29,10 +30,55 @@ export interface SenderOptions {
   ca?: string
   /** Connections per origin: destinations on one host each have one request in flight (the concurrency). */
   maxSockets: number
+  /** An idle keep-alive connection is closed after this long (default 3.5 s; see IdleSweeper). */
+  idleMs?: number
+}
+
+/** A call the dispatcher may end early: `cancel` is set while the call is in flight, and the lease calls it when it is
+ *  lost (a plain slot, not an AbortSignal: one listener added and removed per call cost more than the call's own
+ *  bookkeeping at thousands of calls a second). */
+export interface Cancellable {
+  cancel: (() => void) | null
+}
+
+const IDLE_SINCE = Symbol('idleSince')
+
+/**
+ * Closes keep-alive connections that have been idle for `idleMs`, checked every quarter of it. Servers close idle
+ * connections after about 5 s (Node's own default included); reusing one the server is closing at that moment fails
+ * the attempt with "socket hang up", so ours go first. The agent's own `timeout` option does the same but arms a timer
+ * on the socket at every request and every release, on the hot path; one sweep over the free sockets costs nothing
+ * per call.
+ */
+class IdleSweeper {
+  readonly #timer: NodeJS.Timeout
+
+  constructor(agent: Agent, idleMs: number) {
+    agent.on('free', (socket: Socket & { [IDLE_SINCE]?: number }) => {
+      socket[IDLE_SINCE] = performance.now()
+    })
+    this.#timer = setInterval(
+      () => {
+        const before = performance.now() - idleMs
+        for (const list of Object.values(agent.freeSockets)) {
+          for (const socket of [...(list ?? [])] as Array<Socket & { [IDLE_SINCE]?: number }>) {
+            if ((socket[IDLE_SINCE] ?? 0) <= before) socket.destroy()
+          }
+        }
+      },
+      Math.max(10, Math.floor(idleMs / 4)),
+    )
+    this.#timer.unref()
+  }
+
+  stop(): void {
+    clearInterval(this.#timer)
+  }
 }
 
 export class WebhookSender {
   readonly #agent: Agent
+  readonly #sweeper: IdleSweeper
 
   constructor(private readonly o: SenderOptions) {
     this.#agent = new Agent({
@@ -40,17 +86,21 @@ export class WebhookSender {
       maxSockets: o.maxSockets,
       maxFreeSockets: o.maxSockets,
       scheduling: 'lifo',
-      // An idle socket is closed by us after 4 s, before the usual 5 s keep-alive timeout of servers (Node's own
-      // included): reusing one the server is closing at that moment fails the attempt with "socket hang up". The
-      // agent applies this to idle sockets only; a call in flight keeps its own deadline.
-      timeout: 4_000,
       ca: o.ca,
       lookup: guardedLookup(o.allowPrivate),
     })
+    this.#sweeper = new IdleSweeper(this.#agent, o.idleMs ?? 3_500)
   }
 
-  /** `signal` ends the attempt at once (the dispatcher's lease is lost or about to lapse); its result is then unused. */
-  send(a: Attempt, signal?: AbortSignal): Promise<AttemptResult> {
+  /** Keep-alive connections open now, idle or busy (tests). */
+  get openConnections(): number {
+    const count = (m: NodeJS.ReadOnlyDict<unknown[]>) => Object.values(m).reduce((n, l) => n + (l?.length ?? 0), 0)
+    return count(this.#agent.sockets) + count(this.#agent.freeSockets)
+  }
+
+  /** `call.cancel()` ends the attempt at once (the dispatcher's lease is lost or about to lapse); its result is then
+   *  unused. */
+  send(a: Attempt, call?: Cancellable): Promise<AttemptResult> {
     const attemptId = randomUUID()
     let url: URL
     try {
@@ -67,7 +117,7 @@ export class WebhookSender {
         if (settled) return
         settled = true
         clearTimeout(timer)
-        signal?.removeEventListener('abort', abort)
+        if (call) call.cancel = null
         resolve(r)
       }
       const abort = () => {
@@ -110,13 +160,13 @@ export class WebhookSender {
         const refused = err instanceof RefusedAddressError
         done({ ok: false, attemptId, result: refused ? 'refused' : 'network', reason: err.message.slice(0, 300) })
       })
-      if (signal?.aborted) abort()
-      else signal?.addEventListener('abort', abort, { once: true })
+      if (call) call.cancel = abort
       req.end(a.body)
     })
   }
 
   close(): void {
+    this.#sweeper.stop()
     this.#agent.destroy()
   }
 }
