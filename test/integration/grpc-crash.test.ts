@@ -11,6 +11,7 @@ import { parseServiceAccount } from '../../src/credentials/validate'
 import { partitionOf } from '../../src/redis/partitions'
 import { startFakeProviders } from '../fakes'
 import { contiguous, subscribe, until } from '../helpers/grpc'
+import { freePort } from '../helpers/serve-child'
 import { basic, REDIS_URL, startService, VAULT_KEY } from '../helpers/service'
 
 const DEVICES = 10_000
@@ -24,10 +25,6 @@ const WORKER_ENV = {
   PM_VAULT_KEY: VAULT_KEY,
   PM_LOG_LEVEL: 'warn',
   NODE_OPTIONS: '',
-}
-
-function freePort(): number {
-  return 20_000 + Math.floor(Math.random() * 20_000)
 }
 
 t.test('a worker SIGKILLed mid-send: the stream gets one notification.completed with exact counters, in order', async (t) => {
@@ -123,9 +120,9 @@ t.test('an API instance SIGKILLed with open streams: streams_ativos forgets them
   const s = await startService(t, { grpc: true, env: { PM_LIMIT_IP_PER_MIN: '0' } })
   const app = await s.createApp()
   await s.call('PUT', '/api/v1/confirmacoes', { body: { app_id: app.id, modo: 'grpc' }, headers: basic(app.api_key) })
-  const grpcPort = freePort()
+  const grpcPort = await freePort()
   const other = await startPombo(
-    freePort(),
+    await freePort(),
     { PM_GRPC_PORT: String(grpcPort), PM_VAULT_KEY: VAULT_KEY, NODE_OPTIONS: '' },
     'api',
     [],
