@@ -4,6 +4,8 @@
 // what a change to a test costs the whole run than its wall time, which depends on what ran beside it.
 //   PM_TEST_PROFILE=/tmp/profile.jsonl npm run test:integration
 //   node scripts/test-profile.mjs /tmp/profile.jsonl [--by wall|cpu|children|services] [--top N]
+// It ends with the run's timeline: when each process ran, and how many ran at once (a tail with one or two processes
+// left running is time the machine's cores sat idle).
 import { readFileSync } from 'node:fs'
 
 const [file, ...rest] = process.argv.slice(2)
@@ -47,4 +49,23 @@ if (pool.claimed + pool.pooled > 0 || Object.keys(pool.dropped).length > 0) {
     `schemas: ${pool.claimed} taken from the run's pool, ${pool.pooled} emptied back into it (${pool.stamped} of them known unchanged by their stamp, ${pool.trimmed} after dropping partitions the service made)`,
   )
   for (const [why, n] of Object.entries(pool.dropped).sort((a, b) => b[1] - a[1])) console.log(`  ${n} dropped: ${why}`)
+}
+
+// The timeline: each process's span over the run, 60 columns wide, and how many processes ran at once per column.
+const timed = rows.filter((r) => typeof r.started === 'number')
+if (timed.length > 0) {
+  const t0 = Math.min(...timed.map((r) => r.started))
+  const t1 = Math.max(...timed.map((r) => r.started + r.wall * 1000))
+  const cols = 60
+  const span = Math.max(1, t1 - t0)
+  const col = (ms) => Math.min(cols - 1, Math.floor(((ms - t0) / span) * cols))
+  const running = new Array(cols).fill(0)
+  console.log(`\ntimeline: ${(span / 1000).toFixed(0)} s, ${(span / cols / 1000).toFixed(1)} s a column`)
+  for (const r of [...timed].sort((a, b) => a.started - b.started)) {
+    const a = col(r.started)
+    const b = col(r.started + r.wall * 1000)
+    for (let i = a; i <= b; i++) running[i]++
+    console.log(`${' '.repeat(a)}${'#'.repeat(b - a + 1)}${' '.repeat(cols - b - 1)}  ${r.file}`)
+  }
+  console.log(`${running.map((n) => (n > 9 ? '+' : String(n))).join('')}  processes at once`)
 }

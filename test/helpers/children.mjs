@@ -19,7 +19,7 @@ if (process.env.TAP_DISABLE_COVERAGE === '1') {
   })
 }
 
-// PM_TEST_PROFILE=<file>: each test process appends one JSON line when it exits: its file, wall time, its own CPU
+// PM_TEST_PROFILE=<file>: each test process appends one JSON line when it exits: its file, start (epoch ms) and wall time, its own CPU
 // and the CPU of the children it waited for (/proc/self/stat), and how many test services it started
 // (globalThis.__pmServiceStarts, counted by test/helpers/service.ts) and what became of their schemas
 // (globalThis.__pmSchemaPool: claimed from the run's pool, emptied back into it, dropped and why). scripts/test-profile.mjs reads them into a
@@ -35,6 +35,7 @@ if (process.env.PM_TEST_PROFILE && /\.test\.ts$|[\\/]test[\\/]tiers[\\/][a-z]+-\
       const [utime, stime, cutime, cstime] = [11, 12, 13, 14].map((i) => Number(f[i]) / tick)
       const line = {
         file: process.argv[1].replace(`${process.cwd()}/`, ''),
+        started,
         wall: (Date.now() - started) / 1000,
         cpu: +(utime + stime).toFixed(2),
         children: +(cutime + cstime).toFixed(2),
