@@ -31,8 +31,9 @@ export const ALONE = [
 
 /**
  * Files that mostly wait (a clock to pass, a process to restart, a browser) or whose children do the work (npm, tsc,
- * `pombo` processes), slowest first. They share SLOW_SHARDS shards of their own, started first: their waits overlap
- * with the other shards' CPU instead of holding back the small files behind them. They are dealt out in this
+ * `pombo` processes), slowest first. They share SLOW_SHARDS shards of their own: their waits overlap with the other
+ * shards' CPU instead of holding back the small files behind them (tap starts entries in the order of their paths,
+ * so these start as the first ones end: scripts/test.mjs). They are dealt out in this
  * order, back and forth (1, 2, …, n, n, …, 2, 1, 1, 2, …), so each shard gets about as much of the slow and the
  * less slow.
  */
