@@ -1,6 +1,7 @@
 export type Tier = 'unit' | 'integration' | 'slow' | 'cluster'
 export const REPO_ROOT: string
 export const UNIT_DIR: string
+export const SERVICE_ENV: string[]
 export const UNIT_SHARDS: number
 export const UNIT_SLOW: string[]
 export const INTEGRATION_SHARDS: number

@@ -11,6 +11,14 @@ import { fileURLToPath } from 'node:url'
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const UNIT_DIR = 'test/unit'
+/** What a unit test process runs without: the services' addresses (scripts/test.mjs, test/tiers/shard.ts). */
+export const SERVICE_ENV = [
+  'DATABASE_URL',
+  'REDIS_URL',
+  'PM_DATABASE_DIRECT_URL',
+  'PM_TEST_REDIS_CLUSTER_NODES',
+  'REDIS_CLUSTER_NODES',
+]
 export const UNIT_SHARDS = 2
 /** Unit files that mostly wait (a hostile HTTP/2 peer's stalls and timeouts, one case after another: ~14 s). The
  *  unit tier's first shard runs them and the other shards the rest, so the tier lasts as long as they do. */

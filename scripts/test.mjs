@@ -1,4 +1,4 @@
-// `npm test`: the two tiers, unit first, with coverage checked against its floor (scripts/coverage.mjs).
+// `npm test`: the two tiers in one tap run, with coverage checked against its floor (scripts/coverage.mjs).
 //   unit         test/unit: no Postgres, no Redis, none started; a test that reaches for one stops with a message
 //                (scripts/no-services.mjs). The whole tier runs in two processes (test/tiers); files named on the
 //                command line run one process each. `npm run test:unit`.
@@ -35,11 +35,10 @@ import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
 import { closeSchemaPool, openSchemaPool } from './test-schema-pool.mjs'
 import { buildTestDist } from './test-dist.mjs'
-import { ALONE, CLUSTER_SUITES, integrationFiles, SLOW, shardEntries, UNIT_DIR } from './test-tiers.mjs'
+import { ALONE, CLUSTER_SUITES, integrationFiles, SERVICE_ENV, SLOW, shardEntries, UNIT_DIR } from './test-tiers.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
 
 /** Environment a unit-tier process never sees: the services' addresses. */
-const SERVICE_ENV = ['DATABASE_URL', 'REDIS_URL', 'PM_DATABASE_DIRECT_URL', 'PM_TEST_REDIS_CLUSTER_NODES', 'REDIS_CLUSTER_NODES']
 
 const log = (msg) => console.error(`[pombo test] ${msg}`)
 
@@ -111,7 +110,7 @@ function unitTier(files, flags) {
 }
 
 /** The integration tier: `files` (default every test file outside test/unit, and CLUSTER_SUITES on the cluster). */
-async function integrationTier(files, flags, { onCluster, full }) {
+async function integrationTier(files, flags, { onCluster, full, withUnit = false }) {
   // Chromium, PgBouncer and Compose for the files that drive them (scripts/test-tools.mjs), before any service.
   ensureTestTools(toolsFor(full ? null : files), { log })
   const { DATABASE_URL, REDIS_URL, stop } = await ensureTestServices({ log })
@@ -147,7 +146,9 @@ async function integrationTier(files, flags, { onCluster, full }) {
           `and the Redis-bound suites again in one more, every service on the Redis Cluster (${env.PM_TEST_REDIS_CLUSTER_NODES})`,
       )
     }
-    code = await runTap([...flags, ...(full ? fullIntegrationRun() : files)], env)
+    if (withUnit)
+      log(`unit tier: ${UNIT_DIR}/ in ${shardEntries('unit').length} more shards of the same run (no Postgres, no Redis)`)
+    code = await runTap([...flags, ...(full ? fullIntegrationRun() : files), ...(withUnit ? shardEntries('unit') : [])], env)
   }
   await keepCoverage()
   if (pool)
@@ -178,12 +179,15 @@ async function main() {
   if (coverage) await resetCoverage()
 
   const codes = []
-  if (runUnit) {
+  // The whole suite is one tap run: the unit shards join the integration tier's entries (each keeps its guard, in
+  // test/tiers/shard.ts), so their waits overlap with the other shards' work instead of coming first, alone.
+  const together = runUnit && runIntegration && files.length === 0
+  if (runUnit && !together) {
     codes.push(await unitTier(unitFiles, tierFlags))
     await keepCoverage()
   }
   if (runIntegration && !interrupted) {
-    codes.push(await integrationTier(otherFiles, tierFlags, { onCluster, full: files.length === 0 }))
+    codes.push(await integrationTier(otherFiles, tierFlags, { onCluster, full: files.length === 0, withUnit: together }))
   }
   if (coverage && !interrupted) codes.push(await checkCoverage(runTap))
   testDist?.remove()

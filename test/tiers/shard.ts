@@ -20,6 +20,13 @@ export async function runShard(tier: Tier, index: number, count: number): Promis
   // The cluster shard repeats the Redis-bound suites with every service on the run's Redis Cluster; the setting is
   // read when test/helpers/redis-cluster.ts is first imported, so it is made before any file is.
   if (tier === 'cluster') process.env.PM_TEST_REDIS = 'cluster'
+  // A unit shard runs with the services out of reach however it was started (`npm run test:unit` does the same
+  // through NODE_OPTIONS; a full `npm test` starts the unit shards in the integration tier's run).
+  if (tier === 'unit') {
+    const { SERVICE_ENV } = await import('../../scripts/test-tiers.mjs')
+    for (const k of SERVICE_ENV) delete process.env[k]
+    await import('../../scripts/no-services.mjs')
+  }
   for (const f of await shardFiles(tier, index, count)) await import(pathToFileURL(path.join(REPO_ROOT, f)).href)
   // A file may set the root's limit while it is imported (t.setTimeout at its top level); the last word is ours.
   t.setTimeout(SHARD_LIMIT_MS)
