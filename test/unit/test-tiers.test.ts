@@ -1,6 +1,7 @@
 // The tiers' shards (scripts/test-tiers.mjs, test/tiers) together run every test file exactly once, whatever files
 // are added: the unit shards split test/unit; the integration shards and the files that run alone split the rest.
 import { existsSync } from 'node:fs'
+import net from 'node:net'
 import path from 'node:path'
 import t, { type Test } from 'tap'
 
@@ -72,4 +73,14 @@ t.test('every shard entry tap is given exists', async (t) => {
   const { REPO_ROOT, shardEntries } = await tiers
   for (const tier of ['unit', 'integration', 'slow', 'cluster'] as const)
     for (const f of shardEntries(tier)) t.ok(existsSync(path.join(REPO_ROOT, f)), f)
+})
+
+// `npm run test:unit` loads the guard through NODE_OPTIONS; a full `npm test` starts the unit shards in the
+// integration tier's run, with the services' addresses in its environment, and test/tiers/shard.ts applies the guard.
+// This file runs in one of those processes either way (`npm test -- test/unit/test-tiers.test.ts` runs it as the unit
+// tier).
+t.test('a unit test process has the services out of reach, however the suite was started', async (t) => {
+  const { SERVICE_ENV } = await tiers
+  for (const k of SERVICE_ENV) t.equal(process.env[k], undefined, `${k} is not set`)
+  t.equal(net.Socket.prototype.connect.name, 'guardedConnect', 'a connection to Postgres or Redis stops the process')
 })
