@@ -94,6 +94,9 @@ export class DeliveryWorker {
   readonly #stop = new AbortController()
   readonly #streamPartition = new Map<string, number>()
   #reader: RedisClient | null = null
+  /** The reader connection's id on the server, learnt at each (re)connection: stop() ends a blocking read with
+   *  CLIENT UNBLOCK instead of waiting out its BLOCK. */
+  #readerId: number | null = null
   /** Cluster only: the reader of each owned partition (it ends once the partition is no longer ours). */
   readonly #partitionReaders = new Map<number, Promise<void>>()
   #loops: Promise<unknown>[] = []
@@ -161,7 +164,18 @@ export class DeliveryWorker {
 
   async start(): Promise<void> {
     const cluster = isCluster(this.redis)
-    if (!cluster) this.#reader = duplicateClient(this.redis)
+    if (!cluster) {
+      // Named, so an operator's CLIENT LIST tells which worker a blocked read belongs to.
+      const reader = duplicateClient(this.redis, `pombo-reader:${this.id}`)
+      this.#reader = reader
+      // Asked before the first read: a question queued behind a blocking read would wait out its BLOCK. Asked again
+      // after a reconnection (a new connection has a new id).
+      const learnId = async () => {
+        this.#readerId = Number(await reader.client('ID'))
+      }
+      reader.on('ready', () => void learnId().catch(() => {}))
+      await learnId()
+    }
     await this.#balance()
     this.#loops = [
       this.#every(this.s.leaseMs / 3, () => this.#balance()),
@@ -175,6 +189,9 @@ export class DeliveryWorker {
   /** Stops reading, lets actors finish what is in flight, releases the leases. Pending entries stay for the next owner. */
   async stop(): Promise<void> {
     this.#stop.abort()
+    // The reader may be in a blocking read (up to 500 ms): it ends now, answering as a timeout would, so it has taken
+    // nothing. A read sent just after this waits out its BLOCK, as before.
+    if (this.#readerId !== null && !isCluster(this.redis)) await this.redis.client('UNBLOCK', this.#readerId).catch(() => {})
     // Until every read and poll under way has ended, one may still hand work over: the actors are stopped until none
     // is left unstopped. An actor left running would tick forever, and keep the process alive, after the stop.
     const stopped = new Set<AppActor>()

@@ -52,10 +52,14 @@ export function isCluster(r: RedisClient): r is Cluster {
  * A second client to the same Redis for what must not share the main connection: subscriptions and blocking reads.
  * It queues commands while (re)connecting and retries them forever: it has no caller waiting on an answer.
  */
-export function duplicateClient(r: RedisClient): RedisClient {
+export function duplicateClient(r: RedisClient, connectionName?: string): RedisClient {
+  const named = connectionName === undefined ? {} : { connectionName }
   const d = isCluster(r)
-    ? r.duplicate([], { enableOfflineQueue: true, redisOptions: { ...r.options.redisOptions, maxRetriesPerRequest: null } })
-    : r.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null })
+    ? r.duplicate([], {
+        enableOfflineQueue: true,
+        redisOptions: { ...r.options.redisOptions, maxRetriesPerRequest: null, ...named },
+      })
+    : r.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, ...named })
   d.on('error', () => {})
   return d
 }

@@ -171,3 +171,49 @@ t.test('the entries of a partition lost to another worker go back to its stream 
     await w.svc.stop()
   }
 })
+
+t.test('a stopping worker ends its blocking read at once, and a send accepted meanwhile reaches the next one', async (t) => {
+  const d = await startDelivery(t, { env: ENV, service: { roles: ['api'], cluster: false } })
+  const redis = new Redis(REDIS_URL)
+  t.teardown(() => redis.disconnect())
+  const app = await d.s.createApp()
+  await d.fcmFor(app)
+  const device = await d.device(app, 'stop-read')
+  const worker = (): Promise<TestService> =>
+    startService(t, {
+      roles: ['worker'],
+      shareWith: d.s,
+      providerCa: d.ca,
+      ops: false,
+      env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, ...ENV },
+    })
+  // Three times, since a read found blocked may be near the end of its BLOCK (500 ms) anyway: a stop that waited it out
+  // would take under 150 ms about once in three, and all three times about once in forty.
+  for (let i = 0; i < 3; i++) {
+    const w = await worker()
+    const name = `pombo-reader:${w.svc.delivery?.worker.id}`
+    // Its read connection, named for the worker, sits in a blocking read while the streams are empty.
+    await until('the worker is in a blocking read', async () => {
+      const list = String(await redis.client('LIST'))
+      return list.split('\n').some((l) => l.includes(` name=${name} `) && /\bflags=\S*b/.test(l))
+    })
+    const started = performance.now()
+    await w.svc.delivery?.worker.stop()
+    const took = performance.now() - started
+    t.ok(took < 150, `worker ${i + 1} stopped in ${Math.round(took)} ms: it did not wait out its read's BLOCK`)
+    await w.svc.stop()
+  }
+  // Accepted with no worker running: the next worker to take the partition delivers it.
+  const r = await d.s.call('POST', '/api/v1/notifications', {
+    body: { app_id: app.id, include_player_ids: [device], contents: { en: 'after the stop' } },
+    headers: basic(app.api_key),
+  })
+  t.equal(r.status, 200)
+  const next = await worker()
+  try {
+    const row = await d.closed(r.json.id, 10_000)
+    t.equal(row.successful, 1, 'delivered by the next worker')
+  } finally {
+    await next.svc.stop()
+  }
+})
