@@ -8,11 +8,13 @@
 //     and this worker read more of it.
 // Either way the entry goes back to the end of its stream, where the owner reads it.
 import Redis from 'ioredis'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { partitionOf, WORK_GROUP } from '../../src/redis/partitions'
 import { type App, startDelivery } from '../helpers/delivery'
 import { basic, REDIS_URL, startService, type TestService } from '../helpers/service'
 import { until } from '../helpers/until'
+
+type Delivery = Awaited<ReturnType<typeof startDelivery>>
 
 /** The first worker gives back half of them, one per lease round, each a chance for the race. */
 const PARTITIONS = 8
@@ -28,6 +30,18 @@ const ENV = {
 const PROMPT_MS = 3_000
 const CYCLES = 3
 
+/** A worker process beside the test's API service, on its fake providers. Stopped by the test itself, not at
+ *  teardown: the API's teardown drops the schema, which a running worker holds up. */
+function startWorker(t: Test, d: Delivery): Promise<TestService> {
+  return startService(t, {
+    roles: ['worker'],
+    shareWith: d.s,
+    providerCa: d.ca,
+    ops: false,
+    env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, ...ENV },
+  })
+}
+
 t.test('an entry read for a partition just handed back reaches its new owner at once', async (t) => {
   const d = await startDelivery(t, { jobs: true, env: ENV, service: { roles: ['api'], cluster: false } })
   const redis = new Redis(REDIS_URL)
@@ -41,16 +55,8 @@ t.test('an entry read for a partition just handed back reaches its new owner at 
     await d.fcmFor(app)
     apps.set(p, { app, device: await d.device(app, `handback-${p}`) })
   }
-  const worker = (): Promise<TestService> =>
-    startService(t, {
-      roles: ['worker'],
-      shareWith: d.s,
-      providerCa: d.ca,
-      ops: false,
-      env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, ...ENV },
-    })
+  const worker = () => startWorker(t, d)
   const lease = (p: number) => redis.get(`${d.s.cfg.redisPrefix}:{p${p}}:lease`)
-  // Workers are stopped here, not at teardown: the API's teardown drops the schema, which a running worker holds up.
   const running: TestService[] = []
   try {
     running.push(await worker())
@@ -128,14 +134,7 @@ t.test('the entries of a partition lost to another worker go back to its stream 
   const p = partitionOf(app.id, PARTITIONS)
   const stream = d.s.svc.deps.keys.workStream(p)
   const leaseKey = `${d.s.cfg.redisPrefix}:{p${p}}:lease`
-  const w = await startService(t, {
-    roles: ['worker'],
-    shareWith: d.s,
-    providerCa: d.ca,
-    ops: false,
-    env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, ...ENV },
-  })
-  // Stopped here, not at teardown: the API's teardown drops the schema, which a running worker holds up.
+  const w = await startWorker(t, d)
   try {
     const id = w.svc.delivery?.worker.id as string
     await until('the worker holds the partition', async () => (await redis.get(leaseKey)) === id)
@@ -179,14 +178,7 @@ t.test('a stopping worker ends its blocking read at once, and a send accepted me
   const app = await d.s.createApp()
   await d.fcmFor(app)
   const device = await d.device(app, 'stop-read')
-  const worker = (): Promise<TestService> =>
-    startService(t, {
-      roles: ['worker'],
-      shareWith: d.s,
-      providerCa: d.ca,
-      ops: false,
-      env: { PM_FCM_BASE_URL: d.fcm.url, PM_APNS_BASE_URL: d.apns.url, ...ENV },
-    })
+  const worker = () => startWorker(t, d)
   // Three times, since a read found blocked may be near the end of its BLOCK (500 ms) anyway: a stop that waited it out
   // would take under 150 ms about once in three, and all three times about once in forty.
   for (let i = 0; i < 3; i++) {
