@@ -108,7 +108,9 @@ t.test('absurd heads are refused (or dropped) without harming anyone else', asyn
   )
   // The head's two writes are 15 ms apart; a server whose loop was busy that long reads them as one, and a head in one
   // read may be larger (its limit is per read): then it is answered like any request.
-  if (huge?.status === 200) t.pass('the 8 KB head reached the server in one read (its loop was busy) and was answered')
-  else t.ok(huge?.closed, 'the 8 KB head split over reads is closed promptly')
+  t.ok(
+    huge?.closed || huge?.status === 200,
+    `the 8 KB head split over reads is closed promptly, or answered when it reached the server in one read (${huge?.status ?? 'no answer'}, ${huge?.closed ? 'closed' : 'open'})`,
+  )
   t.equal((await s.call('GET', '/')).status, 200, 'the service still answers')
 })
