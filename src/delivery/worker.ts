@@ -94,8 +94,8 @@ export class DeliveryWorker {
   readonly #stop = new AbortController()
   readonly #streamPartition = new Map<string, number>()
   #reader: RedisClient | null = null
-  /** The reader connection's id on the server, learnt at each (re)connection: stop() ends a blocking read with
-   *  CLIENT UNBLOCK instead of waiting out its BLOCK. */
+  /** The reader connection's id on the server (none on a cluster: no such reader), learnt at each (re)connection:
+   *  stop() ends a blocking read with CLIENT UNBLOCK instead of waiting out its BLOCK. */
   #readerId: number | null = null
   /** Cluster only: the reader of each owned partition (it ends once the partition is no longer ours). */
   readonly #partitionReaders = new Map<number, Promise<void>>()
@@ -191,7 +191,7 @@ export class DeliveryWorker {
     this.#stop.abort()
     // The reader may be in a blocking read (up to 500 ms): it ends now, answering as a timeout would, so it has taken
     // nothing. A read sent just after this waits out its BLOCK, as before.
-    if (this.#readerId !== null && !isCluster(this.redis)) await this.redis.client('UNBLOCK', this.#readerId).catch(() => {})
+    if (this.#readerId !== null) await this.redis.client('UNBLOCK', this.#readerId).catch(() => {})
     // Until every read and poll under way has ended, one may still hand work over: the actors are stopped until none
     // is left unstopped. An actor left running would tick forever, and keep the process alive, after the stop.
     const stopped = new Set<AppActor>()
