@@ -80,13 +80,14 @@ export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
         closeSync(fd)
       }
     },
-    /** Worker log lines (JSON) at warn or worse, for the diagnosis when an assertion fails. */
+    /** Worker log lines (JSON) at warn or worse, and the sweeper's and the partitions' news, for the diagnosis when an
+     *  assertion fails. */
     troubles(): string[] {
       return logs.flatMap((f) => {
         try {
           return readFileSync(f, 'utf8')
             .split('\n')
-            .filter((l) => /"level":(40|50|60)/.test(l))
+            .filter((l) => /"level":(40|50|60)/.test(l) || /"msg":"(sweeper|partition)/.test(l))
             .map((l) => `${f}: ${l}`)
         } catch {
           return []

@@ -328,6 +328,7 @@ t.test('receipts the SDK had to queue (a lost answer, a 503) are sent at the end
   )
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
+  t.equal(out.registered, 10, `every device registered (refusals: ${JSON.stringify(out.register_errors)})`)
   t.equal(out.pushes_received, 10)
   t.equal(out.receipts_queued, 6, 'six receipts were queued by the SDK')
   t.equal(out.receipts_late, 6, 'and settled by the flush at the end')
