@@ -24,7 +24,9 @@ function credential(o: { environment?: 'sandbox' | 'production' | 'both' } = {})
 t.before(async () => {
   // Apple refuses a connection's provider token replaced within 20 minutes: the fake checks it too.
   apns = await startFakeApns({ bundleId: BUNDLE, now: clock, minTokenUpdateIntervalMs: 20 * 60_000 })
-  pool = new H2Pool({ ca: testCa(), timeoutMs: 600, ...providerHttp2FromEnv() })
+  // Long enough for a first request's TLS handshake and token check on a loaded machine; the hanging device's test
+  // waits it out once.
+  pool = new H2Pool({ ca: testCa(), timeoutMs: 2_000, ...providerHttp2FromEnv() })
 })
 t.teardown(async () => {
   await pool.close()

@@ -162,8 +162,11 @@ t.test('redelivery follows the ladder (shortened); the attempts table drives it'
   const got = await rx.waitFor(5, path, 10_000)
   const gaps = got.slice(1).map((r, i) => r.at - (got[i] as { at: number }).at)
   const want = [150, 300, 600, 600]
+  // Never early; late by at most about the wait itself (a loaded machine's timers and queries). The exact ladder is
+  // the attempts table's next_at, checked below.
   for (const [i, g] of gaps.entries()) {
-    t.ok(g >= (want[i] as number) - 5 && g < (want[i] as number) + 400, `wait ${i + 1}: ${g} ms ~ ${want[i]} ms`)
+    const w = want[i] as number
+    t.ok(g >= w - 5 && g < 2 * w + 400, `wait ${i + 1}: ${g} ms ~ ${w} ms`)
   }
   t.same(new Set(got.map((r) => r.headers['x-pm-evento-id'])), new Set([seq]), 'X-PM-Evento-Id stable across attempts')
   t.equal(new Set(got.map((r) => r.headers['x-pm-entrega-id'])).size, 5, 'X-PM-Entrega-Id new on every attempt')
