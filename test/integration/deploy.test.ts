@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process'
 import { X509Certificate, createPrivateKey } from 'node:crypto'
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, posix } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse } from 'yaml'
 import { CURRENT_BUILD, chooseUws } from '../../src/http/uws'
@@ -303,7 +303,10 @@ t.test('Dockerfile: the build context holds every file the image build reads', a
   for (let i = 0; i < scripts.length; i++) {
     const file = scripts[i] as string
     needed.add(file)
-    for (const m of read(file).matchAll(/from '\.\/([^']+)'/g)) scripts.push(`scripts/${m[1]}`)
+    for (const m of read(file).matchAll(/from '(\.\.?\/[^']+)'/g)) {
+      const dep = posix.normalize(posix.join(posix.dirname(file), m[1] as string))
+      if (!scripts.includes(dep)) scripts.push(dep)
+    }
     // The TypeScript project it compiles, and the one that extends.
     for (const m of read(file).matchAll(/'(tsconfig[\w.]*\.json)'/g)) {
       for (let config: string | undefined = m[1]; config; ) {
