@@ -18,7 +18,7 @@ import { ResizeRefused } from './redis/partitions'
 import { localDefaults } from './core/local-env'
 import { ALL_ROLES, type Role } from './service/roles'
 import { SIMULATE_USAGE } from './simulate/args'
-import { SimulateError } from './simulate/providers'
+import { SimulateError } from './simulate/errors'
 
 const USAGE = `usage:
   pombo serve [--roles api,worker,dashboard]

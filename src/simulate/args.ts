@@ -5,7 +5,7 @@ import type { Config } from '../core/config'
 import { ROOT } from '../core/root'
 import { type Latency, parseLatency } from '../simulators/conditions'
 import type { Platform } from './fleet'
-import { SimulateError } from './providers'
+import { SimulateError } from './errors'
 
 export const SIMULATE_USAGE = `pombo simulate --app APP_ID --devices N [--receipt-rate 0.95] [--click-rate 0.1] [--offline-rate 0]
       [--key API_KEY] [--sends 3] [--send-interval-ms 1000] [--duration-s 60] [--report FILE.svg|FILE.html] [--json]

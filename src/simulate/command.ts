@@ -7,7 +7,7 @@ import type { Config } from '../core/config'
 import { ROOT } from '../core/root'
 import { simulatorTls } from '../simulators/tls'
 import { parseSimulateArgs } from './args'
-import { SimulateError } from './providers'
+import { SimulateError } from './errors'
 import { formatSummary, simulate } from './run'
 
 export async function simulateCommand(cfg: Config, argv: string[]): Promise<void> {

@@ -10,6 +10,7 @@ import { CredentialService } from '../credentials/service'
 import { credentialMeta } from '../credentials/store'
 import { parseApns, parseServiceAccount } from '../credentials/validate'
 import { ApiError } from '../core/errors'
+import { SimulateError } from './errors'
 import { type ApnsDelivery, type ApnsSimulator, startApnsSimulator } from '../simulators/apns'
 import type { Latency } from '../simulators/conditions'
 import { type FcmDelivery, type FcmSimulator, startFcmSimulator } from '../simulators/fcm'
@@ -22,10 +23,6 @@ import { systemClock } from '../core/time'
 export const SIM_PROJECT = 'pombo-simulator'
 export const SIM_TEAM = 'POMBOSIM00'
 export const SIM_BUNDLE = 'com.pombo.simulate'
-
-export class SimulateError extends Error {
-  override name = 'SimulateError'
-}
 
 /** Why `pombo simulate` does not run here: the instance does not allow simulators. */
 export const SIMULATORS_NOT_ALLOWED =
