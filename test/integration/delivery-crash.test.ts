@@ -27,6 +27,10 @@ const WORKER_ENV = {
 
 type Tap = Test
 
+// Three deployments of 20,000 deliveries each: about a minute in all on a quiet machine, several on a loaded one
+// (each wait lasts while delivery progresses), which tap's 240 s for a file alone would cut short.
+t.setTimeout(600_000)
+
 async function deployment(t: Tap) {
   const d = await workerDeployment(t, { label: 'crash', devices: DEVICES, partitions: PARTITIONS, workerEnv: WORKER_ENV })
   const { s, app } = d

@@ -82,12 +82,26 @@ function envFile(vars: Record<string, string>): string {
   return file
 }
 
+/** compose.yaml resolved with every key set: several tests read it, Compose runs once (about a second of CPU). */
+let asDeployed: Promise<Run> | undefined
+
 /** `docker compose config` of `file` with these variables in its env file, and `env` over them (the shell's). */
-async function resolved(
+function resolved(
   t: Test,
   file = 'compose.yaml',
   env: Record<string, string | undefined> = {},
   vars: Record<string, string> = KEYS,
+): Promise<Run> {
+  if (file !== 'compose.yaml' || Object.keys(env).length > 0 || vars !== KEYS) return composeConfig(t, file, env, vars)
+  asDeployed ??= composeConfig(t, file, env, vars)
+  return asDeployed
+}
+
+async function composeConfig(
+  t: Test,
+  file: string,
+  env: Record<string, string | undefined>,
+  vars: Record<string, string>,
 ): Promise<Run> {
   const c = await compose()
   if (!c) {
