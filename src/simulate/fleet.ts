@@ -54,12 +54,20 @@ interface Device {
   owes: boolean
   /** Ids of queued jobs the SDK gave up on (refused for good). */
   dropped: Set<string> | null
+  /** The sends whose push this device received, the latest SEEN_MAX: a push of one of them again is a duplicate. */
+  seen: Set<string> | null
 }
+
+/** Sends a device remembers having received, to tell a redelivered push from a new one. */
+const SEEN_MAX = 64
 
 export interface FleetStats {
   registered: number
   registerFailed: number
   pushesReceived: number
+  /** Pushes of a send the device had already received: delivery is at least once, and a provider request that timed
+   *  out after its message was accepted is delivered again. Included in pushesReceived. */
+  pushesDuplicate: number
   /** Pushes that found their device offline and were delivered when it came back. */
   pushesHeld: number
   /** Pushes dropped because the offline device already had HELD_MAX waiting. */
@@ -91,6 +99,7 @@ export class Fleet {
     registered: 0,
     registerFailed: 0,
     pushesReceived: 0,
+    pushesDuplicate: 0,
     pushesHeld: 0,
     pushesDiscarded: 0,
     unknownTokens: 0,
@@ -182,6 +191,7 @@ export class Fleet {
       busy: 0,
       owes: false,
       dropped: null,
+      seen: null,
     }
     let lastError: PomboError | null = null
     const gate = this.#gate
@@ -262,6 +272,14 @@ export class Fleet {
     this.stats.pushesReceived++
     this.pushesOverTime.add(providerAt)
     const sendId = sendIdOf(data)
+    if (sendId) {
+      d.seen ??= new Set()
+      if (d.seen.has(sendId)) this.stats.pushesDuplicate++
+      else {
+        d.seen.add(sendId)
+        if (d.seen.size > SEEN_MAX) d.seen.delete(d.seen.values().next().value as string)
+      }
+    }
     const accepted = sendId ? this.#acceptedAt.get(sendId) : undefined
     if (accepted !== undefined) this.sendToProvider.record(providerAt - accepted)
     else if (sendId && this.#postsInFlight > 0 && this.#earlyCount < EARLY_MAX) {

@@ -36,6 +36,8 @@ export interface SimulateSummary {
   register_errors: Record<string, number>
   sends: Array<Accepted & Partial<SendCounts>>
   pushes_received: number
+  /** Of pushes_received, those of a send the device had already received (delivery is at least once). */
+  pushes_duplicate: number
   pushes_held_offline: number
   pushes_discarded: number
   unknown_tokens: number
@@ -298,6 +300,7 @@ export async function simulate(cfg: Config, a: SimulateArgs, io: RunIo): Promise
     register_errors: Object.fromEntries(fleet.registerErrors),
     sends,
     pushes_received: st.pushesReceived,
+    pushes_duplicate: st.pushesDuplicate,
     pushes_held_offline: st.pushesHeld,
     pushes_discarded: st.pushesDiscarded,
     unknown_tokens: st.unknownTokens,
@@ -436,7 +439,7 @@ function summaryRows(s: SimulateSummary): Array<[string, string]> {
     ],
     [
       'pushes received',
-      `${s.pushes_received}${s.pushes_held_offline ? ` (${s.pushes_held_offline} held while the device was offline)` : ''}`,
+      `${s.pushes_received}${s.pushes_duplicate ? ` (${s.pushes_duplicate} a second time: delivery is at least once)` : ''}${s.pushes_held_offline ? ` (${s.pushes_held_offline} held while the device was offline)` : ''}`,
     ],
     [
       'receipts sent',

@@ -36,7 +36,8 @@ t.test('1,000 devices register with the per-IP limit on, the run sends without -
   t.equal(devices?.n, 1000)
 
   t.equal(out.sends.length, 1, 'a send made without --key')
-  t.equal(out.pushes_received, 1000)
+  // At least once: a provider request that timed out on a loaded machine is delivered again, and counted apart.
+  t.equal(out.pushes_received - out.pushes_duplicate, 1000, `every device got the push (${out.pushes_duplicate} twice)`)
   t.ok(out.receipts_counted > 0, `receipts counted by the service: ${out.receipts_counted}`)
   t.equal(out.receipts_counted, out.receipts_sent_for_sends, 'exactly the receipts the devices sent')
   const [row] = await s.sql<{ recebidos: number }>('SELECT sum(recebidos)::int AS recebidos FROM sends WHERE app_id = $1', [
