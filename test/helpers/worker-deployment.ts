@@ -94,6 +94,59 @@ export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
         }
       })
     },
+    /**
+     * The sends' rows once every one is closed. It waits while delivery makes progress and fails once the provider
+     * has received no request for `stallMs` (a send left behind by every worker), not after a fixed time, which a
+     * loaded machine's slower deliveries would overrun. The failure names the open sends, their slices and delivery
+     * rows, the fake's counts and the workers' troubles.
+     */
+    async closed(sendIds: string[], stallMs = 20_000): Promise<Array<Record<string, unknown>>> {
+      let seen = -1
+      let until = 0
+      for (;;) {
+        const rows = await s.sql('SELECT * FROM sends WHERE id = ANY($1::uuid[])', [sendIds])
+        if (rows.length === sendIds.length && rows.every((r) => r.remaining === 0 && r.completed_at)) return rows
+        const requests = fakes.fcm.stats().requests
+        if (requests !== seen) {
+          seen = requests
+          until = Date.now() + stallMs
+        }
+        if (Date.now() > until) {
+          const open = rows
+            .filter((r) => !(r.remaining === 0 && r.completed_at))
+            .map((r) => {
+              const { id, recipients, successful, failed, errored, remaining, expansion_done, completed_at } = r
+              const { queued_at, picked_at, enqueued_at } = r
+              return {
+                id,
+                recipients,
+                successful,
+                failed,
+                errored,
+                remaining,
+                expansion_done,
+                completed_at,
+                queued_at,
+                picked_at,
+                enqueued_at,
+              }
+            })
+          const counts = await s.sql(
+            'SELECT send_id, status, count(*)::int AS n FROM deliveries WHERE send_id = ANY($1::uuid[]) GROUP BY 1, 2 ORDER BY 1, 2',
+            [sendIds],
+          )
+          const slices = await s.sql(
+            'SELECT send_id, slice, owner, leases, expansion_done, done_at FROM send_slices WHERE send_id = ANY($1::uuid[]) ORDER BY 1, 2',
+            [sendIds],
+          )
+          throw new Error(
+            `sends did not close: ${JSON.stringify(open)}\ndeliveries: ${JSON.stringify(counts)}\nslices: ${JSON.stringify(slices)}\n` +
+              `fake: ${JSON.stringify(fakes.fcm.stats())}\nnow: ${new Date().toISOString()}\n${this.troubles().slice(-60).join('\n')}`,
+          )
+        }
+        await new Promise((r) => setTimeout(r, 100))
+      }
+    },
     /** Resolves once the fake has accepted `n` messages (duplicates included). */
     async delivered(n: number, timeoutMs = 30_000): Promise<void> {
       const until = Date.now() + timeoutMs

@@ -72,37 +72,6 @@ async function deployment(t: Tap) {
 
 type Deployment = Awaited<ReturnType<typeof deployment>>
 
-/**
- * Waits for the sends to close while delivery makes progress: it fails once the provider has accepted nothing new
- * for `stallMs` (a send left behind by every worker), not after a fixed time, which a busy machine's slower
- * deliveries would overrun.
- */
-async function closed(d: Deployment, sendIds: string[], stallMs = 20_000): Promise<Array<Record<string, unknown>>> {
-  let seen = -1
-  let until = 0
-  for (;;) {
-    const rows = await d.s.sql('SELECT * FROM sends WHERE id = ANY($1::uuid[])', [sendIds])
-    if (rows.length === sendIds.length && rows.every((r) => r.remaining === 0 && r.completed_at)) return rows
-    const accepted = d.fcm.stats().requests
-    if (accepted !== seen) {
-      seen = accepted
-      until = Date.now() + stallMs
-    }
-    if (Date.now() > until) {
-      const open = rows.filter((r) => !(r.remaining === 0 && r.completed_at))
-      const counts = await d.s.sql(
-        'SELECT send_id, status, count(*)::int AS n FROM deliveries WHERE send_id = ANY($1::uuid[]) GROUP BY 1, 2 ORDER BY 1, 2',
-        [sendIds],
-      )
-      throw new Error(
-        `sends did not close: ${JSON.stringify(open.map((r) => ({ id: r.id, recipients: r.recipients, successful: r.successful, failed: r.failed, errored: r.errored, remaining: r.remaining, expansion_done: r.expansion_done, completed_at: r.completed_at, queued_at: r.queued_at, picked_at: r.picked_at, enqueued_at: r.enqueued_at })))}\n` +
-          `deliveries: ${JSON.stringify(counts)}\nfake: ${JSON.stringify(d.fcm.stats())}\nnow: ${new Date().toISOString()}\n${d.troubles().slice(-60).join('\n')}`,
-      )
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
-
 /** Every device got the message at least once; each counted once; the sends are closed. */
 async function exact(t: Tap, d: Deployment, sendIds: string[], rows: Array<Record<string, unknown>>): Promise<void> {
   const tokens = new Set(d.fcm.delivered.map((r) => r.target))
@@ -166,7 +135,7 @@ t.test('a worker SIGKILLed mid-send: the other takes its partitions over and fin
   ;(victim as Pombo).child.kill('SIGKILL')
   t.ok(before < DEVICES, `killed mid-way (${before} of ${DEVICES} accepted)`)
 
-  const [row] = await closed(d, [sendId])
+  const [row] = await d.closed([sendId])
   t.equal(await d.owner(), survivor.pid, 'the survivor holds the partition now')
   t.equal(row?.recipients, DEVICES)
   await exact(t, d, [sendId], row ? [row] : [])
@@ -212,7 +181,7 @@ t.test(
       for (const w of d.workers) process.kill(w.pid, 'SIGCONT')
     }
 
-    const rows = await closed(d, sendIds)
+    const rows = await d.closed(sendIds)
     await exact(t, d, sendIds, rows)
     const [{ enqueued } = { enqueued: 0 }] = await d.s.sql<{ enqueued: number }>(
       'SELECT count(*)::int AS enqueued FROM sends WHERE id = ANY($1::uuid[]) AND enqueued_at IS NOT NULL',
@@ -252,7 +221,7 @@ t.test(
     } finally {
       process.kill(sleeper.pid, 'SIGCONT')
     }
-    const [row] = await closed(d, [sendId])
+    const [row] = await d.closed([sendId])
     await exact(t, d, [sendId], row ? [row] : [])
     // Sent twice: what was in flight when it stalled, and the few windows it sends on waking before its lease round
     // (typically 250–520 here). Were its actor to carry on beside the new owner's, both would walk the rest of the
