@@ -197,15 +197,21 @@ t.test('a lower limit announced on a live session is honoured', async (t) => {
 t.test('a request waiting for a stream also times out', async (t) => {
   fcm.setMaxConcurrentStreams(1)
   t.teardown(() => fcm.setMaxConcurrentStreams(100))
-  const { provider } = setup(t, { sessionsPerOrigin: 1, timeoutMs: 300 })
+  const { provider } = setup(t, { sessionsPerOrigin: 1, timeoutMs: 1_000 })
   await provider.send(android('wt-warm'), pushFor())
   fcm.script('wt-hang', 'hang')
+  // The queued request gets the stream when the hung one gives it up (~1 s) and is answered slowly: had its wait not
+  // counted, it would time out a whole timeout later (~2 s). Timed by its own end, so a loaded machine's late start
+  // of the second request cannot let it be answered in time.
+  fcm.script('wt-next', 'slow:3000')
+  const started = performance.now()
   const [hung, queued] = await Promise.all([
     provider.send(android('wt-hang'), pushFor()),
-    provider.send(android('wt-next'), pushFor()),
+    provider.send(android('wt-next'), pushFor()).then((r) => ({ r, ms: performance.now() - started })),
   ])
   t.match(hung, { kind: 'transient', reason: 'timeout: no answer in time' })
-  t.match(queued, { kind: 'transient', reason: /^timeout/ })
+  t.match(queued.r, { kind: 'transient', reason: /^timeout/ })
+  t.ok(queued.ms < 1_700, `the wait counted: it ended ${Math.round(queued.ms)} ms after it was asked (timeout 1 s)`)
 })
 
 /** A TCP proxy to the fake that can go silent (bytes swallowed both ways, nothing closed): a half-dead path. */
