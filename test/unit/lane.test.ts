@@ -92,10 +92,15 @@ t.test('a long FIFO backlog costs a pick about what a short one does', async (t)
     return (performance.now() - t0) / picks
   }
   churn(100, 20_000) // warm-up
-  const short = Math.min(churn(100, 50_000), churn(100, 50_000))
-  const long = Math.min(churn(20_000, 50_000), churn(20_000, 50_000))
-  // A Map walked from its front took ~50× longer a pick with 20,000 waiting than with 100; the bound is loose
-  // because this machine is shared.
+  // The best of five, the two sizes taking turns, so that a busy moment of a shared machine slows one reading of each
+  // rather than all of one size (a loaded run once read 15×).
+  let short = Number.POSITIVE_INFINITY
+  let long = Number.POSITIVE_INFINITY
+  for (let i = 0; i < 5; i++) {
+    short = Math.min(short, churn(100, 50_000))
+    long = Math.min(long, churn(20_000, 50_000))
+  }
+  // A Map walked from its front took ~50× longer a pick with 20,000 waiting than with 100.
   t.ok(long < short * 8, `a pick with 20,000 waiting ${(long * 1000).toFixed(2)} µs, with 100 ${(short * 1000).toFixed(2)} µs`)
 })
 
