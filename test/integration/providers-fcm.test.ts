@@ -18,7 +18,9 @@ let sa: FcmCredential
 let provider: FcmProvider
 t.before(async () => {
   fcm = await startFakeFcm({ now: clock })
-  pool = new H2Pool({ ca: testCa(), timeoutMs: 600, ...providerHttp2FromEnv() })
+  // Long enough for a new connection's TLS handshake and token on a loaded machine (600 ms timed out the send after a
+  // dropped session in CI); the hanging device's test waits it out once.
+  pool = new H2Pool({ ca: testCa(), timeoutMs: 2_000, ...providerHttp2FromEnv() })
   sa = fcm.serviceAccount('pombo-test') as unknown as FcmCredential
   provider = new FcmProvider(sa, { baseUrl: fcm.url, pool, clock })
   // The first send opens the sessions (TLS, the token's RSA signature): on a busy machine that can outlast the pool's
