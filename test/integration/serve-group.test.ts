@@ -34,6 +34,10 @@ function alive(pid: number): boolean {
 }
 
 /** Starts a group against the fake providers; an app with an FCM credential and one registered Android device. */
+/** How long a wait for another process may last: CI's coverage-instrumented children on a loaded machine took
+ *  over 20 s to start a worker and deliver. The waits end as soon as what they wait for is seen. */
+const WAIT_MS = 90_000
+
 async function group(tt: Test, env: Record<string, string> = {}) {
   const fakes = await startFakeProviders(tt)
   const p = await serveChild(tt, { roles: ALL, env: { ...fakes.env, PM_LOG_LEVEL: 'info', PM_DEFAULT_PLAN: 'pro', ...env } })
@@ -91,7 +95,7 @@ async function group(tt: Test, env: Record<string, string> = {}) {
         }
         return s.completed_at ? s : null
       },
-      20_000,
+      WAIT_MS,
     )
   }
   const metrics = async () => (await fetch(`http://127.0.0.1:${p.opsPort}/metrics`)).text()
@@ -106,7 +110,7 @@ function workerPids(p: ServeChild): number[] {
 t.test('the default serve delivers through a worker process of its group, restarts it, and stops with it', async (t) => {
   // The default lease (10 s): the parent gives the dead worker's leases back, so the restarted one need not wait.
   const g = await group(t)
-  const first = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0], 20_000)
+  const first = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0], WAIT_MS)
   t.not(first, g.p.child.pid, 'the worker is a process of its own')
   t.same(workerPids(g.p), [first], 'the parent logged the worker it started')
   const argv = readFileSync(`/proc/${first}/cmdline`, 'utf8').split('\0').filter(Boolean)
@@ -146,10 +150,10 @@ t.test('the default serve delivers through a worker process of its group, restar
   const left = Math.min(...(await Promise.all(leaseKeys.map((k) => redis.pttl(k)))))
   process.kill(first, 'SIGKILL')
   const killedAt = Date.now()
-  await until("the dead worker's leases given back", async () => (await heldBy(first)) === 0, 20_000)
+  await until("the dead worker's leases given back", async () => (await heldBy(first)) === 0, WAIT_MS)
   const gone = Date.now() - killedAt
   t.ok(gone < left, `its leases were given back ${gone} ms after the kill, before they would have lapsed (${left} ms left)`)
-  const second = await until('a new worker process', () => childrenOf(g.p.child.pid as number).find((x) => x !== first), 20_000)
+  const second = await until('a new worker process', () => childrenOf(g.p.child.pid as number).find((x) => x !== first), WAIT_MS)
   t.match(g.p.logs(), /delivery worker process exited; starting it again/)
   const s2 = await g.sendAndWait(2)
   t.equal(s2.successful, 1, 'delivered by the restarted worker')
@@ -163,10 +167,10 @@ t.test('the default serve delivers through a worker process of its group, restar
 
 t.test('a worker whose parent is SIGKILLed drains and exits by itself', async (t) => {
   const g = await group(t)
-  const worker = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0], 20_000)
-  await until('the worker started', () => g.p.logs().includes('"roles":["worker"]'), 20_000)
+  const worker = await until('a worker process', () => childrenOf(g.p.child.pid as number)[0], WAIT_MS)
+  await until('the worker started', () => g.p.logs().includes('"roles":["worker"]'), WAIT_MS)
   g.p.child.kill('SIGKILL')
-  await until('the orphaned worker exits', () => !alive(worker), 30_000)
+  await until('the orphaned worker exits', () => !alive(worker), WAIT_MS)
   t.notOk(alive(worker), 'no worker outlives its group')
 })
 
