@@ -57,6 +57,20 @@ export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
   })
   const env = { ...fakes.env, ...o.workerEnv }
 
+  /** Worker log lines (JSON) at warn or worse, and the sweeper's and the partitions' news, for the diagnosis when an
+   *  assertion fails. */
+  const troubles = (): string[] =>
+    logs.flatMap((f) => {
+      try {
+        return readFileSync(f, 'utf8')
+          .split('\n')
+          .filter((l) => /"level":(40|50|60)/.test(l) || /"msg":"(sweeper|partition)/.test(l))
+          .map((l) => `${f}: ${l}`)
+      } catch {
+        return []
+      }
+    })
+
   return {
     s,
     fakes,
@@ -80,20 +94,7 @@ export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
         closeSync(fd)
       }
     },
-    /** Worker log lines (JSON) at warn or worse, and the sweeper's and the partitions' news, for the diagnosis when an
-     *  assertion fails. */
-    troubles(): string[] {
-      return logs.flatMap((f) => {
-        try {
-          return readFileSync(f, 'utf8')
-            .split('\n')
-            .filter((l) => /"level":(40|50|60)/.test(l) || /"msg":"(sweeper|partition)/.test(l))
-            .map((l) => `${f}: ${l}`)
-        } catch {
-          return []
-        }
-      })
-    },
+    troubles,
     /**
      * The sends' rows once every one is closed. It waits while delivery makes progress and fails once the provider
      * has received no request for `stallMs` (a send left behind by every worker), not after a fixed time, which a
@@ -141,7 +142,7 @@ export async function workerDeployment(t: Test, o: WorkerDeploymentOptions) {
           )
           throw new Error(
             `sends did not close: ${JSON.stringify(open)}\ndeliveries: ${JSON.stringify(counts)}\nslices: ${JSON.stringify(slices)}\n` +
-              `fake: ${JSON.stringify(fakes.fcm.stats())}\nnow: ${new Date().toISOString()}\n${this.troubles().slice(-60).join('\n')}`,
+              `fake: ${JSON.stringify(fakes.fcm.stats())}\nnow: ${new Date().toISOString()}\n${troubles().slice(-60).join('\n')}`,
           )
         }
         await new Promise((r) => setTimeout(r, 100))
