@@ -1,7 +1,7 @@
 // A raw HTTP/2 peer over TLS for the HTTP/2 client's hostile-peer tests: it reads the client's frames and writes
 // whatever a scenario hands it, byte for byte, with no HTTP/2 library in between, so it can break every rule. It
 // keeps the client's flow-control windows as the client announced them, for scenarios that honour them.
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import tls from 'node:tls'
 import { encodeInteger } from '../../src/h2/hpack'
 import { testTls } from './tls'
@@ -212,19 +212,28 @@ export interface RawPeer {
 export async function rawPeer(onConn: (c: RawConn, index: number) => unknown): Promise<RawPeer> {
   const { key, cert } = testTls()
   const conns: RawConn[] = []
+  // Every socket accepted, its TLS handshake done or not: close() ends them all, or server.close() would wait for a
+  // connection still shaking hands.
+  const sockets = new Set<Socket>()
   const srv = tls.createServer({ key, cert, ALPNProtocols: ['h2'] }, (sock) => {
     const c = new RawConn(sock)
     conns.push(c)
     void Promise.resolve(onConn(c, conns.length - 1)).catch(() => sock.destroy())
   })
+  srv.on('connection', (sock: Socket) => {
+    sockets.add(sock)
+    sock.on('close', () => sockets.delete(sock))
+  })
+  srv.on('tlsClientError', () => {})
   await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
   return {
     url: `https://localhost:${(srv.address() as AddressInfo).port}`,
     conns,
     close: () =>
       new Promise<void>((r) => {
-        for (const c of conns) c.sock.destroy()
         srv.close(() => r())
+        for (const c of conns) c.sock.destroy()
+        for (const sock of sockets) sock.destroy()
       }),
   }
 }

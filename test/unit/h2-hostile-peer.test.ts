@@ -270,7 +270,8 @@ function memoryWatch(): { stop(): { heap: number; rss: number } } {
     heap = Math.max(heap, m.heapUsed - base.heapUsed)
     rss = Math.max(rss, m.rss - base.rss)
   }
-  const timer = setInterval(sample, 10)
+  // Unref'd: a case that throws before stop() must not keep the process alive after its last test.
+  const timer = setInterval(sample, 10).unref()
   return {
     stop() {
       sample()
@@ -327,6 +328,7 @@ async function runCase(t: Tap, c: Case): Promise<void> {
   })
   t.teardown(() => peer.close())
   const mem = memoryWatch()
+  t.teardown(() => void mem.stop())
 
   // One session: every handler called exactly once.
   const ends = await onOneSession(peer.url, n, c.limits, 8_000)
