@@ -39,7 +39,7 @@ export const FRESH_CAMPAIGN = 'fresh-campaign-id'
 type Auth = 'none' | 'a' | 'c' | 'e' | 'platform'
 type Json = Record<string, unknown>
 
-interface RouteDef {
+export interface RouteDef {
   name: string
   method: string
   /** The path with `{}` where the parameter goes (if any). */
@@ -1290,9 +1290,10 @@ function strayRequest(): fc.Arbitrary<FuzzCase> {
     }))
 }
 
-/** One case: a route, then either a valid request (plain, with a proxy's headers, chunked) or one hostile mutation. */
-export function fuzzCase(ctx: FuzzContext): fc.Arbitrary<FuzzCase> {
-  const onRoute = fc.tuple(fc.constantFrom(...ROUTES), token).chain(([route, tok]) => {
+/** One case: a route (of `routes`, default all), then either a valid request (plain, with a proxy's headers, chunked) or
+ *  one hostile mutation. */
+export function fuzzCase(ctx: FuzzContext, routes: RouteDef[] = ROUTES): fc.Arbitrary<FuzzCase> {
+  const onRoute = fc.tuple(fc.constantFrom(...routes), token).chain(([route, tok]) => {
     const d = draft(route, ctx, tok)
     const muts: Array<fc.WeightedArbitrary<Mutated>> = [
       { weight: 3, arbitrary: fc.constant({ d, mutation: 'valid', expect: validExpect(route) }) },

@@ -13,7 +13,7 @@
 //   - the process keeps answering (GET / after every case);
 //   - the bystander app's valid requests made at the same time all get their 200 and their rows.
 import fc from 'fast-check'
-import { FRESH_CAMPAIGN, type FuzzCase, fuzzCase } from './arbitraries'
+import { FRESH_CAMPAIGN, type FuzzCase, fuzzCase, ROUTES, type RouteDef } from './arbitraries'
 import type { FuzzEnv } from './harness'
 import { isPage, uwsPageFor } from './uws-pages'
 import { exchange, headBytes, printable, type WireAnswer } from './wire'
@@ -139,12 +139,30 @@ export interface FuzzOptions {
    */
   mode?: 'collect' | 'assert'
   onCase?: (index: number, r: CaseResult) => void
+  /** Only these routes (ROUTES' names); default every one. A failure's replay command names them too. */
+  routes?: string[]
 }
 
 export interface Failure {
   seed: number
   path: string
   result: CaseResult
+  /** The routes the run was limited to, if it was: the replay needs them to draw the same case. */
+  routes?: string[]
+}
+
+/** The command that replays one failing case. */
+export function replayCommand(f: Pick<Failure, 'seed' | 'path' | 'routes'>): string {
+  const routes = f.routes ? ` --routes '${f.routes.join(',')}'` : ''
+  return `npm run fuzz -- --seed ${f.seed} --path ${f.path}${routes}`
+}
+
+/** ROUTES limited to `names` (every one when none); an unknown name is an error that lists the known ones. */
+export function routesNamed(names?: string[]): RouteDef[] {
+  if (!names) return ROUTES
+  const unknown = names.filter((n) => !ROUTES.some((r) => r.name === n))
+  if (unknown.length) throw new Error(`unknown route ${unknown.join(', ')}; the routes: ${ROUTES.map((r) => r.name).join(', ')}`)
+  return ROUTES.filter((r) => names.includes(r.name))
 }
 
 export interface FuzzReport {
@@ -163,7 +181,7 @@ export async function fuzz(env: FuzzEnv, o: FuzzOptions): Promise<FuzzReport> {
   const failures: Failure[] = []
   const uwsPages: Record<number, number> = {}
   let index = 0
-  const property = fc.asyncProperty(fuzzCase(env.ctx), async (c) => {
+  const property = fc.asyncProperty(fuzzCase(env.ctx, routesNamed(o.routes)), async (c) => {
     const i = index++
     const r = await runCase(env, c)
     if (r.uwsPage) uwsPages[r.uwsPage] = (uwsPages[r.uwsPage] ?? 0) + 1
@@ -172,7 +190,7 @@ export async function fuzz(env: FuzzEnv, o: FuzzOptions): Promise<FuzzReport> {
     if (o.mode === 'assert') {
       throw new Error(r.violations.map((x) => `${x.invariant}: ${x.detail}`).join('\n'))
     }
-    failures.push({ seed: o.seed, path: o.path ?? String(i), result: r })
+    failures.push({ seed: o.seed, path: o.path ?? String(i), result: r, routes: o.routes })
     return true
   })
   const params: fc.Parameters<[FuzzCase]> = {
@@ -207,7 +225,5 @@ export function summarize(failures: Failure[]): string[] {
       else seen.set(k, { n: 1, f, v })
     }
   }
-  return [...seen.entries()].map(
-    ([k, e]) => `${k} ×${e.n} — e.g. ${e.v.detail.slice(0, 160)} [replay: npm run fuzz -- --seed ${e.f.seed} --path ${e.f.path}]`,
-  )
+  return [...seen.entries()].map(([k, e]) => `${k} ×${e.n} — e.g. ${e.v.detail.slice(0, 160)} [replay: ${replayCommand(e.f)}]`)
 }

@@ -5,6 +5,7 @@
 //   npm run fuzz -- --minutes 10             # as many cases as fit in 10 minutes
 //   npm run fuzz -- --runs 1000 --seed 42    # a fixed seed
 //   npm run fuzz -- --seed 42 --path 17      # replay case 17 of seed 42 (prints its bytes and what came back)
+//   npm run fuzz -- --seed 42 --routes 'GET /,POST /api/v1/devices'   # only those routes (ROUTES' names)
 //   npm run fuzz -- --seed 42 --shrink       # stop at the first failure and shrink it to a smallest case
 //   npm run fuzz -- --sends-model            # the model of a send's life (test/model/): 20 random sequences
 //   npm run fuzz -- --sends-model --runs 50 --commands 60 --seed 42 [--path P] [--minutes 30] [--verbose] [--shrink]
@@ -29,6 +30,7 @@ async function main(): Promise<number> {
       runs: { type: 'string' },
       seed: { type: 'string' },
       path: { type: 'string' },
+      routes: { type: 'string' },
       shrink: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
       'sends-model': { type: 'boolean', default: false },
@@ -56,14 +58,22 @@ async function main(): Promise<number> {
   }
   // Imported only now: the test helpers read DATABASE_URL / REDIS_URL when loaded.
   const { startFuzz } = require('./harness') as typeof import('./harness')
-  const { describeCase, fuzz, summarize } = require('./property') as typeof import('./property')
+  const { describeCase, fuzz, replayCommand, routesNamed, summarize } = require('./property') as typeof import('./property')
+  const routes = values.routes?.split(',').map((r) => r.trim())
+  try {
+    routesNamed(routes)
+  } catch (err) {
+    console.error(`fuzz: ${(err as Error).message}`)
+    await local.stop()
+    return 2
+  }
   const teardowns: Array<() => unknown> = []
   const env = await startFuzz({ teardown: (f) => teardowns.push(f) })
   console.log(
     `fuzz: seed ${seed}${values.path ? ` path ${values.path}` : ''}; service on port ${env.port}, schema ${env.s.cfg.dbSchema}`,
   )
   const printFailure = (f: Failure): void => {
-    console.log(`\nFAIL [replay: npm run fuzz -- --seed ${f.seed} --path ${f.path}]\n  ${describeCase(f.result.c)}`)
+    console.log(`\nFAIL [replay: ${replayCommand(f)}]\n  ${describeCase(f.result.c)}`)
     const a = f.result.answer
     console.log(`  answer: ${a.status ?? (a.hung ? 'none (hung)' : 'none (closed)')} ${printable(a.body, 200)}`)
     for (const v of f.result.violations) console.log(`  ✗ ${v.invariant}: ${v.detail}`)
@@ -74,6 +84,7 @@ async function main(): Promise<number> {
     numRuns,
     timeLimitMs,
     path: values.path,
+    routes,
     mode: values.shrink ? 'assert' : 'collect',
     onCase: (i, r) => {
       if (values.verbose || values.path !== undefined) {
@@ -84,7 +95,7 @@ async function main(): Promise<number> {
       }
       if (r.violations.length > 0 && values.path === undefined && !values.shrink) {
         shown++
-        printFailure({ seed, path: String(i), result: r })
+        printFailure({ seed, path: String(i), result: r, routes })
       } else if ((i + 1) % 50 === 0) console.log(`… ${i + 1} cases`)
     },
   })
