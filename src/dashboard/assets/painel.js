@@ -150,15 +150,14 @@
     // A test send's result: what the provider said, once it answered.
     const result = document.getElementById('resultado-teste')
     if (result?.dataset.estado) {
-      const line = result.querySelector('p')
+      const state = result.querySelector('.estado-teste')
       const started = Date.now()
       const poll = async () => {
         try {
           const res = await fetch(result.dataset.estado, { credentials: 'same-origin' })
           if (res.ok) {
             const out = await res.json()
-            const text = line.firstChild
-            text.textContent = `${out.text} `
+            state.textContent = out.text
             if (out.state !== 'pending') {
               result.dataset.resultado = out.state
               return

@@ -121,7 +121,10 @@ ${textField(errors, 'teste_dispositivo', 'Dispositivo de teste', s.testDevice, {
 })}<datalist id="sugestoes-teste"></datalist>
 <p><button type="submit" name="acao" value="teste" class="secundario">Enviar teste</button></p>
 <div id="resultado-teste" role="status"${c.test ? html` data-estado="${base}/envios/${c.test.sendId}/teste.json?dispositivo=${c.test.deviceId}"` : ''}>${
-    c.test ? html`<p>${c.test.text} <a href="${base}/envios/${c.test.sendId}">Página do teste</a></p>` : ''
+    // Which device the test went to stays on the page; the script replaces only the provider's state beside it.
+    c.test
+      ? html`<p>${c.test.text} <span class="estado-teste">Aguardando o provedor…</span> <a href="${base}/envios/${c.test.sendId}">Página do teste</a></p>`
+      : ''
   }</div>
 </fieldset>
 <p class="acoes"><button type="submit" name="acao" value="enviar" class="principal">Enviar</button></p>

@@ -171,7 +171,7 @@ export function composerRoutes(r: Router, d: SendPagesDeps): void {
       const test = {
         sendId: out.id,
         deviceId: found.device.id,
-        text: `Teste enviado para ${deviceLabel(found.device)}: aguardando o provedor…`,
+        text: `Teste enviado para ${deviceLabel(found.device)}:`,
       }
       return composerPage(d, { app, v, state: { ...s, key: newKey() }, errors: new Map(), test })
     } catch (err) {
