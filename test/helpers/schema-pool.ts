@@ -166,10 +166,74 @@ async function reference(c: pg.ClientBase, url: string): Promise<Reference> {
   }
 }
 
-/** A connection of its own for `fn` (scripts/test-schema-pool.mjs: one definition for the runner and the tests). */
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const pool = await import('../../scripts/test-schema-pool.mjs')
-  return pool.withClient(url, fn)
+/**
+ * The pool's bookkeeping goes through one connection per test process, opened at first use and kept. A new Postgres
+ * connection is a fork of the server, ~20–35 ms of its CPU on the machines the suite runs on, and every service used
+ * to open two of them (its claim, then its schema's recycling): about a thousand in a full run. Calls take turns on
+ * it. Its socket holds the process open only while a call runs. A call that fails drops the connection (it may be
+ * in a failed transaction, or gone, as when a test ends every backend): the next call opens another.
+ */
+let shared: { url: string; client: Promise<pg.Client> } | null = null
+let turn: Promise<unknown> = Promise.resolve()
+
+type Unrefable = { ref(): void; unref(): void }
+const socketOf = (c: pg.Client): Unrefable | undefined =>
+  (c as unknown as { connection?: { stream?: Partial<Unrefable> } }).connection?.stream?.unref
+    ? ((c as unknown as { connection: { stream: Unrefable } }).connection.stream as Unrefable)
+    : undefined
+
+function dropShared(): void {
+  const gone = shared
+  shared = null
+  gone?.client.then((c) => c.end()).catch(() => {})
+}
+
+function openShared(url: string): NonNullable<typeof shared> {
+  const entry = {
+    url,
+    client: (async () => {
+      const { default: pgm } = await import('pg')
+      const c = new pgm.Client({ connectionString: url })
+      c.on('error', () => {
+        if (shared === entry) shared = null
+      })
+      await c.connect()
+      socketOf(c)?.unref()
+      return c
+    })(),
+  }
+  return entry
+}
+
+async function onShared<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  if (shared?.url !== url) {
+    dropShared()
+    shared = openShared(url)
+  }
+  const entry = shared
+  let c: pg.Client
+  try {
+    c = await entry.client
+  } catch (err) {
+    if (shared === entry) shared = null
+    throw err
+  }
+  const sock = socketOf(c)
+  sock?.ref()
+  try {
+    return await fn(c)
+  } catch (err) {
+    if (shared === entry) dropShared()
+    throw err
+  } finally {
+    sock?.unref()
+  }
+}
+
+function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const run = turn.then(() => onShared(url, fn))
+  turn = run.catch(() => {})
+  return run
 }
 
 /** What this process's services did with schemas, for PM_TEST_PROFILE (test/helpers/children.mjs). */
