@@ -1,9 +1,10 @@
 // The sources compiled once for a test run, so that tests which start `pombo` as a child process (the CLI tests, the
 // process-level tests) start plain JavaScript instead of transforming ~250 modules through tsx in every child: one
 // esbuild bundle of src/main.ts (a second or two; packages stay external), with the SQL migrations and dashboard
-// assets copied where the bundle's __dirname finds them. Types are not checked here (`npm run typecheck` does). The
-// bundle carries one inline source map, so coverage taken in those children is reported against src/ (tap keeps a
-// child's coverage only for scripts whose map leads into src/). scripts/test.mjs calls it and hands the entry to
+// assets copied where the bundle's __dirname finds them. Types are not checked here (`npm run typecheck` does). When
+// coverage is recorded the bundle carries its source map inline, so coverage taken in those children is reported
+// against src/ (tap keeps a child's coverage only for scripts whose map leads into src/); otherwise the map is a file
+// beside it (node --enable-source-maps still finds it), and each child reads and compiles a bundle ~3 MB smaller. scripts/test.mjs calls it and hands the entry to
 // the tests as PM_TEST_DIST_MAIN; test/helpers/entry.ts falls back to tsx when it is unset (tap run directly).
 // Each run compiles into a folder of its own, inside the checkout (src/core/root.ts finds the project root above it):
 // two `npm test` runs side by side never pull a file out from under each other's children. A run removes its folder
@@ -11,6 +12,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { build } from 'esbuild'
+import { coverageWanted } from './coverage.mjs'
 import { REPO_ROOT } from './local-services.mjs'
 import { alive } from './process-alive.mjs'
 
@@ -33,7 +35,7 @@ export async function buildTestDist() {
     format: 'cjs',
     platform: 'node',
     target: 'node20',
-    sourcemap: 'inline',
+    sourcemap: coverageWanted() ? 'inline' : 'linked',
     logLevel: 'warning',
   })
   // src/db/migrate.ts and src/dashboard/assets.ts read join(__dirname, 'migrations' | 'assets').

@@ -100,8 +100,10 @@ t.test('a long FIFO backlog costs a pick about what a short one does', async (t)
     short = Math.min(short, churn(100, 50_000))
     long = Math.min(long, churn(20_000, 50_000))
   }
-  // A Map walked from its front took ~50× longer a pick with 20,000 waiting than with 100.
-  t.ok(long < short * 8, `a pick with 20,000 waiting ${(long * 1000).toFixed(2)} µs, with 100 ${(short * 1000).toFixed(2)} µs`)
+  // A Map walked from its front took ~50× longer a pick with 20,000 waiting than with 100. This lane reads 1–5× on a
+  // quiet machine and up to ~10× on a loaded one (20,000 items do not stay in the caches 100 do): 20× tells the two
+  // apart on either.
+  t.ok(long < short * 20, `a pick with 20,000 waiting ${(long * 1000).toFixed(2)} µs, with 100 ${(short * 1000).toFixed(2)} µs`)
 })
 
 t.test('the slots never hold many more sends than the lane', async (t) => {
