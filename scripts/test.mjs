@@ -33,7 +33,7 @@ import { checkCoverage, coverageArgs, coverageWanted, keepCoverage, resetCoverag
 import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services.mjs'
 import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
-import { closeSchemaPool, openSchemaPool } from './test-schema-pool.mjs'
+import { closeSchemaPool, openSchemaPool, vacuumWhileRunning } from './test-schema-pool.mjs'
 import { buildTestDist } from './test-dist.mjs'
 import { ALONE, CLUSTER_SUITES, integrationFiles, SERVICE_ENV, SLOW, shardEntries, UNIT_DIR } from './test-tiers.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
@@ -119,9 +119,11 @@ async function integrationTier(files, flags, { onCluster, full, withUnit = false
   const env = { ...process.env, DATABASE_URL, REDIS_URL }
   // Test services take migrated schemas from the run's pool and empty them back into it (test/helpers/schema-pool.ts).
   let pool = null
+  let stopVacuum = () => {}
   if (process.env.PM_TEST_SCHEMA_POOL !== '0') {
     pool = await openSchemaPool(DATABASE_URL, log)
     env.PM_TEST_SCHEMA_POOL = pool
+    stopVacuum = vacuumWhileRunning(DATABASE_URL, log)
   }
   // Children that run `pombo` start the sources compiled once for this run (test/helpers/entry.ts); PM_TEST_DIST=0
   // has them run src/ through tsx instead.
@@ -150,6 +152,7 @@ async function integrationTier(files, flags, { onCluster, full, withUnit = false
       log(`unit tier: ${UNIT_DIR}/ in ${shardEntries('unit').length} more shards of the same run (no Postgres, no Redis)`)
     code = await runTap([...flags, ...(full ? fullIntegrationRun() : files), ...(withUnit ? shardEntries('unit') : [])], env)
   }
+  stopVacuum()
   await keepCoverage()
   if (pool)
     await closeSchemaPool(DATABASE_URL, pool, log).catch((err) => log(`while dropping the run's test schemas: ${err.message}`))
