@@ -77,7 +77,7 @@ export async function vacuumCatalogs(c, bloated = BLOATED) {
 }
 
 /** Dead rows in pg_attribute above which the catalogs are vacuumed while a run goes on. */
-const BLOATED_DURING = 15_000
+const BLOATED_DURING = 40_000
 /** How often the catalogs' dead rows are looked at while a run goes on. */
 const EVERY_MS = 45_000
 
@@ -87,7 +87,7 @@ const EVERY_MS = 45_000
  * scan of a catalog (the schema pool's stamps, a new backend's caches) walks them. A plain VACUUM takes no lock that
  * DDL waits for. Returns a function that stops it.
  */
-export function vacuumWhileRunning(url, log = () => {}) {
+export function vacuumWhileRunning(url, log = () => {}, { everyMs = EVERY_MS, bloated = BLOATED_DURING } = {}) {
   let busy = false
   const timer = setInterval(() => {
     if (busy) return
@@ -95,14 +95,14 @@ export function vacuumWhileRunning(url, log = () => {}) {
     withClient(url, async (c) => {
       await c.query(`SET lock_timeout = '2s'`)
       const r = await c.query(`SELECT n_dead_tup::int AS dead FROM pg_stat_sys_tables WHERE relname = 'pg_attribute'`)
-      if ((r.rows[0]?.dead ?? 0) < BLOATED_DURING) return
+      if ((r.rows[0]?.dead ?? 0) < bloated) return
       await c.query(`VACUUM ${CATALOGS.map((t) => `pg_catalog.${t}`).join(', ')}`)
     })
       .catch((err) => log(`could not vacuum the system catalogs during the run: ${err.message}`))
       .finally(() => {
         busy = false
       })
-  }, EVERY_MS)
+  }, everyMs)
   timer.unref()
   return () => clearInterval(timer)
 }

@@ -217,3 +217,34 @@ t.test('the system catalogs are vacuumed when bloated, and left alone otherwise'
   const lock = await db.query(`SELECT current_setting('lock_timeout') AS v`)
   t.equal(lock.rows[0].v, '0', 'the session is left as it was')
 })
+
+t.test(
+  'during a run the catalogs are vacuumed once their dead rows pass the bound; a failure is logged, not thrown',
+  async (t) => {
+    const { vacuumWhileRunning } = await import('../../scripts/test-schema-pool.mjs')
+    const count = async () =>
+      Number((await db.query(`SELECT vacuum_count FROM pg_stat_sys_tables WHERE relname = 'pg_attribute'`)).rows[0]?.vacuum_count)
+    // Dead catalog rows of our own: a table made and dropped.
+    const scratch = `vac_${randomUUID().slice(0, 8)}`
+    await db.query(`CREATE TABLE public.${scratch} (a int, b int, c int)`)
+    await db.query(`DROP TABLE public.${scratch}`)
+    const before = await count()
+    const logged: string[] = []
+    const stop = vacuumWhileRunning(DATABASE_URL, (m: string) => logged.push(m), { everyMs: 50, bloated: 1 })
+    try {
+      const deadline = Date.now() + 30_000
+      while ((await count()) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+      t.ok((await count()) > before, 'pg_attribute was vacuumed')
+    } finally {
+      stop()
+    }
+    t.same(logged, [], 'nothing went wrong')
+
+    const failed: string[] = []
+    const stopBad = vacuumWhileRunning('postgres://nobody@127.0.0.1:1/none', (m: string) => failed.push(m), { everyMs: 20 })
+    const deadline = Date.now() + 10_000
+    while (failed.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    stopBad()
+    t.match(failed[0], /^could not vacuum the system catalogs during the run: /, 'an unreachable Postgres is logged')
+  },
+)
