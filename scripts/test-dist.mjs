@@ -4,8 +4,9 @@
 // assets copied where the bundle's __dirname finds them. Types are not checked here (`npm run typecheck` does). When
 // coverage is recorded the bundle carries its source map inline, so coverage taken in those children is reported
 // against src/ (tap keeps a child's coverage only for scripts whose map leads into src/); otherwise the map is a file
-// beside it (node --enable-source-maps still finds it), and each child reads and compiles a bundle ~3 MB smaller. scripts/test.mjs calls it and hands the entry to
-// the tests as PM_TEST_DIST_MAIN; test/helpers/entry.ts falls back to tsx when it is unset (tap run directly).
+// beside it (node --enable-source-maps still finds it), and each child reads and compiles a bundle ~3 MB smaller.
+// scripts/test.mjs calls it and hands the entry to the tests as PM_TEST_DIST_MAIN; test/helpers/entry.ts falls back
+// to tsx when it is unset (tap run directly).
 // Each run compiles into a folder of its own, inside the checkout (src/core/root.ts finds the project root above it):
 // two `npm test` runs side by side never pull a file out from under each other's children. A run removes its folder
 // when it ends, and the next run removes folders whose run is gone.

@@ -22,7 +22,7 @@
 // every service migrates a schema of its own and drops it, as before; scripts/test.mjs drops the run's schemas at
 // its end (and those of runs that are gone at its start).
 import { createHash, randomBytes } from 'node:crypto'
-import type pg from 'pg'
+import pg from 'pg'
 import { migrate, migrations } from '../../src/db/migrate'
 
 // The pool's two tables are made by scripts/test-schema-pool.mjs before any test runs (one CREATE, not one per process).
@@ -169,71 +169,28 @@ async function reference(c: pg.ClientBase, url: string): Promise<Reference> {
 /**
  * The pool's bookkeeping goes through one connection per test process, opened at first use and kept. A new Postgres
  * connection is a fork of the server, ~20–35 ms of its CPU on the machines the suite runs on, and every service used
- * to open two of them (its claim, then its schema's recycling): about a thousand in a full run. Calls take turns on
- * it. Its socket holds the process open only while a call runs. A call that fails drops the connection (it may be
- * in a failed transaction, or gone, as when a test ends every backend): the next call opens another.
+ * to open two of them (its claim, then its schema's recycling): about a thousand in a full run. pg's Pool of one does
+ * the rest: calls take turns on it, it never closes for idleness, its socket holds the process open only while a
+ * call runs (allowExitOnIdle), and a call that fails destroys the connection (it may be in a failed transaction, or
+ * gone, as when a test ends every backend), so the next call opens another.
  */
-let shared: { url: string; client: Promise<pg.Client> } | null = null
-let turn: Promise<unknown> = Promise.resolve()
+let kept: { url: string; pool: pg.Pool } | null = null
 
-type Unrefable = { ref(): void; unref(): void }
-const socketOf = (c: pg.Client): Unrefable | undefined =>
-  (c as unknown as { connection?: { stream?: Partial<Unrefable> } }).connection?.stream?.unref
-    ? ((c as unknown as { connection: { stream: Unrefable } }).connection.stream as Unrefable)
-    : undefined
-
-function dropShared(): void {
-  const gone = shared
-  shared = null
-  gone?.client.then((c) => c.end()).catch(() => {})
-}
-
-function openShared(url: string): NonNullable<typeof shared> {
-  const entry = {
-    url,
-    client: (async () => {
-      const { default: pgm } = await import('pg')
-      const c = new pgm.Client({ connectionString: url })
-      c.on('error', () => {
-        if (shared === entry) shared = null
-      })
-      await c.connect()
-      socketOf(c)?.unref()
-      return c
-    })(),
+async function withClient<T>(url: string, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  if (kept?.url !== url) {
+    void kept?.pool.end().catch(() => {})
+    kept = { url, pool: new pg.Pool({ connectionString: url, max: 1, idleTimeoutMillis: 0, allowExitOnIdle: true }) }
+    kept.pool.on('error', () => {}) // an idle connection ended by the server: the pool drops it
   }
-  return entry
-}
-
-async function onShared<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  if (shared?.url !== url) {
-    dropShared()
-    shared = openShared(url)
-  }
-  const entry = shared
-  let c: pg.Client
+  const c = await kept.pool.connect()
   try {
-    c = await entry.client
+    const out = await fn(c)
+    c.release()
+    return out
   } catch (err) {
-    if (shared === entry) shared = null
+    c.release(err as Error)
     throw err
   }
-  const sock = socketOf(c)
-  sock?.ref()
-  try {
-    return await fn(c)
-  } catch (err) {
-    if (shared === entry) dropShared()
-    throw err
-  } finally {
-    sock?.unref()
-  }
-}
-
-function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const run = turn.then(() => onShared(url, fn))
-  turn = run.catch(() => {})
-  return run
 }
 
 /** What this process's services did with schemas, for PM_TEST_PROFILE (test/helpers/children.mjs). */

@@ -33,11 +33,11 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Starts a group against the fake providers; an app with an FCM credential and one registered Android device. */
 /** How long a wait for another process may last: CI's coverage-instrumented children on a loaded machine took
  *  over 20 s to start a worker and deliver. The waits end as soon as what they wait for is seen. */
 const WAIT_MS = 90_000
 
+/** Starts a group against the fake providers; an app with an FCM credential and one registered Android device. */
 async function group(tt: Test, env: Record<string, string> = {}) {
   const fakes = await startFakeProviders(tt)
   const p = await serveChild(tt, { roles: ALL, env: { ...fakes.env, PM_LOG_LEVEL: 'info', PM_DEFAULT_PLAN: 'pro', ...env } })
