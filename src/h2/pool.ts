@@ -147,6 +147,26 @@ export class H2Pool implements H2Client {
   }
 }
 
+/**
+ * The roots plus `extra` as one secure context, made once per set of extra certificates: parsing the ~140 roots
+ * costs milliseconds of CPU, and every process makes a pool for delivery and one for the dashboard's connection test
+ * with the same CAs. `ca` replaces the default store in tls.connect, so the roots are put back beside the extra
+ * certificates. A context is only read once made, so pools share it; the few sets a process uses are kept.
+ */
+const trusts = new Map<string, SecureContext>()
+const TRUSTS_KEPT = 8
+
+function trustWith(extra: readonly string[]): SecureContext {
+  const key = extra.join('\0')
+  let trust = trusts.get(key)
+  if (!trust) {
+    trust = createSecureContext({ ca: [...rootCertificates, ...extra] })
+    if (trusts.size >= TRUSTS_KEPT) trusts.delete(trusts.keys().next().value as string)
+    trusts.set(key, trust)
+  }
+  return trust
+}
+
 /** Our own sessions (session.ts), pooled as the header says. */
 export class SessionPool implements H2Client {
   readonly #groups = new Map<string, Group>()
@@ -179,8 +199,7 @@ export class SessionPool implements H2Client {
     // A request times out at most an eighth of its timeout late (and at most 250 ms).
     this.#expiry = setInterval(() => this.#expire(), Math.max(5, Math.min(250, this.#timeoutMs / 8))).unref()
     const extra = o.ca === undefined ? [] : Array.isArray(o.ca) ? o.ca : [o.ca]
-    // `ca` replaces the default store in tls.connect, so the roots are put back beside the extra certificates.
-    this.#trust = extra.length ? createSecureContext({ ca: [...rootCertificates, ...extra] }) : undefined
+    this.#trust = extra.length ? trustWith(extra) : undefined
   }
 
   /** One request; headers carry the pseudo-headers (':method', ':path'). Resolves, never rejects. */

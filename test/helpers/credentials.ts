@@ -1,11 +1,16 @@
-// Credential files as Google and Apple issue them, with fresh keys: a service-account JSON (RSA 2048, PKCS#8),
+// Credential files as Google and Apple issue them: a service-account JSON (RSA 2048, PKCS#8),
 // a google-services.json with one or more Android clients, and an APNs .p8 (EC P-256, PKCS#8).
 import { generateKeyPairSync } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 
 let rsa: string | undefined
-/** One RSA key per test process is enough: validation reads it, nothing signs with it here. */
+/** One RSA key is enough: validation reads it, nothing signs with it here. The fixture's first (generating one is
+ *  ~100 ms of CPU in every process that asks). */
 export function rsaPem(): string {
-  rsa ??= generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+  rsa ??= (
+    JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'fcm-account-keys.json'), 'utf8'))[0] as { privateKey: string }
+  ).privateKey
   return rsa
 }
 
