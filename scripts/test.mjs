@@ -25,7 +25,8 @@
 // stopped when tap is done.
 
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { buildSdk } from './build-sdk.mjs'
@@ -164,6 +165,13 @@ async function integrationTier(files, flags, { onCluster, full, withUnit = false
 async function main() {
   // The tests import '@pombo/sdk' through its package exports (packages/sdk/dist).
   buildSdk()
+  // One certificate for the provider simulators of the whole run (test/fakes/tls.ts): the first process that needs it
+  // makes it with openssl, the others read it, instead of each making its own (several openssl runs a process).
+  if (!process.env.PM_TEST_TLS_DIR) {
+    const tlsDir = mkdtempSync(path.join(tmpdir(), 'pombo-test-tls-'))
+    process.env.PM_TEST_TLS_DIR = tlsDir
+    process.once('exit', () => rmSync(tlsDir, { recursive: true, force: true }))
+  }
   const argv = process.argv.slice(2)
   const onCluster = argv.includes('--redis-cluster')
   const only = argv.includes('--unit') ? 'unit' : argv.includes('--integration') ? 'integration' : null

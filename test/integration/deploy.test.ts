@@ -12,12 +12,16 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, posix } from 'node:path'
 import t, { type Test } from 'tap'
-import { parse } from 'yaml'
+import { load } from 'js-yaml'
 import { CURRENT_BUILD, chooseUws } from '../../src/http/uws'
 import { sampleNames } from '../helpers/metrics'
 import { deliveredSend } from '../helpers/receipts'
 import { freePort } from '../helpers/serve-child'
 import { startService } from '../helpers/service'
+
+/** A YAML file or output, read as the tests read it: fields by name. */
+// biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary YAML shapes
+const yamlParse = (text: string): any => load(text)
 
 const ROOT = join(__dirname, '..', '..')
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8')
@@ -121,7 +125,7 @@ const rolesOf = (s: Service) => s.command?.[s.command.indexOf('--roles') + 1] ??
 t.test('compose.yaml: valid for Compose, with every service of the deployment', async (t) => {
   const r = await resolved(t)
   t.equal(r.code, 0, r.stderr)
-  const services: Record<string, Service> = parse(r.stdout).services
+  const services: Record<string, Service> = yamlParse(r.stdout).services
   const api = Object.keys(services).filter((n) => pombo(services[n] as Service) && rolesOf(services[n] as Service) === 'api')
   const workers = Object.keys(services).filter(
     (n) => pombo(services[n] as Service) && rolesOf(services[n] as Service) === 'worker',
@@ -175,12 +179,12 @@ t.test('compose.yaml: Compose refuses it without the keys, and refuses an unknow
 
 t.test('Prometheus scrapes the operations port of every Pombo service, and nothing else', async (t) => {
   const r = await resolved(t)
-  const services: Record<string, Service> = parse(r.stdout).services
+  const services: Record<string, Service> = yamlParse(r.stdout).services
   const expected = Object.entries(services)
     .filter(([, s]) => pombo(s))
     .map(([n, s]) => `${n}:${s.environment?.PM_OPS_PORT}`)
     .sort()
-  const prom = parse(read('deploy/prometheus.yml'))
+  const prom = yamlParse(read('deploy/prometheus.yml'))
   const targets = prom.scrape_configs.flatMap((j: { static_configs: Array<{ targets: string[] }> }) =>
     j.static_configs.flatMap((c) => c.targets),
   )
@@ -195,7 +199,7 @@ t.test('Prometheus scrapes the operations port of every Pombo service, and nothi
 
 t.test('nginx balances exactly the API services, on their HTTP and gRPC ports', async (t) => {
   const r = await resolved(t)
-  const services: Record<string, Service> = parse(r.stdout).services
+  const services: Record<string, Service> = yamlParse(r.stdout).services
   const api = Object.keys(services).filter((n) => pombo(services[n] as Service) && rolesOf(services[n] as Service) === 'api')
   const conf = read('deploy/nginx.conf')
   const upstream = (name: string) =>
@@ -231,14 +235,14 @@ t.test('Grafana: the provisioned dashboard names only metrics a real scrape has,
     'every metric family the process exposes is on the dashboard',
   )
   // The datasource uid the panels use is the provisioned one; the provider's path is where compose mounts them.
-  const ds = parse(read('deploy/grafana/provisioning/datasources/prometheus.yml')).datasources[0]
+  const ds = yamlParse(read('deploy/grafana/provisioning/datasources/prometheus.yml')).datasources[0]
   t.ok(
     dash.panels
       .filter((p: { type: string }) => p.type !== 'row')
       .every((p: { datasource: { uid: string } }) => p.datasource.uid === ds.uid),
     `every panel on datasource ${ds.uid}`,
   )
-  const provider = parse(read('deploy/grafana/provisioning/dashboards/pombo.yml')).providers[0]
+  const provider = yamlParse(read('deploy/grafana/provisioning/dashboards/pombo.yml')).providers[0]
   t.match(read('compose.yaml'), new RegExp(`\\./deploy/grafana/dashboards:${provider.options.path}:ro`))
 })
 
@@ -367,7 +371,7 @@ t.test('compose.yaml: every secret comes from a variable without a default, and 
   // With the variables set, every secret a service sees is the variable's value: no literal password anywhere.
   const r = await resolved(t)
   t.equal(r.code, 0, r.stderr)
-  const services: Record<string, Service> = parse(r.stdout).services
+  const services: Record<string, Service> = yamlParse(r.stdout).services
   const values = new Set(Object.values(KEYS))
   for (const [n, s] of Object.entries(services)) {
     for (const [k, v] of Object.entries(s.environment ?? {})) {
@@ -389,7 +393,7 @@ t.test(
   'Grafana: no anonymous access, no sign-up, its admin password from .env, no network shared with the databases',
   async (t) => {
     const r = await resolved(t)
-    const services: Record<string, Service> = parse(r.stdout).services
+    const services: Record<string, Service> = yamlParse(r.stdout).services
     const g = services.grafana?.environment ?? {}
     t.equal(g.GF_AUTH_ANONYMOUS_ENABLED, 'false', 'anonymous access is off (explicitly: the image may change its default)')
     t.notOk('GF_AUTH_ANONYMOUS_ORG_ROLE' in g)
@@ -403,7 +407,7 @@ t.test(
       t.same(shared, [], `Grafana cannot reach ${db}`)
     }
     // Prometheus presents the token the Pombo services require.
-    const prom = parse(read('deploy/prometheus.yml'))
+    const prom = yamlParse(read('deploy/prometheus.yml'))
     for (const job of prom.scrape_configs) {
       t.equal(job.authorization?.type, 'Bearer', `${job.job_name}: a bearer token`)
       const file = job.authorization?.credentials_file as string
@@ -441,7 +445,7 @@ function published(services: Record<string, Service>): Published[] {
 
 t.test('only nginx is published; Postgres, Redis, Prometheus and the operations ports stay inside', async (t) => {
   const r = await resolved(t)
-  const services: Record<string, Service> = parse(r.stdout).services
+  const services: Record<string, Service> = yamlParse(r.stdout).services
   const ports = published(services)
   for (const p of ports) {
     const loopback = p.hostIp === '127.0.0.1' || p.hostIp === '::1'
@@ -520,7 +524,7 @@ t.test('nginx: TLS with HSTS for the API, the dashboard and gRPC over HTTP/2; pl
   }
   // The certificate nginx reads is the one deploy/init.mjs writes, mounted where nginx looks for it.
   const r = await resolved(t)
-  const services: Record<string, Service> = parse(r.stdout).services
+  const services: Record<string, Service> = yamlParse(r.stdout).services
   const cert = /^\s*ssl_certificate\s+(\S+);/m.exec(conf)?.[1] as string
   const key = /^\s*ssl_certificate_key\s+(\S+);/m.exec(conf)?.[1] as string
   const tlsMount = services.lb?.volumes
