@@ -1,7 +1,8 @@
 // A browser-less client of the dashboard: a cookie jar, forms posted with their hidden token, redirects not
-// followed (tests look at them). Plus people and organisations made through the real services.
+// followed (tests look at them; test/helpers/http.ts follows none). Plus people and organisations made through the real services.
 import { insertOrg } from '../../src/orgs/store'
 import { PeopleService } from '../../src/people/service'
+import { request } from './http'
 import type { TestService } from './service'
 
 export interface Page {
@@ -24,8 +25,8 @@ export class DashClient {
     return [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ')
   }
 
-  #keep(res: Response): void {
-    for (const c of res.headers.getSetCookie()) {
+  #keep(headers: Headers): void {
+    for (const c of headers.getSetCookie()) {
       const [pair] = c.split(';')
       const i = (pair as string).indexOf('=')
       const k = (pair as string).slice(0, i)
@@ -36,9 +37,9 @@ export class DashClient {
   }
 
   async get(path: string): Promise<Page> {
-    const res = await fetch(this.base + path, { headers: { ...this.headers, cookie: this.#cookieHeader() }, redirect: 'manual' })
-    this.#keep(res)
-    return { status: res.status, headers: res.headers, text: await res.text() }
+    const res = await request(this.base + path, { headers: { ...this.headers, cookie: this.#cookieHeader() } })
+    this.#keep(res.headers)
+    return res
   }
 
   async post(
@@ -49,17 +50,17 @@ export class DashClient {
     const headers: Record<string, string> = { ...this.headers, cookie: this.#cookieHeader() }
     const origin = o.origin === undefined ? this.origin : o.origin
     if (origin !== null) headers.origin = origin
-    let body: FormData | string
     if (o.multipart) {
+      // fetch encodes the multipart body (an uploaded file).
       for (const [k, v] of Object.entries(fields)) o.multipart.set(k, v)
-      body = o.multipart
-    } else {
-      headers['content-type'] = 'application/x-www-form-urlencoded'
-      body = new URLSearchParams(fields).toString()
+      const res = await fetch(this.base + path, { method: 'POST', headers, body: o.multipart, redirect: 'manual' })
+      this.#keep(res.headers)
+      return { status: res.status, headers: res.headers, text: await res.text() }
     }
-    const res = await fetch(this.base + path, { method: 'POST', headers, body, redirect: 'manual' })
-    this.#keep(res)
-    return { status: res.status, headers: res.headers, text: await res.text() }
+    headers['content-type'] = 'application/x-www-form-urlencoded'
+    const res = await request(this.base + path, { method: 'POST', headers, body: new URLSearchParams(fields).toString() })
+    this.#keep(res.headers)
+    return res
   }
 
   /** The hidden `_csrf` value of a page's first form. */

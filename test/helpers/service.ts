@@ -16,6 +16,7 @@ import { createLogger } from '../../src/core/log'
 import type { Role } from '../../src/service/roles'
 import { Service } from '../../src/service/service'
 import { CLUSTER_BY_DEFAULT, sharedClusterNodes } from './redis-cluster'
+import { request } from './http'
 import { claimSchema, recycleSchema } from './schema-pool'
 
 export const PLATFORM_KEY = 'pm_platform_test_0123456789abcdef'
@@ -114,8 +115,8 @@ export class TestService {
       body = JSON.stringify(o.body)
       headers['content-type'] ??= 'application/json'
     }
-    const res = await fetch(this.url + path, { method, headers, body })
-    const text = await res.text()
+    const res = await request(this.url + path, { method, headers, body })
+    const text = res.text
     let json: unknown
     try {
       json = JSON.parse(text)
