@@ -120,15 +120,12 @@ export type FcmSimulator = Awaited<ReturnType<typeof startFcmSimulator>>
 const accountKeys: Array<{ privateKey: string; publicKey: string }> = []
 
 /**
- * Key pairs made in advance, taken before any is generated: the test suite's fixture (test/fakes/fcm.ts), so its
- * test processes do not each generate the same dozens of pairs. Only the first call counts.
+ * Key pairs made in advance, taken when none is held yet: the test suite's fixture (test/fakes/fcm.ts), so its test
+ * processes do not each generate the same dozens of pairs.
  */
 export function useAccountKeys(pairs: ReadonlyArray<{ privateKey: string; publicKey: string }>): void {
-  if (accountKeysGiven) return
-  accountKeysGiven = true
-  accountKeys.push(...pairs)
+  if (accountKeys.length === 0) accountKeys.push(...pairs)
 }
-let accountKeysGiven = false
 
 function accountKey(n: number): { privateKey: string; publicKey: string } {
   while (accountKeys.length <= n)

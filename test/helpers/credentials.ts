@@ -1,17 +1,11 @@
 // Credential files as Google and Apple issue them: a service-account JSON (RSA 2048, PKCS#8),
 // a google-services.json with one or more Android clients, and an APNs .p8 (EC P-256, PKCS#8).
 import { generateKeyPairSync } from 'node:crypto'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { accountKeyPairs } from '../fakes/account-keys'
 
-let rsa: string | undefined
-/** One RSA key is enough: validation reads it, nothing signs with it here. The fixture's first (generating one is
- *  ~100 ms of CPU in every process that asks). */
+/** One RSA key is enough: validation reads it, nothing signs with it here. The fixture's first (test/fakes/account-keys.ts). */
 export function rsaPem(): string {
-  rsa ??= (
-    JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'fcm-account-keys.json'), 'utf8'))[0] as { privateKey: string }
-  ).privateKey
-  return rsa
+  return (accountKeyPairs()[0] as { privateKey: string }).privateKey
 }
 
 export function p8Pem(): string {

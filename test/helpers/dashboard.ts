@@ -1,5 +1,6 @@
 // A browser-less client of the dashboard: a cookie jar, forms posted with their hidden token, redirects not
-// followed (tests look at them; test/helpers/http.ts follows none). Plus people and organisations made through the real services.
+// followed (tests look at them; test/helpers/http.ts follows none). Plus people and organisations made through the
+// real services.
 import { insertOrg } from '../../src/orgs/store'
 import { PeopleService } from '../../src/people/service'
 import { request } from './http'
