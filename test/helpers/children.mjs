@@ -48,3 +48,17 @@ if (process.env.PM_TEST_PROFILE && /\.test\.ts$|[\\/]test[\\/]tiers[\\/][a-z]+-\
     }
   })
 }
+
+// tap's error domains on an AsyncLocalStorage (test/helpers/tap-domain.cjs says why): put in the module cache where
+// @tapjs/core's require of async-hook-domain lands, before tap is loaded.
+if (process.env.PM_TEST_TAP_DOMAIN !== 'package') {
+  const { Module } = require('node:module')
+  const { dirname, join } = require('node:path')
+  const target = require.resolve('async-hook-domain', { paths: [dirname(require.resolve('@tapjs/core'))] })
+  const file = join(dirname(new URL(import.meta.url).pathname), 'tap-domain.cjs')
+  const m = new Module(target)
+  m.filename = target
+  m.loaded = true
+  m.exports = require(file)
+  require.cache[target] = m
+}
