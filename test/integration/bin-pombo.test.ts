@@ -17,7 +17,7 @@ function checkout(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'pombo-bin-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   mkdirSync(join(dir, 'bin'))
-  copyFileSync(join(ROOT, 'bin', 'pombo'), join(dir, 'bin', 'pombo'))
+  for (const f of ['pombo', 'dist.cjs']) copyFileSync(join(ROOT, 'bin', f), join(dir, 'bin', f))
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
   mkdirSync(join(dir, 'src', 'core'), { recursive: true })
   writeFileSync(join(dir, 'src', 'main.ts'), ENTRY)

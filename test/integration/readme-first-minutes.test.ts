@@ -465,6 +465,13 @@ t.test("the README's first five minutes, as written, on a fresh clone", async (t
   }
   const running = processesIn(dir)
   for (const [name, pid] of Object.entries(pids)) t.ok(running.includes(pid), `${name} runs (pid ${pid}), in the clone`)
+  // A first start compiles the clone's src/ and runs the build: the worker is a process of dist/src/main.js.
+  t.match(startOut, /compiling src\/ into dist\/[^\n]*\n[\s\S]*?compiled in [\d.]+ s/, 'npm start compiled src/ first')
+  t.match(
+    readFileSync(`/proc/${pids['the delivery worker']}/cmdline`, 'utf8'),
+    join(clone, 'dist', 'src', 'main.js'),
+    'and runs it',
+  )
 
   // "Ctrl-C stops everything it started": the terminal's interrupt goes to npm start's whole process group. npm
   // waits for its script, then ends by the same signal (what a shell shows as 130), whatever the script's own exit:
