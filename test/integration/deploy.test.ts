@@ -310,7 +310,15 @@ t.test('Dockerfile: the build context holds every file the image build reads', a
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('#'))
   t.notOk(inContext(rules, 'node_modules/x'), 'the rules are read as Docker reads them')
-  const needed = new Set(['package.json', 'package-lock.json', 'tsconfig.json', 'src/main.ts', 'bin/pombo', 'bin/dist.cjs', 'proto'])
+  const needed = new Set([
+    'package.json',
+    'package-lock.json',
+    'tsconfig.json',
+    'src/main.ts',
+    'bin/pombo',
+    'bin/dist.cjs',
+    'proto',
+  ])
   // npm ci fails without every workspace's package.json; the build compiles the SDK's sources.
   for (const ws of JSON.parse(read('package.json')).workspaces as string[]) {
     const dir = ws.replace(/\/\*$/, '/sdk')
