@@ -1,4 +1,0 @@
-import '../src/service/service'
-import '../test/helpers/service'
-import '../test/helpers/dashboard'
-import '../test/helpers/cli'
