@@ -14,7 +14,8 @@
 //                as a child start src/ compiled once for the run (scripts/test-dist.mjs), without tap's process-info
 //                loader unless coverage is recorded (test/helpers/children.mjs). `npm run test:integration`.
 // tap loads only the plugins the tests use (package.json "tap"."plugin"): each test file's process starts in about
-// half the time it took with all of them.
+// half the time it took with all of them. Its per-test error domains run on an AsyncLocalStorage instead of
+// async-hook-domain's destroy hooks (test/helpers/tap-domain.cjs, put in place by test/helpers/children.mjs).
 // PM_TEST_PROFILE=<file> records each test process's wall time, CPU (its own and its children's) and test services
 // started (a shard is one line); `node scripts/test-profile.mjs <file>` prints them heaviest first (test/helpers/children.mjs).
 // Extra arguments go to tap:
