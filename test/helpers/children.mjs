@@ -54,8 +54,9 @@ if (process.env.PM_TEST_PROFILE && /\.test\.ts$|[\\/]test[\\/]tiers[\\/][a-z]+-\
 if (process.env.PM_TEST_TAP_DOMAIN !== 'package') {
   const { Module } = require('node:module')
   const { dirname, join } = require('node:path')
+  const { fileURLToPath } = require('node:url')
   const target = require.resolve('async-hook-domain', { paths: [dirname(require.resolve('@tapjs/core'))] })
-  const file = join(dirname(new URL(import.meta.url).pathname), 'tap-domain.cjs')
+  const file = join(dirname(fileURLToPath(import.meta.url)), 'tap-domain.cjs')
   const m = new Module(target)
   m.filename = target
   m.loaded = true

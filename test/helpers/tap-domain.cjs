@@ -14,7 +14,6 @@ const { AsyncLocalStorage } = require('node:async_hooks')
 
 const storage = new AsyncLocalStorage()
 let active = false
-let nextId = 1
 
 /** The nearest domain not destroyed, from the one current where this code runs. */
 function currentDomain() {
@@ -77,7 +76,6 @@ class Domain {
       Error.captureStackTrace(er, this.constructor)
       throw er
     }
-    this.id = nextId++
     this.onerror = onerror
     this.parent = currentDomain()
     this.destroyed = false
