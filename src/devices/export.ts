@@ -4,7 +4,7 @@
 // sha256 is stored and names the file. Files live 72 hours on the service clock, then a sweep removes them.
 import { type Actor, BY_CODE, record } from '../audit/record'
 import { createHash, randomBytes } from 'node:crypto'
-import { constants, createWriteStream } from 'node:fs'
+import { constants, createWriteStream, type WriteStream } from 'node:fs'
 import { access, type FileHandle, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
@@ -270,11 +270,13 @@ export class Exporter {
     const tmp = join(this.dir, `.${job.hash}.${randomBytes(4).toString('hex')}.tmp`)
     const started = performance.now()
     let client: Tx | null = null
+    let out: WriteStream | null = null
     try {
       await mkdir(this.dir, { recursive: true }) // a taken-over build may be this instance's first export
       client = await this.db.connect()
+      this.#abort.signal.throwIfAborted()
       const copy = client.query(copyTo(copySql(job.appId, job.includeDead)))
-      const out = createWriteStream(tmp)
+      out = createWriteStream(tmp)
       await pipeline(copy, createGzip({ level: 6 }), out, { signal: this.#abort.signal })
       await rename(tmp, this.#path(job.hash))
       const rows = copy.rowCount // from the COPY command tag: data rows, header excluded
@@ -288,6 +290,10 @@ export class Exporter {
       )
       this.log.info({ app_id: job.appId, rows, bytes: out.bytesWritten, seconds: Number(seconds.toFixed(2)) }, 'export ready')
     } catch (err) {
+      // The pipeline rejects as soon as it is aborted, while the file's open may still be pending: that open would
+      // create the file after an unlink made now. The stream is closed (opened first, if it was opening) before.
+      const stream = out
+      if (stream && !stream.closed) await new Promise<void>((resolve) => stream.once('close', () => resolve()))
       await unlink(tmp).catch(() => {})
       if (this.#abort.signal.aborted) {
         // Stopping: the connection carrying an unfinished COPY is not reusable.
