@@ -221,9 +221,9 @@ t.test(
 )
 
 t.test('a large app: the status page shows progress while it runs; a second submission lands on the same erasure', async (t) => {
-  // 2,001 devices erased 2 at a time: a thousand batches, so the page is caught while the erasure runs (10,001 at 10 a
-  // batch took Postgres ~6 s of CPU just to copy the rows in).
-  const s = await startService(t, { roles: ['api', 'dashboard'], env: { PM_ERASE_BATCH: '2' } })
+  // 2,001 devices erased 50 at a time. One of them is held by a transaction of the test's (FOR UPDATE), so the erasure
+  // waits at that batch and the page is caught while it runs, however quick the machine; then it is let go.
+  const s = await startService(t, { roles: ['api', 'dashboard'], env: { PM_ERASE_BATCH: '50' } })
   const org = await makeOrg(s, 'Grande')
   const app = await makeApp(s, 'Grande', org)
   const [, device] = await use(s, app, 'big')
@@ -236,6 +236,19 @@ t.test('a large app: the status page shows progress while it runs; a second subm
     )
   await makePerson(s, 'ops@pombo.example', SENHA, null)
   await makePerson(s, 'ops2@pombo.example', SENHA, null)
+  const holder = await s.svc.deps.db.connect()
+  // Let go however the test ends (teardowns run last added first: before the service's stop, which waits for its
+  // pool's connections).
+  let held = true
+  const letGo = async () => {
+    if (!held) return
+    held = false
+    await holder.query('ROLLBACK').catch(() => {})
+    holder.release()
+  }
+  t.teardown(letGo)
+  await holder.query('BEGIN')
+  await holder.query(`SELECT 1 FROM devices WHERE app_id = $1 AND identifier LIKE '%-1000' FOR UPDATE`, [app.id])
   const ops = await signedIn(s, 'ops@pombo.example')
   const p = await ops.get(`/apps/${app.id}`)
   const ops2 = await signedIn(s, 'ops2@pombo.example')
@@ -257,6 +270,7 @@ t.test('a large app: the status page shows progress while it runs; a second subm
   t.ok(running, 'progress shown while it runs: rows done of the total')
   t.match(running?.text, /<meta http-equiv="refresh" content="2">/, 'the page reloads itself meanwhile')
   t.match(running?.text, /role="status" id="exclusao-estado">Em andamento/)
+  await letGo()
   const done = await finished(ops, location)
   t.match(done.text, /linhas de <code>devices<\/code><\/td><td>2\.001</, done.text)
   t.equal(await count(s, 'devices', 'app_id = $1', app.id), 0)
