@@ -221,8 +221,9 @@ t.test(
 )
 
 t.test('a large app: the status page shows progress while it runs; a second submission lands on the same erasure', async (t) => {
-  // 2,001 devices erased 50 at a time. One of them is held by a transaction of the test's (FOR UPDATE), so the erasure
-  // waits at that batch and the page is caught while it runs, however quick the machine; then it is let go.
+  // 2,001 devices erased 50 at a time. One of them, past the first batch, is held by a transaction of the test's (FOR
+  // UPDATE), so the erasure waits there and the page is caught while it runs, however quick the machine; then it is
+  // let go.
   const s = await startService(t, { roles: ['api', 'dashboard'], env: { PM_ERASE_BATCH: '50' } })
   const org = await makeOrg(s, 'Grande')
   const app = await makeApp(s, 'Grande', org)
@@ -248,7 +249,17 @@ t.test('a large app: the status page shows progress while it runs; a second subm
   }
   t.teardown(letGo)
   await holder.query('BEGIN')
-  await holder.query(`SELECT 1 FROM devices WHERE app_id = $1 AND identifier LIKE '%-1000' FOR UPDATE`, [app.id])
+  // Not one of the rows the erasure's first batch takes (the same query, src/erasure/erase.ts): that batch is done and
+  // shown before the erasure waits.
+  const firstBatch = await s.sql<{ c: string }>(
+    `SELECT ctid::text AS c FROM devices WHERE app_id = $1 AND ctid > '(0,0)'::tid LIMIT 50`,
+    [app.id],
+  )
+  const locked = await holder.query(
+    'SELECT 1 FROM devices WHERE app_id = $1 AND NOT (ctid::text = ANY($2::text[])) LIMIT 1 FOR UPDATE',
+    [app.id, firstBatch.map((r) => r.c)],
+  )
+  t.equal(locked.rowCount, 1, 'a device past the first batch is held')
   const ops = await signedIn(s, 'ops@pombo.example')
   const p = await ops.get(`/apps/${app.id}`)
   const ops2 = await signedIn(s, 'ops2@pombo.example')
