@@ -1,5 +1,5 @@
 // Runs the real `pombo` entry point as a child process against a test service's namespace (schema + Redis prefix).
-import { execFile } from 'node:child_process'
+import { type ChildProcess, execFile } from 'node:child_process'
 import type { Test } from 'tap'
 import { pomboArgv } from './entry'
 import { DATABASE_URL, REDIS_URL, TEST_SCRYPT_N, type TestService, VAULT_KEY } from './service'
@@ -52,14 +52,29 @@ export function pombo(s: TestService, args: string[], env: Record<string, string
   return turn(() => run(s, args, env, input))
 }
 
-function run(s: TestService, args: string[], env: Record<string, string>, input?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, pomboArgv(args), { env: cliEnv(s, env) }, (err, stdout, stderr) =>
+/** `pombo <args>` as a process the test can signal (a run that lasts until told to stop); not queued. */
+export function pomboProcess(s: TestService, args: string[], env: Record<string, string> = {}): Started {
+  return start(s, args, env)
+}
+
+export interface Started {
+  child: ChildProcess
+  done: Promise<Run>
+}
+
+function start(s: TestService, args: string[], env: Record<string, string>, input?: string): Started {
+  let child: ChildProcess | undefined
+  const done = new Promise<Run>((resolve) => {
+    child = execFile(process.execPath, pomboArgv(args), { env: cliEnv(s, env) }, (err, stdout, stderr) =>
       resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )
     if (input !== undefined) child.stdin?.end(input)
   })
+  return { child: child as ChildProcess, done }
 }
+
+const run = (s: TestService, args: string[], env: Record<string, string>, input?: string): Promise<Run> =>
+  start(s, args, env, input).done
 
 /** Refusals started side by side (each a process of its own; a refusal writes nothing), checked in order. */
 export async function allRefused(t: Test, cases: Array<[Promise<Run>, RegExp]>): Promise<void> {

@@ -8,7 +8,7 @@ import { createServer as createHttpServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { pombo } from '../helpers/cli'
+import { pombo, pomboProcess } from '../helpers/cli'
 import { FakeClock, startService } from '../helpers/service'
 import { until } from '../helpers/until'
 
@@ -26,13 +26,11 @@ async function world(t: Test, roles: Array<'api' | 'worker'>, extra: Record<stri
   }
   const s = await startService(t, { roles, env, clock })
   const app = await s.createApp()
-  const run = (args: string[], runEnv: Record<string, string> = {}) =>
-    pombo(s, ['simulate', '--app', app.id, '--base-url', s.url, '--tls-dir', dir, '--json', ...args], {
-      ...env,
-      PM_OPS_PORT: '0',
-      ...runEnv,
-    })
-  return { s, app, dir, env, run }
+  const argv = (args: string[]) => ['simulate', '--app', app.id, '--base-url', s.url, '--tls-dir', dir, '--json', ...args]
+  const runEnv = (more: Record<string, string>) => ({ ...env, PM_OPS_PORT: '0', ...more })
+  const run = (args: string[], more: Record<string, string> = {}) => pombo(s, argv(args), runEnv(more))
+  const start = (args: string[], more: Record<string, string> = {}) => pomboProcess(s, argv(args), runEnv(more))
+  return { s, app, dir, env, run, start }
 }
 
 t.test('devices register through the SDK, every push is answered, and the service counts exactly what was sent', async (t) => {
@@ -179,7 +177,9 @@ t.test('--worker runs the delivery worker inside simulate (the service runs only
 
 t.test('with --sends 0 the devices answer pushes the sender sends itself', async (t) => {
   const w = await world(t, ['api', 'worker'])
-  const child = w.run([
+  // A run of up to two minutes, stopped (SIGTERM: it answers what is owed, then reports) once the service has counted
+  // every device's receipt: it ends when its work is seen done, not after a fixed time.
+  const run = w.start([
     '--devices',
     '6',
     '--sends',
@@ -189,10 +189,11 @@ t.test('with --sends 0 the devices answer pushes the sender sends itself', async
     '--click-rate',
     '0',
     '--duration-s',
-    '25',
+    '120',
     '--fcm-latency-ms',
     '1',
   ])
+  t.teardown(() => run.child.kill('SIGKILL'))
   // The sender's own send, once the fleet is registered
   await until(
     'the fleet registered',
@@ -206,7 +207,12 @@ t.test('with --sends 0 the devices answer pushes the sender sends itself', async
     headers: { authorization: `Basic ${w.app.api_key}` },
   })
   t.equal(sent.status, 200, sent.text)
-  const r = await child
+  const received = async () =>
+    (await w.s.sql<{ recebidos: number }>('SELECT recebidos FROM sends WHERE id = $1', [sent.json.id]))[0]?.recebidos
+  await until('every device answered the send', async () => (await received()) === 6, 90_000)
+  t.equal(run.child.exitCode, null, 'the run was still going')
+  run.child.kill('SIGTERM')
+  const r = await run.done
   t.equal(r.code, 0, r.stderr)
   const out = JSON.parse(r.stdout)
   t.equal(out.sends.length, 0, 'the run sent nothing itself')
@@ -216,8 +222,7 @@ t.test('with --sends 0 the devices answer pushes the sender sends itself', async
   t.equal(out.run_key, null, 'and no key made')
   t.equal(out.latency_ms.provider_to_receipt.count, 6)
   t.equal(out.latency_ms.send_to_receipt.count, 0, 'the send time of a foreign send is unknown')
-  const [row] = await w.s.sql<{ recebidos: number }>('SELECT recebidos FROM sends WHERE id = $1', [sent.json.id])
-  t.equal(row?.recebidos, 6)
+  t.equal(await received(), 6)
 })
 
 t.test('bad input: one line, exit 2, nothing started', async (t) => {
