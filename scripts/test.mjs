@@ -13,6 +13,8 @@
 //                PM_TEST_SCHEMA_POOL=0: each migrates its own and drops it). Tests that start `pombo`
 //                as a child start src/ compiled once for the run (scripts/test-dist.mjs), without tap's process-info
 //                loader unless coverage is recorded (test/helpers/children.mjs). `npm run test:integration`.
+// Test processes compile their TypeScript with test/helpers/ts-loader.cjs (esbuild, cached in .cache/ts-loader by
+// content; entries over a week old are pruned here), not tsx: about a tenth of their CPU.
 // tap loads only the plugins the tests use (package.json "tap"."plugin"): each test file's process starts in about
 // half the time it took with all of them. Its per-test error domains run on an AsyncLocalStorage instead of
 // async-hook-domain's destroy hooks (test/helpers/tap-domain.cjs, put in place by test/helpers/children.mjs).
@@ -26,7 +28,7 @@
 // stopped when tap is done.
 
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -95,6 +97,18 @@ function fullIntegrationRun() {
   const missing = [...SLOW, ...ALONE].filter((f) => !all.has(f))
   if (missing.length) throw new Error(`scripts/test-tiers.mjs names files that do not exist: ${missing.join(' ')}`)
   return [...shardEntries('slow'), ...shardEntries('integration'), ...shardEntries('cluster'), ...ALONE]
+}
+
+/** The test processes' compiled TypeScript (test/helpers/ts-compile.cjs) made more than a week ago: a file still in
+ *  use is compiled again once; the rest (sources since changed) would only pile up. */
+function pruneCompiled() {
+  const dir = path.join(REPO_ROOT, '.cache', 'ts-loader')
+  if (!existsSync(dir)) return
+  const before = Date.now() - 7 * 24 * 3_600_000
+  for (const f of readdirSync(dir)) {
+    const p = path.join(dir, f)
+    if ((statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < before) rmSync(p, { force: true })
+  }
 }
 
 const isUnitFile = (f) => path.relative(path.join(REPO_ROOT, UNIT_DIR), path.resolve(REPO_ROOT, f)).split(path.sep)[0] !== '..'
@@ -166,6 +180,7 @@ async function integrationTier(files, flags, { onCluster, full, withUnit = false
 async function main() {
   // The tests import '@pombo/sdk' through its package exports (packages/sdk/dist).
   buildSdk()
+  pruneCompiled()
   // One certificate for the provider simulators of the whole run (test/fakes/tls.ts): the first process that needs it
   // makes it with openssl, the others read it, instead of each making its own (several openssl runs a process).
   if (!process.env.PM_TEST_TLS_DIR) {
