@@ -27,7 +27,7 @@
 // The machine's shared Postgres/Redis are left running; an embedded fallback and the cluster started here are
 // stopped when tap is done.
 
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -38,6 +38,7 @@ import { ensureTestServices, REPO_ROOT, stopAllServices } from './local-services
 import { redactUrl } from './redact-url.mjs'
 import { startRedisCluster } from './redis-cluster.mjs'
 import { closeSchemaPool, openSchemaPool, vacuumWhileRunning } from './test-schema-pool.mjs'
+import { ensureTapPlugins } from './tap-plugins.mjs'
 import { buildTestDist } from './test-dist.mjs'
 import { ALONE, CLUSTER_SUITES, integrationFiles, SERVICE_ENV, SLOW, shardEntries, UNIT_DIR } from './test-tiers.mjs'
 import { ensureTestTools, toolsFor } from './test-tools.mjs'
@@ -97,22 +98,6 @@ function fullIntegrationRun() {
   const missing = [...SLOW, ...ALONE].filter((f) => !all.has(f))
   if (missing.length) throw new Error(`scripts/test-tiers.mjs names files that do not exist: ${missing.join(' ')}`)
   return [...shardEntries('slow'), ...shardEntries('integration'), ...shardEntries('cluster'), ...ALONE]
-}
-
-/**
- * tap builds its Test class with the plugins package.json names ("tap"."plugin"), but a fresh install holds the
- * default set, and a tap run that finds it so rebuilds it for the next run only: the run itself still starts every
- * test process with the default plugins' loaders (ts-node and the mock loader, about a second a process, and ts-node
- * would compile our .ts before test/helpers/ts-loader.cjs). So the set is built here first when it differs.
- */
-async function ensureTapPlugins() {
-  const { TapConfig } = await import('@tapjs/config')
-  const wanted = (await TapConfig.load()).pluginSignature
-  const { signature } = await import('@tapjs/test')
-  if (signature === wanted) return
-  log("building tap's plugin set from package.json (the first run after an install)")
-  const r = spawnSync(path.join(REPO_ROOT, 'node_modules', '.bin', 'tap'), ['build'], { cwd: REPO_ROOT, stdio: 'inherit' })
-  if (r.status !== 0) throw new Error(`tap build failed (${r.status ?? r.signal})`)
 }
 
 /** The test processes' compiled TypeScript (test/helpers/ts-compile.cjs) made more than a week ago: a file still in
@@ -197,7 +182,7 @@ async function main() {
   // The tests import '@pombo/sdk' through its package exports (packages/sdk/dist).
   buildSdk()
   pruneCompiled()
-  await ensureTapPlugins()
+  await ensureTapPlugins(log)
   // One certificate for the provider simulators of the whole run (test/fakes/tls.ts): the first process that needs it
   // makes it with openssl, the others read it, instead of each making its own (several openssl runs a process).
   if (!process.env.PM_TEST_TLS_DIR) {

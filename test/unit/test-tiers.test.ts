@@ -84,3 +84,14 @@ t.test('a unit test process has the services out of reach, however the suite was
   for (const k of SERVICE_ENV) t.equal(process.env[k], undefined, `${k} is not set`)
   t.equal(net.Socket.prototype.connect.name, 'guardedConnect', 'a connection to Postgres or Redis stops the process')
 })
+
+t.test("tap's Test class is built with the plugins package.json names, as npm test makes sure first", async (t) => {
+  const { tapPlugins } = await import('../../scripts/tap-plugins.mjs')
+  const { wanted, built } = await tapPlugins()
+  t.ok(wanted.includes('@tapjs/asserts') && !wanted.includes('@tapjs/typescript'), 'the configured set, as read')
+  t.equal(built, wanted, 'the built set is read from its file and is the configured one')
+  t.notOk(
+    process.execArgv.some((a) => /@tapjs[\\/](typescript|mock)/.test(a)),
+    "this process started without the default plugins' loaders",
+  )
+})
