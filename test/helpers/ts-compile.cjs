@@ -20,7 +20,11 @@ const options = (file) => ({
   target: `node${process.versions.node.split('.')[0]}`,
   sourcefile: file,
   sourcemap: 'inline',
-  sourcesContent: false,
+  // As tsx compiles, so coverage maps the same way (scripts/coverage.mjs, the floors in package.json): whitespace out,
+  // names kept, and the source in the map only when coverage is recorded (scripts/coverage.mjs fills it in otherwise).
+  minifyWhitespace: true,
+  keepNames: true,
+  sourcesContent: !!process.env.NODE_V8_COVERAGE,
   tsconfigRaw: { compilerOptions },
 })
 const KEY = `${require('esbuild/package.json').version} ${JSON.stringify(options(''))}`

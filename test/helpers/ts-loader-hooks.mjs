@@ -25,9 +25,10 @@ export async function resolve(specifier, context, next) {
   return r
 }
 
-/** The names a compiled file exports: esbuild lists them for Node at its end, `0 && (module.exports = { … })`. */
+/** The names a compiled file exports: esbuild lists them for Node at its end, `0 && (module.exports = { … })` (without
+ *  the spaces, as the whitespace is minified). */
 function exportNames(code) {
-  const list = /\n0 && \(module\.exports = \{([^}]*)\}\);/.exec(code)?.[1] ?? ''
+  const list = /(?:^|[\n;])0\s*&&\s*\(module\.exports\s*=\s*\{([^}]*)\}\)/.exec(code)?.[1] ?? ''
   return list
     .split(',')
     .map((n) => n.trim())
