@@ -18,12 +18,12 @@ interface Run {
 }
 
 function run(node: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  // No coverage from these: bin/pombo runs src/ through tsx here, and V8's coverage of tsx's output for a file would
-  // be merged, offset for offset, with the test processes' coverage of test/helpers/ts-loader.cjs's output for it.
-  const { NODE_V8_COVERAGE: _, ...inherited } = process.env
   return new Promise((resolve) => {
-    execFile(node, args, { cwd: ROOT, env: { ...inherited, NODE_OPTIONS: '', ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      node,
+      args,
+      { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: '', ...env }, timeout: 60_000 },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     )
   })
 }
