@@ -20,11 +20,11 @@ const options = (file) => ({
   target: `node${process.versions.node.split('.')[0]}`,
   sourcefile: file,
   sourcemap: 'inline',
-  // As tsx compiles, so coverage maps the same way (scripts/coverage.mjs, the floors in package.json): whitespace out,
-  // names kept, and the source in the map only when coverage is recorded (scripts/coverage.mjs fills it in otherwise).
+  // As tsx compiles (whitespace out, names kept), so a test sees the same code either way (ts-loader.cjs runs tsx when
+  // coverage is recorded); the map needs no copy of the source, which stack traces read from the file.
   minifyWhitespace: true,
   keepNames: true,
-  sourcesContent: !!process.env.NODE_V8_COVERAGE,
+  sourcesContent: false,
   tsconfigRaw: { compilerOptions },
 })
 const KEY = `${require('esbuild/package.json').version} ${JSON.stringify(options(''))}`
