@@ -1,4 +1,4 @@
-// Runs the TypeScript of a test process (package.json "tap"."node-arg": --require, before anything else), in place of
+// Runs the TypeScript of a test process (package.json "tap"."node-arg": --import, after tap's own), in place of
 // tsx, which gave each of the ~300 modules a test process loads a pass of its ESM lexer and its resolver, and loaded
 // its own loader into the module hooks' thread. This does only what our sources need:
 // - a .ts file required is compiled to CommonJS (test/helpers/ts-compile.cjs: esbuild, cached by content);
@@ -6,9 +6,10 @@
 //   resolution asks for the compiled name);
 // - a .ts file reached through the ESM loader (the entry, which tap's own `--import` sends there, or a test file a
 //   shard imports) is handled by ts-loader-hooks.mjs.
-// When coverage is recorded (NODE_V8_COVERAGE: CI), the process runs tsx instead, as `--import tsx` would: coverage
-// of this loader's output, merged over a whole run, came to 87% of src/'s lines against ~97.8% through tsx (a clean
-// clone's CI run, every test green), and the floors were set on tsx's. Local runs record none and take this path.
+// When coverage is recorded (NODE_V8_COVERAGE: CI), the process runs tsx instead, exactly as `--import tsx` in this
+// place did: the coverage floors were set on what V8 records of tsx's output, and a run's coverage is only checked
+// whole, in CI. Local runs record none and take this path. Registered after tap's own --import (processinfo): a
+// compiler registered before it would have processinfo's require hook wrapped around it.
 'use strict'
 
 if (process.env.NODE_V8_COVERAGE) {
