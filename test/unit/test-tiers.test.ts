@@ -90,7 +90,7 @@ t.test("tap's Test class is built with the plugins package.json names, as npm te
   const { wanted, built } = await tapPlugins()
   t.ok(wanted.includes('@tapjs/asserts') && !wanted.includes('@tapjs/typescript'), 'the configured set, as read')
   // A run that records coverage (CI) keeps a fresh install's default set (scripts/test.mjs says why).
-  if (process.env.NODE_V8_COVERAGE) return
+  if (process.env._TAPJS_PROCESSINFO_COVERAGE_ === '1') return
   t.equal(built, wanted, 'the built set is read from its file and is the configured one')
   t.notOk(
     process.execArgv.some((a) => /@tapjs[\\/](typescript|mock)/.test(a)),
