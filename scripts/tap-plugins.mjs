@@ -11,8 +11,16 @@ const BUILT = path.join(REPO_ROOT, 'node_modules', '@tapjs', 'test', 'test-built
 
 /** The configured plugin set, and the one tap's Test class is built with ('' when unreadable: then it is built). */
 export async function tapPlugins() {
-  const { TapConfig } = await import('@tapjs/config')
-  const wanted = (await TapConfig.load()).pluginSignature
+  // tap's config parses process.argv as tap's own: npm test's flags (--unit) and files are not for it.
+  const argv = process.argv
+  process.argv = argv.slice(0, 2)
+  let wanted
+  try {
+    const { TapConfig } = await import('@tapjs/config')
+    wanted = (await TapConfig.load()).pluginSignature
+  } finally {
+    process.argv = argv
+  }
   // Read from the built file, not imported: importing @tapjs/test outside a tap run can trip its module cycle.
   const text = existsSync(BUILT) ? readFileSync(BUILT, 'utf8') : ''
   const built = /^export const signature = `([^`]*)`;$/m.exec(text)?.[1] ?? ''

@@ -87,7 +87,12 @@ t.test('a unit test process has the services out of reach, however the suite was
 
 t.test("tap's Test class is built with the plugins package.json names, as npm test makes sure first", async (t) => {
   const { tapPlugins } = await import('../../scripts/tap-plugins.mjs')
-  const { wanted, built } = await tapPlugins()
+  const argv = process.argv
+  // npm test's own flags on the command line (npm run test:unit) are not read as tap's.
+  process.argv = [...argv.slice(0, 2), '--unit', 'test/unit/x.test.ts']
+  const { wanted, built } = await tapPlugins().finally(() => {
+    process.argv = argv
+  })
   t.ok(wanted.includes('@tapjs/asserts') && !wanted.includes('@tapjs/typescript'), 'the configured set, as read')
   // A run that records coverage (CI) keeps a fresh install's default set (scripts/test.mjs says why).
   if (process.env._TAPJS_PROCESSINFO_COVERAGE_ === '1') return
