@@ -1,7 +1,7 @@
 // tap builds its Test class with the plugins package.json names ("tap"."plugin"), but a fresh install holds the
 // default set, and a tap run that finds it so rebuilds it for the next run only: the run itself still starts every
-// test process with the default plugins' loaders (ts-node and the mock loader, about a second a process, and ts-node
-// would compile our .ts before test/helpers/ts-loader.cjs). scripts/test.mjs builds the set first when it differs.
+// test process with the default plugins' loaders (ts-node and the mock loader, about a second a process).
+// scripts/test.mjs builds the set first when it differs.
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import path from 'node:path'

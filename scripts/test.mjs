@@ -14,7 +14,8 @@
 //                as a child start src/ compiled once for the run (scripts/test-dist.mjs), without tap's process-info
 //                loader unless coverage is recorded (test/helpers/children.mjs). `npm run test:integration`.
 // Test processes compile their TypeScript with test/helpers/ts-loader.cjs (esbuild, cached in .cache/ts-loader by
-// content; entries over a week old are pruned here), not tsx: about a tenth of their CPU.
+// content; entries over a week old are pruned here), not tsx: about a tenth of their CPU. When tap records coverage
+// they run tsx (test/helpers/ts-loader.mjs says why).
 // tap loads only the plugins the tests use (package.json "tap"."plugin"): each test file's process starts in about
 // half the time it took with all of them. Its per-test error domains run on an AsyncLocalStorage instead of
 // async-hook-domain's destroy hooks (test/helpers/tap-domain.cjs, put in place by test/helpers/children.mjs).

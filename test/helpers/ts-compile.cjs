@@ -20,7 +20,7 @@ const options = (file) => ({
   target: `node${process.versions.node.split('.')[0]}`,
   sourcefile: file,
   sourcemap: 'inline',
-  // As tsx compiles (whitespace out, names kept), so a test sees the same code either way (ts-loader.cjs runs tsx when
+  // As tsx compiles (whitespace out, names kept), so a test sees the same code either way (ts-loader.mjs runs tsx when
   // coverage is recorded); the map needs no copy of the source, which stack traces read from the file.
   minifyWhitespace: true,
   keepNames: true,

@@ -1,20 +1,21 @@
 // The test processes' TypeScript loader (test/helpers/ts-loader.cjs), run as the tests run it, on a small program in a
-// folder of its own: a .ts entry reached through the ESM loader (an --import before it, as tap's own) and run as the
-// main module, a `./x.js` that is a .ts file through require and through import() (its exports by name), a source
-// map that puts a stack's line in the .ts file, and a compiled file kept until its source changes.
+// folder of its own: imported through ts-loader.mjs after another --import (as after tap's own), a .ts entry reached
+// through the ESM loader and run as the main module, a `./x.js` that is a .ts file through require and through
+// import() (its exports by name), a source map that puts a stack's line in the .ts file, and a compiled file kept
+// until its source changes.
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 
-const LOADER = join(__dirname, '..', 'helpers', 'ts-loader.cjs')
+const LOADER = join(__dirname, '..', 'helpers', 'ts-loader.mjs')
 
 function run(dir: string): Promise<{ code: number; out: string; err: string }> {
   return new Promise((done) =>
     execFile(
       process.execPath,
-      ['--enable-source-maps', `--require=${LOADER}`, `--import=${join(dir, 'first.mjs')}`, join(dir, 'main.ts')],
+      ['--enable-source-maps', `--import=${join(dir, 'first.mjs')}`, `--import=${LOADER}`, join(dir, 'main.ts')],
       { cwd: dir, env: { PATH: process.env.PATH }, timeout: 30_000 },
       (e, out, err) => done({ code: e ? ((e as { code?: number }).code ?? 1) : 0, out, err }),
     ),
